@@ -1,0 +1,135 @@
+//! The MCA base's own parameters (framework `mca`, component `base`) and
+//! the parameters the core declares for every framework (`<fw>` and
+//! `<fw>_base_verbose`).
+
+use crate::paths::{user_component_dir, user_param_file, InstallPaths};
+use oxmpi_plugin_api::params::VERBOSITY_VALUES;
+use oxmpi_plugin_api::{flags, FrameworkInfo, ParamDecl, ParamType};
+use std::path::Path;
+
+/// `mca_base_param_files`.
+pub const PARAM_FILES: &str = "mca_base_param_files";
+/// `mca_base_override_param_file`.
+pub const OVERRIDE_FILE: &str = "mca_base_override_param_file";
+/// `mca_base_component_path`.
+pub const COMPONENT_PATH: &str = "mca_base_component_path";
+/// `mca_base_component_show_load_errors`.
+pub const SHOW_LOAD_ERRORS: &str = "mca_base_component_show_load_errors";
+/// `mca_base_warn_unknown`.
+pub const WARN_UNKNOWN: &str = "mca_base_warn_unknown";
+/// `mca_base_verbose`.
+pub const VERBOSE: &str = "mca_base_verbose";
+
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+/// Declarations of the core's parameters; defaults depend on the install
+/// paths and the home directory, so they are built at start-up.
+pub fn core_params(paths: &InstallPaths, home: Option<&Path>) -> Vec<ParamDecl> {
+    let mut files = Vec::new();
+    if let Some(home) = home {
+        files.push(user_param_file(home).display().to_string());
+    }
+    files.push(paths.system_param_file().display().to_string());
+    vec![
+        ParamDecl::new(
+            "param_files",
+            ParamType::List,
+            leak(files.join(",")),
+            9,
+            "Comma-separated list of parameter files to read. Where two files set the same parameter, the leftmost file wins (so the user file beats the system file). \"none\" reads no file. Set it in the environment or on the command line; parameter files cannot set it.",
+        ),
+        ParamDecl::new(
+            "override_param_file",
+            ParamType::String,
+            leak(paths.override_param_file().display().to_string()),
+            9,
+            "Parameter file whose values beat every other source, including the command line (for site administrators). Its location is fixed by the install prefix.",
+        )
+        .with_flags(flags::READ_ONLY),
+        ParamDecl::new(
+            "component_path",
+            ParamType::String,
+            "SYSTEM_DEFAULT:USER_DEFAULT",
+            9,
+            leak(format!(
+                "Colon-separated list of directories searched, in order, for component libraries (libmca_<framework>_<component>.so). SYSTEM_DEFAULT stands for {}, USER_DEFAULT for {}. The first library found for a framework/component wins.",
+                paths.component_dir.display(),
+                home.map(|h| user_component_dir(h).display().to_string()).unwrap_or_else(|| "$HOME/.oxmpi/components".into())
+            )),
+        ),
+        ParamDecl::new(
+            "component_show_load_errors",
+            ParamType::String,
+            "all",
+            9,
+            "Which component libraries that fail to load are reported as warnings: \"all\", \"none\", or a comma-separated list of framework or framework/component names (\"btl,pml/ucx\"); a leading ^ reports all but those. A component requested by name in a selection parameter is always reported.",
+        ),
+        ParamDecl::new(
+            "warn_unknown",
+            ParamType::Bool,
+            "true",
+            3,
+            "Warn about OXMPI_MCA_* variables, parameter file entries and --mca names that no installed framework or component declares, with the closest known names.",
+        ),
+        ParamDecl::new(
+            "verbose",
+            ParamType::Enum,
+            "error",
+            8,
+            "Verbosity of the MCA base itself (parameter files, component repository): none, error, component, warn, info, trace, debug, max, or a number from 0 to 100.",
+        )
+        .with_enum(VERBOSITY_VALUES)
+        .with_range(0, 100),
+    ]
+}
+
+/// The selection and verbosity parameters of a framework.
+pub fn framework_params(info: &FrameworkInfo) -> [ParamDecl; 2] {
+    let fw = info.name;
+    [
+        ParamDecl::new(
+            "",
+            ParamType::String,
+            "",
+            2,
+            leak(format!(
+                "Which {fw} components may be used: a comma-separated list names the only ones (\"a,b\"); a list starting with ^ names the ones to exclude (\"^a,b\"); empty allows every available component."
+            )),
+        ),
+        ParamDecl::new(
+            "verbose",
+            ParamType::Enum,
+            "error",
+            8,
+            leak(format!(
+                "Verbosity of the {fw} framework: none, error, component (selection decisions), warn, info, trace, debug, max, or a number from 0 to 100."
+            )),
+        )
+        .with_enum(VERBOSITY_VALUES)
+        .with_range(0, 100),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::check_decl;
+
+    #[test]
+    fn every_core_and_framework_declaration_is_valid() {
+        let paths = InstallPaths::detect(None, Some("/opt/ox"));
+        for d in core_params(&paths, Some(Path::new("/home/u"))) {
+            assert_eq!(check_decl(&format!("mca_base_{}", d.name), &d), None);
+        }
+        for info in crate::FRAMEWORKS {
+            let [sel, verbose] = framework_params(info);
+            assert_eq!(check_decl(info.name, &sel), None);
+            assert_eq!(check_decl(&format!("{}_base_verbose", info.name), &verbose), None);
+            for d in info.base_params {
+                assert_eq!(check_decl(&format!("{}_base_{}", info.name, d.name), d), None);
+            }
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! Parameter files: `name = value` lines.
+//!
+//! Syntax: blank lines and lines starting with `#` are ignored; every other
+//! line is `name = value` with optional blanks around `=`. A value may be
+//! wrapped in double or single quotes, which are removed. An unquoted value
+//! ends at ` #` (a `#` preceded by a blank starts a comment); a `#` inside a
+//! word (`a#b`) is part of the value. `name =` sets an empty value. Names use
+//! `[A-Za-z0-9_.-]`. Within one file the last line for a name wins.
+//!
+//! A malformed line is reported with its file and line; the other lines of
+//! the file still count.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// One `name = value` line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileEntry {
+    /// Parameter name as written.
+    pub name: String,
+    /// Value with quotes and comment removed.
+    pub value: String,
+    /// 1-based line number.
+    pub line: usize,
+}
+
+/// A malformed line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineError {
+    /// The file.
+    pub path: PathBuf,
+    /// 1-based line number.
+    pub line: usize,
+    /// The line as written.
+    pub text: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+impl fmt::Display for LineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}: {}: \"{}\". Parameter file lines have the form `name = value` (blank lines and lines starting with # are ignored); fix or remove the line.",
+            self.path.display(),
+            self.line,
+            self.problem,
+            self.text.trim_end()
+        )
+    }
+}
+
+/// Whether `name` is a syntactically valid parameter name.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-')
+}
+
+/// Removes one pair of surrounding quotes; errors on an unterminated quote or
+/// text after the closing quote (other than a ` #` comment).
+fn unquote(raw: &str) -> Result<String, String> {
+    let raw = raw.trim();
+    let Some(quote) = raw.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+        // Unquoted: cut at a `#` that follows a blank.
+        let cut = raw
+            .char_indices()
+            .find(|(i, c)| *c == '#' && raw[..*i].ends_with([' ', '\t']))
+            .map(|(i, _)| i)
+            .unwrap_or(raw.len());
+        return Ok(raw[..cut].trim_end().to_string());
+    };
+    let body = &raw[1..];
+    let Some(end) = body.find(quote) else {
+        return Err(format!("the value has an opening {quote} but no closing one"));
+    };
+    let rest = body[end + 1..].trim();
+    if !rest.is_empty() && !rest.starts_with('#') {
+        return Err(format!("unexpected text after the closing {quote}"));
+    }
+    Ok(body[..end].to_string())
+}
+
+/// Parses the text of a parameter file.
+pub fn parse(path: &Path, text: &str) -> (Vec<FileEntry>, Vec<LineError>) {
+    let mut entries = Vec::new();
+    let mut errors = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let error = |problem: String| LineError {
+            path: path.to_path_buf(),
+            line: i + 1,
+            text: line.to_string(),
+            problem,
+        };
+        let Some((name, raw_value)) = trimmed.split_once('=') else {
+            errors.push(error("no `=` on the line".into()));
+            continue;
+        };
+        let name = name.trim();
+        if name.is_empty() {
+            errors.push(error("no parameter name before `=`".into()));
+            continue;
+        }
+        if !valid_name(name) {
+            errors.push(error(format!(
+                "\"{name}\" is not a valid parameter name (letters, digits, _ . - only)"
+            )));
+            continue;
+        }
+        match unquote(raw_value) {
+            Ok(value) => entries.push(FileEntry {
+                name: name.to_string(),
+                value,
+                line: i + 1,
+            }),
+            Err(problem) => errors.push(error(problem)),
+        }
+    }
+    (entries, errors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn parse_str(text: &str) -> (Vec<FileEntry>, Vec<LineError>) {
+        parse(Path::new("/etc/x.conf"), text)
+    }
+
+    fn entry(name: &str, value: &str, line: usize) -> FileEntry {
+        FileEntry { name: name.into(), value: value.into(), line }
+    }
+
+    #[test]
+    fn accepts_the_documented_syntax() {
+        let text = "# comment\n\n  btl = tcp,self\nbtl_tcp_if_include=eth0\nx = \"a b\" # note\ny = 'q'\nz =\nw = a#b\nv = 3 # trailing\n";
+        let (entries, errors) = parse_str(text);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            entries,
+            vec![
+                entry("btl", "tcp,self", 3),
+                entry("btl_tcp_if_include", "eth0", 4),
+                entry("x", "a b", 5),
+                entry("y", "q", 6),
+                entry("z", "", 7),
+                entry("w", "a#b", 8),
+                entry("v", "3", 9),
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_lines_name_file_and_line_and_quote_the_text() {
+        let (entries, errors) = parse_str("ok = 1\njust words\n= 5\nbad name = 2\nq = \"open\nr = \"x\" y\n");
+        assert_eq!(entries, vec![entry("ok", "1", 1)]);
+        let lines: Vec<usize> = errors.iter().map(|e| e.line).collect();
+        assert_eq!(lines, vec![2, 3, 4, 5, 6]);
+        let msg = errors[0].to_string();
+        assert!(msg.starts_with("/etc/x.conf:2: no `=` on the line: \"just words\""), "{msg}");
+        assert!(errors[3].problem.contains("no closing"), "{}", errors[3].problem);
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(text in "(?s).{0,200}") {
+            let _ = parse_str(&text);
+        }
+
+        #[test]
+        fn well_formed_lines_round_trip(name in "[a-z][a-z0-9_]{0,20}", value in "[a-zA-Z0-9_,./:-]{0,20}") {
+            let (entries, errors) = parse_str(&format!("{name} = {value}\n"));
+            prop_assert!(errors.is_empty());
+            prop_assert_eq!(entries, vec![entry(&name, &value, 1)]);
+        }
+    }
+}

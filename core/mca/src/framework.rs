@@ -1,0 +1,218 @@
+//! Framework lifecycle: open the components the selection parameter
+//! allows, query them, select, close.
+//!
+//! Every decision is logged at the framework's verbosity
+//! ([`log::COMPONENT`] = 10): excluded by parameter, not available,
+//! failed, declined and why, usable with priority, selected.
+
+use crate::mca::{Mca, Severity};
+use crate::repository::LoadedComponent;
+use crate::selection::{choose, Candidate, Filter, SelectionError};
+use crate::{log, services};
+use abi_stable::std_types::RResult;
+use oxmpi_plugin_api::{ComponentError, ErrorKind, FrameworkInfo, QueryReply, SelectionKind};
+
+/// Errors of the framework lifecycle.
+#[derive(Debug, thiserror::Error)]
+pub enum McaError {
+    /// No framework of that name.
+    #[error("there is no framework named \"{0}\" (known: {1})")]
+    UnknownFramework(String, String),
+    /// The selection parameter is invalid.
+    #[error(transparent)]
+    Selection(#[from] SelectionError),
+    /// A single-select framework has no usable component.
+    #[error("{0}")]
+    NothingUsable(String),
+}
+
+/// A framework whose allowed components are open.
+pub struct OpenFramework<'m> {
+    mca: &'m Mca,
+    info: &'static FrameworkInfo,
+    opened: Vec<&'m LoadedComponent>,
+    candidates: Vec<Candidate>,
+    reasons: Vec<(String, String)>,
+}
+
+/// A selected component.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Selected {
+    /// Component name.
+    pub name: String,
+    /// Its priority.
+    pub priority: i32,
+}
+
+fn describe(e: &ComponentError) -> String {
+    e.to_string()
+}
+
+impl Mca {
+    /// Opens framework `name`: registers and opens every loaded component
+    /// the selection parameter allows. Components that fail are skipped with
+    /// a warning.
+    pub fn open_framework(&self, name: &str) -> Result<OpenFramework<'_>, McaError> {
+        let info = self.frameworks().iter().copied().find(|f| f.name == name).ok_or_else(|| {
+            let known: Vec<&str> = self.frameworks().iter().map(|f| f.name).collect();
+            McaError::UnknownFramework(name.to_string(), known.join(", "))
+        })?;
+        let filter = self.filter_checked(name)?;
+        let mut fw = OpenFramework {
+            mca: self,
+            info,
+            opened: Vec::new(),
+            candidates: Vec::new(),
+            reasons: Vec::new(),
+        };
+        let mut components: Vec<&LoadedComponent> = self
+            .repository()
+            .components
+            .iter()
+            .filter(|c| c.framework == name)
+            .collect();
+        components.sort_by(|a, b| a.name.cmp(&b.name));
+        for c in components {
+            fw.open_one(c, &filter);
+        }
+        Ok(fw)
+    }
+}
+
+impl<'m> OpenFramework<'m> {
+    fn log(&self, component: &str, level: i32, message: &str) {
+        log::log(self.info.name, component, level, message);
+    }
+
+    fn failed(&mut self, c: &LoadedComponent, step: &str, e: &ComponentError) {
+        match e.kind {
+            ErrorKind::NotAvailable => {
+                self.log(&c.name, log::COMPONENT, &format!("not available ({step}): {}", e.message));
+                self.reasons.push((c.name.clone(), format!("not available: {}", e.message)));
+            }
+            _ => {
+                let message = format!(
+                    "{} component {} ({}) failed in {step} and was skipped: {}",
+                    self.info.name,
+                    c.name,
+                    c.path.display(),
+                    describe(e)
+                );
+                self.log(&c.name, log::COMPONENT, &message);
+                self.mca.push_diagnostic(Severity::Warning, message);
+                self.reasons.push((c.name.clone(), format!("{step} failed: {}", describe(e))));
+            }
+        }
+    }
+
+    fn open_one(&mut self, c: &'m LoadedComponent, filter: &Filter) {
+        if !filter.allows(&c.name) {
+            let r = self.mca.value(self.info.name);
+            let how = r.map(|r| format!("{} = \"{}\" (from {})", self.info.name, r.text, r.source)).unwrap_or_default();
+            self.log(&c.name, log::COMPONENT, &format!("excluded by {how}"));
+            self.reasons.push((c.name.clone(), format!("excluded by {how}")));
+            return;
+        }
+        self.log(&c.name, log::INFO, &format!("opening {} (version {})", c.path.display(), c.version));
+        let ctx = services::context(c.root.framework(), c.root.component());
+        if let RResult::RErr(e) = (c.root.register())(ctx) {
+            return self.failed(c, "register", &e);
+        }
+        if let RResult::RErr(e) = (c.root.open())(ctx) {
+            return self.failed(c, "open", &e);
+        }
+        self.log(&c.name, log::INFO, "opened");
+        self.opened.push(c);
+    }
+
+    /// Names of the open components.
+    pub fn components(&self) -> Vec<&str> {
+        self.opened.iter().map(|c| c.name.as_str()).collect()
+    }
+
+    /// Asks every open component whether it can run here.
+    pub fn query(&mut self) -> &[Candidate] {
+        self.candidates.clear();
+        for c in self.opened.clone() {
+            let ctx = services::context(c.root.framework(), c.root.component());
+            let priority = match (c.root.query())(ctx) {
+                RResult::ROk(QueryReply::Usable { priority }) => {
+                    self.log(&c.name, log::COMPONENT, &format!("query: usable, priority {priority}"));
+                    Some(priority)
+                }
+                RResult::ROk(QueryReply::Declined { reason }) => {
+                    self.log(&c.name, log::COMPONENT, &format!("query: declined: {reason}"));
+                    self.reasons.push((c.name.clone(), format!("declined: {reason}")));
+                    None
+                }
+                RResult::RErr(e) => {
+                    self.failed(c, "query", &e);
+                    None
+                }
+            };
+            self.candidates.push(Candidate { name: c.name.clone(), priority });
+        }
+        &self.candidates
+    }
+
+    /// Selects: the best component for single-select frameworks (an error
+    /// if none is usable), every usable one for multi-select frameworks.
+    pub fn select(&mut self) -> Result<Vec<Selected>, McaError> {
+        if self.candidates.is_empty() {
+            self.query();
+        }
+        let chosen = choose(self.info.selection, &self.candidates);
+        for (name, priority) in &chosen {
+            self.log(name, log::COMPONENT, &format!("selected (priority {priority})"));
+        }
+        if self.info.selection == SelectionKind::Single {
+            if let Some((best, best_priority)) = chosen.first() {
+                for c in self.candidates.iter().filter(|c| &c.name != best) {
+                    if let Some(p) = c.priority {
+                        self.log(&c.name, log::COMPONENT, &format!("not selected: priority {p}, {best} has {best_priority}"));
+                    }
+                }
+            }
+        }
+        if chosen.is_empty() && self.info.selection == SelectionKind::Single {
+            let why = if self.reasons.is_empty() {
+                format!("no {} components are installed", self.info.name)
+            } else {
+                self.reasons.iter().map(|(n, r)| format!("{n}: {r}")).collect::<Vec<_>>().join("; ")
+            };
+            return Err(McaError::NothingUsable(format!(
+                "no usable {} component ({why}). Check the {} parameter and `oxmpi_info --param {} all`.",
+                self.info.name, self.info.name, self.info.name
+            )));
+        }
+        Ok(chosen
+            .into_iter()
+            .map(|(name, priority)| Selected { name, priority })
+            .collect())
+    }
+
+    /// Why each component that is not usable was set aside.
+    pub fn reasons(&self) -> &[(String, String)] {
+        &self.reasons
+    }
+
+    /// Closes every open component (also done on drop).
+    pub fn close(mut self) {
+        self.close_all();
+    }
+
+    fn close_all(&mut self) {
+        for c in std::mem::take(&mut self.opened) {
+            let ctx = services::context(c.root.framework(), c.root.component());
+            if let RResult::RErr(e) = (c.root.close())(ctx) {
+                self.failed(c, "close", &e);
+            }
+        }
+    }
+}
+
+impl Drop for OpenFramework<'_> {
+    fn drop(&mut self) {
+        self.close_all();
+    }
+}

@@ -1,0 +1,45 @@
+//! The MCA base of oxmpi.
+//!
+//! - [`value`], [`source`], [`files`], [`tune`], [`registry`]: parameter
+//!   types, sources and their precedence, parameter and tune files, the
+//!   table of declarations.
+//! - [`repository`]: finds and loads component libraries.
+//! - [`selection`], [`framework`]: include/exclude lists and the framework
+//!   lifecycle (open, query, select, close).
+//! - [`mca`]: [`Mca`], which ties them together for one process.
+//! - [`log`]: `<fw>_base_verbose` diagnostics through `tracing`.
+
+pub mod core_params;
+pub mod files;
+pub mod framework;
+pub mod levels;
+pub mod log;
+pub mod mca;
+pub mod paths;
+pub mod registry;
+pub mod repository;
+pub mod selection;
+pub mod services;
+pub mod source;
+pub mod suggest;
+pub mod tune;
+pub mod value;
+
+pub use framework::{McaError, OpenFramework, Selected};
+pub use mca::{Assignment, Diagnostic, ExplainRow, Mca, McaInputs, Resolved, Severity};
+pub use source::Source;
+pub use value::Value;
+
+use oxmpi_plugin_api::FrameworkInfo;
+
+/// Every framework this core knows, in the order the info tool lists them.
+pub static FRAMEWORKS: &[&FrameworkInfo] = &[
+    &oxmpi_framework_btl::FRAMEWORK,
+    &oxmpi_framework_coll::FRAMEWORK,
+    &oxmpi_framework_mtl::FRAMEWORK,
+    &oxmpi_framework_pml::FRAMEWORK,
+    &oxmpi_framework_rmaps::FRAMEWORK,
+];
+
+/// Version of oxmpi.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,776 @@
+//! [`Mca`]: one process's view of parameters and components.
+//!
+//! Start-up order:
+//! 1. declare the core's and every framework's parameters;
+//! 2. collect assignments from the environment (`OXMPI_MCA_<name>`, with an
+//!    optional `OXMPI_MCA_SOURCE_<name>` = `COMMAND_LINE` or
+//!    `TUNE:<path>:<line>` marking values forwarded by mpirun), the command
+//!    line, tune files and the override file;
+//! 3. resolve `mca_base_param_files` from those and read the parameter files;
+//! 4. resolve the core's parameters, scan `mca_base_component_path`, declare
+//!    the loaded components' parameters;
+//! 5. resolve everything; report invalid values, unknown names, deprecated
+//!    names, load failures and invalid selections.
+//!
+//! Nothing here panics or exits on bad input: problems become
+//! [`Diagnostic`]s that the program prints ([`Mca::take_diagnostics`]).
+
+use crate::core_params::{self, COMPONENT_PATH, PARAM_FILES, SHOW_LOAD_ERRORS, VERBOSE, WARN_UNKNOWN};
+use crate::files::{self, LineError};
+use crate::paths::{user_component_dir, InstallPaths};
+use crate::registry::{check_decl, ParamInfo, Registry};
+use crate::repository::{self, LoadFailure, Repository};
+use crate::selection::Filter;
+use crate::source::Source;
+use crate::tune::{self, TuneEntry};
+use crate::value::{self, Value};
+use crate::{log, services, suggest, FRAMEWORKS};
+use oxmpi_plugin_api::FrameworkInfo;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Prefix of parameter environment variables.
+pub const ENV_PREFIX: &str = "OXMPI_MCA_";
+/// Prefix of the variables that carry a forwarded value's original source.
+pub const ENV_SOURCE_PREFIX: &str = "OXMPI_MCA_SOURCE_";
+
+/// Everything a process's parameters come from.
+#[derive(Clone, Debug, Default)]
+pub struct McaInputs {
+    /// Program name used in messages (`oxmpi_info`).
+    pub program: String,
+    /// The environment (only `OXMPI_MCA_*`, `HOME` and `OXMPI_PREFIX` are read).
+    pub env: Vec<(String, String)>,
+    /// `--mca NAME VALUE` pairs, in order.
+    pub command_line: Vec<(String, String)>,
+    /// Tune files (`--tune FILE`), in order; a later file wins.
+    pub tune_files: Vec<PathBuf>,
+    /// The running program, to find the install (dev tree or prefix).
+    pub exe: Option<PathBuf>,
+}
+
+impl McaInputs {
+    /// Inputs from this process's environment and executable path.
+    pub fn from_process(program: &str) -> McaInputs {
+        McaInputs {
+            program: program.to_string(),
+            env: std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect(),
+            command_line: Vec::new(),
+            tune_files: Vec::new(),
+            exe: std::env::current_exe().ok(),
+        }
+    }
+}
+
+/// One value given to one name by one source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Assignment {
+    /// The name as written (may be a synonym or unknown).
+    pub name: String,
+    /// The value as written.
+    pub value: String,
+    /// Where it came from.
+    pub source: Source,
+}
+
+impl Assignment {
+    /// How the user wrote it, for messages (`OXMPI_MCA_x (environment)`).
+    pub fn origin(&self) -> String {
+        match &self.source {
+            Source::Environment { variable } => format!("environment variable {variable}"),
+            Source::CommandLine => format!("--mca {} on the command line", self.name),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// The value in effect for a parameter.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resolved {
+    /// Parsed value.
+    pub value: Value,
+    /// As the info tool prints it.
+    pub text: String,
+    /// Winning source.
+    pub source: Source,
+}
+
+/// How serious a diagnostic is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Severity {
+    /// Worth telling; the process goes on.
+    Warning,
+    /// A setting is wrong; programs should refuse to run a job.
+    Error,
+}
+
+/// A message for the user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// Warning or error.
+    pub severity: Severity,
+    /// One paragraph: what, where from, what to do.
+    pub message: String,
+}
+
+/// One row of [`Mca::explain`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExplainRow {
+    /// The assignment (the default appears as a `Default` source).
+    pub assignment: Assignment,
+    /// The printed value, or why it was rejected.
+    pub outcome: Result<String, String>,
+    /// Whether this row is the value in effect.
+    pub wins: bool,
+}
+
+/// One process's parameters and components.
+pub struct Mca {
+    program: String,
+    home: Option<PathBuf>,
+    paths: InstallPaths,
+    registry: Registry,
+    assignments: Vec<Assignment>,
+    resolved: Vec<Resolved>,
+    repository: Repository,
+    param_files: Vec<(PathBuf, bool)>,
+    exports: Vec<(String, Option<String>)>,
+    diagnostics: Mutex<Vec<Diagnostic>>,
+}
+
+fn env_source(env: &HashMap<&str, &str>, name: &str) -> Source {
+    let variable = format!("{ENV_PREFIX}{name}");
+    match env.get(format!("{ENV_SOURCE_PREFIX}{name}").as_str()) {
+        Some(&"COMMAND_LINE") => Source::CommandLine,
+        Some(marker) => match marker
+            .strip_prefix("TUNE:")
+            .and_then(|rest| rest.rsplit_once(':'))
+            .and_then(|(p, l)| Some((p, l.parse::<usize>().ok()?)))
+        {
+            Some((path, line)) => Source::Tune { path: path.into(), line },
+            None => Source::Environment { variable },
+        },
+        None => Source::Environment { variable },
+    }
+}
+
+impl Mca {
+    /// Builds the process's view from `inputs`. Never fails: problems are
+    /// kept as diagnostics.
+    pub fn init(inputs: McaInputs) -> Mca {
+        let env: HashMap<&str, &str> = inputs
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let home = env.get("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+        let paths = InstallPaths::detect(inputs.exe.as_deref(), env.get("OXMPI_PREFIX").copied());
+        let mut mca = Mca {
+            program: inputs.program.clone(),
+            home,
+            paths,
+            registry: Registry::default(),
+            assignments: Vec::new(),
+            resolved: Vec::new(),
+            repository: Repository::default(),
+            param_files: Vec::new(),
+            exports: Vec::new(),
+            diagnostics: Mutex::new(Vec::new()),
+        };
+        mca.declare_builtin();
+        mca.collect_direct_sources(&env, &inputs);
+        mca.read_param_files();
+        // Resolve what is declared so far: it drives the scan.
+        let (resolved, _, _) = mca.resolve_all();
+        mca.resolved = resolved;
+        mca.apply_verbosity();
+        mca.load_components();
+        let (resolved, errors, warnings) = mca.resolve_all();
+        mca.resolved = resolved;
+        mca.apply_verbosity();
+        for w in warnings {
+            mca.warn(w);
+        }
+        for e in errors {
+            mca.error(e);
+        }
+        mca.report_load_failures();
+        mca.report_unknown_names();
+        mca.check_selections();
+        mca.publish();
+        mca
+    }
+
+    fn warn(&self, message: String) {
+        self.push(Severity::Warning, message);
+    }
+
+    fn error(&self, message: String) {
+        self.push(Severity::Error, message);
+    }
+
+    fn push(&self, severity: Severity, message: String) {
+        let mut d = self.diagnostics.lock().unwrap_or_else(|e| e.into_inner());
+        if !d.iter().any(|x| x.message == message) {
+            d.push(Diagnostic { severity, message });
+        }
+    }
+
+    /// Records a diagnostic raised outside this module (framework lifecycle).
+    pub(crate) fn push_diagnostic(&self, severity: Severity, message: String) {
+        self.push(severity, message);
+    }
+
+    fn declare_builtin(&mut self) {
+        for decl in core_params::core_params(&self.paths, self.home.as_deref()) {
+            let full = format!("mca_base_{}", decl.name);
+            self.registry
+                .declare("mca", "base", full, decl)
+                .expect("core parameter names are unique");
+        }
+        for info in FRAMEWORKS {
+            let [selection, verbose] = core_params::framework_params(info);
+            let fw = info.name;
+            self.registry
+                .declare(fw, "base", fw.to_string(), selection)
+                .expect("framework names are unique");
+            self.registry
+                .declare(fw, "base", format!("{fw}_base_verbose"), verbose)
+                .expect("framework names are unique");
+            for decl in info.base_params {
+                self.registry
+                    .declare(fw, "base", format!("{fw}_base_{}", decl.name), *decl)
+                    .expect("framework base parameter names are unique");
+            }
+        }
+    }
+
+    fn line_errors(&self, errors: Vec<LineError>) {
+        for e in errors {
+            self.error(e.to_string());
+        }
+    }
+
+    fn collect_direct_sources(&mut self, env: &HashMap<&str, &str>, inputs: &McaInputs) {
+        let mut from_env: Vec<Assignment> = env
+            .iter()
+            .filter(|(k, _)| !k.starts_with(ENV_SOURCE_PREFIX))
+            .filter_map(|(k, v)| {
+                let name = k.strip_prefix(ENV_PREFIX)?;
+                (!name.is_empty()).then(|| Assignment {
+                    name: name.to_string(),
+                    value: v.to_string(),
+                    source: env_source(env, name),
+                })
+            })
+            .collect();
+        from_env.sort_by(|a, b| a.name.cmp(&b.name));
+        self.assignments.extend(from_env);
+
+        let mut seen: HashMap<&str, &str> = HashMap::new();
+        for (name, value) in &inputs.command_line {
+            if let Some(previous) = seen.insert(name, value) {
+                if previous != value {
+                    self.error(format!(
+                        "--mca {name} is given twice with different values (\"{previous}\" and \"{value}\"); give it once"
+                    ));
+                }
+            }
+            self.assignments.push(Assignment {
+                name: name.clone(),
+                value: value.clone(),
+                source: Source::CommandLine,
+            });
+        }
+
+        for path in &inputs.tune_files {
+            match std::fs::read_to_string(path) {
+                Ok(text) => {
+                    let (entries, errors) = tune::parse(path, &text);
+                    self.line_errors(errors);
+                    for entry in entries {
+                        match entry {
+                            TuneEntry::Param { name, value, line } => self.assignments.push(Assignment {
+                                name,
+                                value,
+                                source: Source::Tune { path: path.clone(), line },
+                            }),
+                            TuneEntry::Export { variable, value, .. } => {
+                                self.exports.push((variable, value))
+                            }
+                        }
+                    }
+                }
+                Err(e) => self.error(format!(
+                    "cannot read tune file {}: {e}; check the path given to --tune",
+                    path.display()
+                )),
+            }
+        }
+
+        let override_file = self.paths.override_param_file();
+        if let Ok(text) = std::fs::read_to_string(&override_file) {
+            let (entries, errors) = files::parse(&override_file, &text);
+            self.line_errors(errors);
+            self.assignments.extend(entries.into_iter().map(|e| Assignment {
+                name: e.name,
+                value: e.value,
+                source: Source::Override { path: override_file.clone(), line: e.line },
+            }));
+        }
+    }
+
+    fn read_param_files(&mut self) {
+        let index = self.registry.lookup(PARAM_FILES).expect("declared").param;
+        let (winner, errors) = self.resolve_one(index);
+        for e in errors {
+            self.error(e);
+        }
+        let list = winner.value.as_list().map(<[String]>::to_vec).unwrap_or_default();
+        let explicit = winner.source != Source::Default;
+        if list.len() == 1 && list[0].eq_ignore_ascii_case("none") {
+            return;
+        }
+        for (i, file) in list.iter().enumerate() {
+            let path = PathBuf::from(file);
+            match std::fs::read_to_string(&path) {
+                Ok(text) => {
+                    self.param_files.push((path.clone(), true));
+                    let (entries, errors) = files::parse(&path, &text);
+                    self.line_errors(errors);
+                    self.assignments.extend(entries.into_iter().map(|e| Assignment {
+                        name: e.name,
+                        value: e.value,
+                        source: Source::File { path: path.clone(), line: e.line, index: i },
+                    }));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    self.param_files.push((path.clone(), false));
+                    if explicit {
+                        self.warn(format!(
+                            "parameter file {} does not exist (listed in {PARAM_FILES}, set by {}); it was skipped",
+                            path.display(),
+                            winner.source
+                        ));
+                    }
+                }
+                Err(e) => {
+                    self.param_files.push((path.clone(), false));
+                    self.error(format!(
+                        "cannot read parameter file {}: {e}; fix its permissions or remove it from {PARAM_FILES}",
+                        path.display()
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Resolves one parameter: the valid assignment from the highest source
+    /// wins (the later one within a source), else the default.
+    fn resolve_one(&self, index: usize) -> (Resolved, Vec<String>) {
+        let rows = self.rows_for(index);
+        let mut errors = Vec::new();
+        for row in &rows {
+            if let Err(e) = &row.outcome {
+                if row.assignment.source != Source::Default {
+                    errors.push(e.clone());
+                }
+            }
+        }
+        let info = &self.registry.params()[index];
+        let winner = rows
+            .into_iter()
+            .find(|r| r.wins)
+            .and_then(|r| {
+                let value = value::parse(&info.decl, &r.assignment.value, self.home.as_deref()).ok()?;
+                Some(Resolved {
+                    text: value::display(&info.decl, &value),
+                    value,
+                    source: r.assignment.source,
+                })
+            })
+            .unwrap_or_else(|| Resolved {
+                value: Value::Str(info.decl.default.to_string()),
+                text: info.decl.default.to_string(),
+                source: Source::Default,
+            });
+        (winner, errors)
+    }
+
+    /// Every assignment of parameter `index`, highest precedence first, the
+    /// default last; `wins` marks the one in effect.
+    fn rows_for(&self, index: usize) -> Vec<ExplainRow> {
+        let info = &self.registry.params()[index];
+        let mut rows: Vec<(usize, &Assignment)> = self
+            .assignments
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| self.registry.lookup(&a.name).is_some_and(|r| r.param == index))
+            .collect();
+        rows.sort_by(|(ia, a), (ib, b)| b.source.rank().cmp(&a.source.rank()).then(ib.cmp(ia)));
+        let default = Assignment {
+            name: info.full_name.clone(),
+            value: info.decl.default.to_string(),
+            source: Source::Default,
+        };
+        let mut out: Vec<ExplainRow> = rows
+            .into_iter()
+            .map(|(_, a)| a)
+            .chain(std::iter::once(&default))
+            .map(|a| ExplainRow {
+                assignment: a.clone(),
+                outcome: self.check_assignment(info, a),
+                wins: false,
+            })
+            .collect();
+        if let Some(first_ok) = out.iter_mut().find(|r| r.outcome.is_ok()) {
+            first_ok.wins = true;
+        }
+        out
+    }
+
+    fn check_assignment(&self, info: &ParamInfo, a: &Assignment) -> Result<String, String> {
+        let allowed_sources = if info.read_only() {
+            matches!(a.source, Source::Default | Source::Override { .. })
+        } else if info.full_name == PARAM_FILES {
+            !matches!(a.source, Source::File { .. })
+        } else {
+            true
+        };
+        if !allowed_sources {
+            return Err(format!(
+                "{} cannot be set from {} ({}); the value \"{}\" was ignored",
+                info.full_name,
+                a.origin(),
+                if info.read_only() { "it is read-only" } else { "parameter files cannot set it" },
+                a.value
+            ));
+        }
+        match value::parse(&info.decl, &a.value, self.home.as_deref()) {
+            Ok(v) => Ok(value::display(&info.decl, &v)),
+            Err(e) => Err(format!(
+                "invalid value \"{}\" for parameter {} (from {}): {}. Expected {}.",
+                a.value,
+                info.full_name,
+                a.origin(),
+                e.0,
+                value::accepted_values(&info.decl)
+            )),
+        }
+    }
+
+    fn resolve_all(&self) -> (Vec<Resolved>, Vec<String>, Vec<String>) {
+        let mut resolved = Vec::with_capacity(self.registry.params().len());
+        let mut errors = Vec::new();
+        let mut warnings = Vec::new();
+        for index in 0..self.registry.params().len() {
+            let (r, errs) = self.resolve_one(index);
+            for e in errs {
+                // Ignored settings of read-only parameters are warnings.
+                if e.contains("cannot be set from") {
+                    warnings.push(e);
+                } else {
+                    errors.push(e);
+                }
+            }
+            resolved.push(r);
+        }
+        let mut warned = HashSet::new();
+        for a in &self.assignments {
+            if let Some(r) = self.registry.lookup(&a.name) {
+                let info = &self.registry.params()[r.param];
+                if (r.synonym == Some(true) || (r.synonym.is_none() && info.deprecated()))
+                    && warned.insert(a.name.clone())
+                {
+                    let replacement = if r.synonym.is_some() {
+                        format!("use {} instead", info.full_name)
+                    } else {
+                        "it will be removed".to_string()
+                    };
+                    warnings.push(format!(
+                        "parameter {} (set by {}) is deprecated; {replacement}",
+                        a.name,
+                        a.origin()
+                    ));
+                }
+            }
+        }
+        (resolved, errors, warnings)
+    }
+
+    fn apply_verbosity(&self) {
+        log::set_verbosity("mca", self.int_value(VERBOSE).unwrap_or(0) as i32);
+        for info in FRAMEWORKS {
+            let v = self.int_value(&format!("{}_base_verbose", info.name)).unwrap_or(0);
+            log::set_verbosity(info.name, v as i32);
+        }
+    }
+
+    /// The component directories, in search order.
+    pub fn component_dirs(&self) -> Vec<PathBuf> {
+        let value = self.value(COMPONENT_PATH).and_then(|r| r.value.as_str().map(String::from)).unwrap_or_default();
+        let mut dirs = Vec::new();
+        for part in value.split(':').filter(|p| !p.is_empty()) {
+            match part {
+                "SYSTEM_DEFAULT" | "SYS_DEFAULT" => dirs.push(self.paths.component_dir.clone()),
+                "USER_DEFAULT" | "USR_DEFAULT" => {
+                    if let Some(home) = &self.home {
+                        dirs.push(user_component_dir(home));
+                    }
+                }
+                dir => dirs.push(PathBuf::from(dir)),
+            }
+        }
+        dirs
+    }
+
+    fn load_components(&mut self) {
+        let mut repo = repository::scan(&self.component_dirs(), FRAMEWORKS);
+        let mut kept = Vec::new();
+        for component in std::mem::take(&mut repo.components) {
+            let decls = component.root.params();
+            let problem = decls.iter().find_map(|d| {
+                let full = format!("{}_{}_{}", component.framework, component.name, d.name);
+                check_decl(&full, d)
+                    .or_else(|| self.registry.lookup(&full).map(|_| format!("parameter {full} is already declared elsewhere")))
+            });
+            if let Some(problem) = problem {
+                repo.failures.push(LoadFailure {
+                    path: component.path.clone(),
+                    framework: component.framework.clone(),
+                    component: component.name.clone(),
+                    reason: format!("it declares an invalid parameter: {problem}"),
+                    hint: "Report this to the component's authors.".into(),
+                    detail: None,
+                });
+                continue;
+            }
+            for d in decls.iter() {
+                let full = format!("{}_{}_{}", component.framework, component.name, d.name);
+                if let Err(e) = self.registry.declare(&component.framework, &component.name, full, *d) {
+                    // Synonym clash: keep the component but say so.
+                    self.warn(format!("{}: {e}", component.path.display()));
+                }
+            }
+            log::log(
+                "mca",
+                "base",
+                log::INFO,
+                &format!("loaded {} component {} from {}", component.framework, component.name, component.path.display()),
+            );
+            kept.push(component);
+        }
+        repo.components = kept;
+        self.repository = repo;
+    }
+
+    fn show_load_error(&self, failure: &LoadFailure) -> bool {
+        if self.filter(&failure.framework).is_some_and(|f| f.requests(&failure.component)) {
+            return true;
+        }
+        let spec = self.value(SHOW_LOAD_ERRORS).and_then(|r| r.value.as_str().map(String::from)).unwrap_or_default();
+        let spec = spec.trim();
+        match spec.to_ascii_lowercase().as_str() {
+            "all" | "yes" | "1" | "true" => return true,
+            "none" | "no" | "0" | "false" | "" => return false,
+            _ => {}
+        }
+        let (negate, list) = match spec.strip_prefix('^') {
+            Some(rest) => (true, rest),
+            None => (false, spec),
+        };
+        let matches = list.split(',').map(str::trim).any(|item| match item.split_once('/') {
+            Some((fw, comp)) => fw == failure.framework && comp == failure.component,
+            None => item == failure.framework,
+        });
+        matches != negate
+    }
+
+    fn report_load_failures(&self) {
+        for failure in &self.repository.failures {
+            if self.show_load_error(failure) {
+                self.warn(failure.message());
+            }
+            for fw in [failure.framework.as_str(), "mca"] {
+                log::log(fw, &failure.component, log::COMPONENT, &failure.message());
+                if let Some(detail) = &failure.detail {
+                    log::log(fw, &failure.component, log::INFO, detail);
+                }
+            }
+        }
+    }
+
+    fn report_unknown_names(&self) {
+        if self.int_value(WARN_UNKNOWN) == Some(0) || self.bool_value(WARN_UNKNOWN) == Some(false) {
+            return;
+        }
+        let mut warned = HashSet::new();
+        for a in &self.assignments {
+            if self.registry.lookup(&a.name).is_some() || !warned.insert(a.name.clone()) {
+                continue;
+            }
+            let hint = suggest::did_you_mean(&self.suggest(&a.name));
+            self.warn(format!(
+                "unknown parameter {} (set by {}): no installed framework or component declares it. {hint}`oxmpi_info --param all all --level 9` lists every parameter; {WARN_UNKNOWN}=0 silences this warning.",
+                a.name,
+                a.origin()
+            ));
+        }
+    }
+
+    fn check_selections(&self) {
+        for info in FRAMEWORKS {
+            if let Err(e) = self.filter_checked(info.name) {
+                self.error(e.to_string());
+            }
+        }
+    }
+
+    fn publish(&self) {
+        let mut map = HashMap::new();
+        for (i, info) in self.registry.params().iter().enumerate() {
+            let v = self.resolved[i].value.to_abi();
+            for (syn, _) in self.registry.synonyms_of(i) {
+                map.insert(syn.to_string(), v.clone());
+            }
+            map.insert(info.full_name.clone(), v);
+        }
+        services::publish(map);
+    }
+
+    /// The selection filter of a framework, if its parameter parses.
+    pub fn filter(&self, framework: &str) -> Option<Filter> {
+        let r = self.value(framework)?;
+        Filter::parse(framework, r.value.as_str().unwrap_or(""), &r.source.to_string()).ok()
+    }
+
+    /// The selection filter of a framework, checked against the loaded
+    /// components.
+    pub fn filter_checked(&self, framework: &str) -> Result<Filter, crate::selection::SelectionError> {
+        let r = self
+            .value(framework)
+            .ok_or_else(|| crate::selection::SelectionError(format!("unknown framework {framework}")))?;
+        let text = r.value.as_str().unwrap_or("");
+        let source = r.source.to_string();
+        let filter = Filter::parse(framework, text, &source)?;
+        let mut available: Vec<&str> = self
+            .repository
+            .components
+            .iter()
+            .filter(|c| c.framework == framework)
+            .map(|c| c.name.as_str())
+            .collect();
+        available.sort();
+        filter.check_available(framework, text, &source, &available)?;
+        if let Filter::Exclude(names) = &filter {
+            for n in names.iter().filter(|n| !available.contains(&n.as_str())) {
+                log::log(framework, "base", log::COMPONENT, &format!("{framework} = \"{text}\" excludes {n}, which is not installed"));
+            }
+        }
+        Ok(filter)
+    }
+
+    /// Known names closest to `name`.
+    pub fn suggest(&self, name: &str) -> Vec<String> {
+        suggest::nearest(name, self.registry.all_names())
+    }
+
+    /// Takes the diagnostics gathered so far.
+    pub fn take_diagnostics(&self) -> Vec<Diagnostic> {
+        std::mem::take(&mut *self.diagnostics.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Prints and clears the diagnostics on stderr as
+    /// `<program>: warning: …` / `<program>: error: …`; returns whether any
+    /// was an error.
+    pub fn print_diagnostics(&self) -> bool {
+        let mut had_error = false;
+        for d in self.take_diagnostics() {
+            let label = match d.severity {
+                Severity::Warning => "warning",
+                Severity::Error => {
+                    had_error = true;
+                    "error"
+                }
+            };
+            eprintln!("{}: {label}: {}", self.program, d.message);
+        }
+        had_error
+    }
+
+    /// The value in effect for a full name (or synonym).
+    pub fn value(&self, name: &str) -> Option<&Resolved> {
+        let r = self.registry.lookup(name)?;
+        self.resolved.get(r.param)
+    }
+
+    /// The value of an `Int`, `Enum` or `Size` parameter.
+    pub fn int_value(&self, name: &str) -> Option<i64> {
+        self.value(name)?.value.as_i64()
+    }
+
+    /// The value of a `Bool` parameter.
+    pub fn bool_value(&self, name: &str) -> Option<bool> {
+        self.value(name)?.value.as_bool()
+    }
+
+    /// Every source that sets `name`, highest precedence first, with the
+    /// default last; `None` if nothing declares the name.
+    pub fn explain(&self, name: &str) -> Option<(&ParamInfo, Vec<ExplainRow>)> {
+        let r = self.registry.lookup(name)?;
+        Some((&self.registry.params()[r.param], self.rows_for(r.param)))
+    }
+
+    /// The value in effect for parameter `index` of [`Mca::registry`].
+    pub fn resolved(&self, index: usize) -> &Resolved {
+        &self.resolved[index]
+    }
+
+    /// Declared parameters.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Every assignment from every source.
+    pub fn assignments(&self) -> &[Assignment] {
+        &self.assignments
+    }
+
+    /// Components found, failed and shadowed.
+    pub fn repository(&self) -> &Repository {
+        &self.repository
+    }
+
+    /// Install directories.
+    pub fn paths(&self) -> &InstallPaths {
+        &self.paths
+    }
+
+    /// The home directory, if known.
+    pub fn home(&self) -> Option<&Path> {
+        self.home.as_deref()
+    }
+
+    /// Parameter files in `mca_base_param_files` order, with whether each exists.
+    pub fn param_files(&self) -> &[(PathBuf, bool)] {
+        &self.param_files
+    }
+
+    /// `-x` exports from tune files: (variable, value or `None` to copy).
+    pub fn exports(&self) -> &[(String, Option<String>)] {
+        &self.exports
+    }
+
+    /// The frameworks this core knows.
+    pub fn frameworks(&self) -> &'static [&'static FrameworkInfo] {
+        FRAMEWORKS
+    }
+
+    /// Program name used in messages.
+    pub fn program(&self) -> &str {
+        &self.program
+    }
+}

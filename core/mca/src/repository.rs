@@ -1,0 +1,376 @@
+//! The component repository: finds component libraries on
+//! `mca_base_component_path` and loads them.
+//!
+//! A candidate is a file named `libmca_<framework>_<component>.so` or
+//! `mca_<framework>_<component>.so` (the framework ends at the first `_`).
+//! Loading runs no component code besides the root-module constructor:
+//! abi_stable checks the library's ABI version and type layouts, then the
+//! repository checks the component's names against the file name and its
+//! framework interface version against the core's. Every rejection is kept
+//! as a [`LoadFailure`] naming the full path, the reason, and what to do.
+//! Libraries are never unloaded.
+//!
+//! The first component loaded for a framework/name wins; later files with
+//! the same identity are recorded as [`Shadowed`] and not loaded.
+
+use abi_stable::library::{lib_header_from_path, LibraryError};
+use oxmpi_plugin_api::{ComponentRootRef, FrameworkInfo, Version};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+/// A loaded component library.
+#[derive(Clone)]
+pub struct LoadedComponent {
+    /// Framework name.
+    pub framework: String,
+    /// Component name.
+    pub name: String,
+    /// Full path of the library.
+    pub path: PathBuf,
+    /// The component's root module.
+    pub root: ComponentRootRef,
+    /// The component's own version.
+    pub version: Version,
+    /// Framework interface version it implements.
+    pub interface_version: Version,
+    /// One-line description.
+    pub description: String,
+}
+
+impl std::fmt::Debug for LoadedComponent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedComponent")
+            .field("framework", &self.framework)
+            .field("name", &self.name)
+            .field("path", &self.path)
+            .field("version", &self.version)
+            .field("interface_version", &self.interface_version)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A library that was skipped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadFailure {
+    /// Full path of the library.
+    pub path: PathBuf,
+    /// Framework, from the file name.
+    pub framework: String,
+    /// Component, from the file name.
+    pub component: String,
+    /// Why it was skipped (one sentence).
+    pub reason: String,
+    /// What the user can do about it.
+    pub hint: String,
+    /// Full diagnostic text, for verbose output, when the reason summarizes it.
+    pub detail: Option<String>,
+}
+
+impl LoadFailure {
+    /// The one-paragraph warning for this failure.
+    pub fn message(&self) -> String {
+        format!(
+            "skipped component library {} ({} component {}): {}. {}",
+            self.path.display(),
+            self.framework,
+            self.component,
+            self.reason,
+            self.hint
+        )
+    }
+}
+
+/// A library not loaded because another with the same identity came first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shadowed {
+    /// Framework name.
+    pub framework: String,
+    /// Component name.
+    pub name: String,
+    /// The library that was not loaded.
+    pub path: PathBuf,
+    /// The library used instead.
+    pub used: PathBuf,
+}
+
+/// What a scan found.
+#[derive(Default, Debug)]
+pub struct Repository {
+    /// Loaded components, in search order.
+    pub components: Vec<LoadedComponent>,
+    /// Libraries that were skipped.
+    pub failures: Vec<LoadFailure>,
+    /// Libraries hidden by an earlier one with the same identity.
+    pub shadowed: Vec<Shadowed>,
+    /// The directories searched, in order (duplicates removed).
+    pub searched: Vec<PathBuf>,
+}
+
+/// Splits a component file name into (framework, component).
+pub fn component_file_name(file_name: &str) -> Option<(&str, &str)> {
+    let stem = file_name.strip_suffix(".so")?;
+    let stem = stem.strip_prefix("lib").unwrap_or(stem);
+    let rest = stem.strip_prefix("mca_")?;
+    let (framework, component) = rest.split_once('_')?;
+    (!framework.is_empty() && !component.is_empty()).then_some((framework, component))
+}
+
+/// Whether a component built against `component` can be used by a core
+/// that provides `core`: same major version, and no newer minor version.
+pub fn interface_compatible(core: Version, component: Version) -> bool {
+    core.major == component.major && component.minor <= core.minor
+}
+
+/// Scans `dirs` in order and loads every candidate.
+pub fn scan(dirs: &[PathBuf], frameworks: &[&FrameworkInfo]) -> Repository {
+    let mut repo = Repository::default();
+    let mut seen_dirs = HashSet::new();
+    for dir in dirs {
+        if !seen_dirs.insert(dir.clone()) {
+            continue;
+        }
+        repo.searched.push(dir.clone());
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut files: Vec<(String, PathBuf)> = entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                component_file_name(&name)?;
+                Some((name, e.path()))
+            })
+            .collect();
+        files.sort();
+        for (file_name, path) in files {
+            let (framework, component) =
+                component_file_name(&file_name).expect("filtered above");
+            load_one(&mut repo, &path, framework, component, frameworks);
+        }
+    }
+    repo
+}
+
+fn load_one(
+    repo: &mut Repository,
+    path: &Path,
+    framework: &str,
+    component: &str,
+    frameworks: &[&FrameworkInfo],
+) {
+    if let Some(winner) = repo
+        .components
+        .iter()
+        .find(|c| c.framework == framework && c.name == component)
+    {
+        repo.shadowed.push(Shadowed {
+            framework: framework.to_string(),
+            name: component.to_string(),
+            path: path.to_path_buf(),
+            used: winner.path.clone(),
+        });
+        return;
+    }
+    let fail = |reason: String, hint: &str, detail: Option<String>| LoadFailure {
+        path: path.to_path_buf(),
+        framework: framework.to_string(),
+        component: component.to_string(),
+        reason,
+        hint: hint.to_string(),
+        detail,
+    };
+    let Some(info) = frameworks.iter().find(|f| f.name == framework) else {
+        let known: Vec<&str> = frameworks.iter().map(|f| f.name).collect();
+        repo.failures.push(fail(
+            format!("there is no framework named \"{framework}\" (known: {})", known.join(", ")),
+            "Rename the file after its framework, or remove it from the component path.",
+            None,
+        ));
+        return;
+    };
+    let root = match lib_header_from_path(path).and_then(|h| h.init_root_module::<ComponentRootRef>()) {
+        Ok(root) => root,
+        Err(e) => {
+            let (reason, hint, detail) = describe_library_error(&e);
+            repo.failures.push(fail(reason, hint, detail));
+            return;
+        }
+    };
+    let (declared_fw, declared_name) = (root.framework().as_str(), root.component().as_str());
+    if declared_fw != framework || declared_name != component {
+        repo.failures.push(fail(
+            format!(
+                "the library declares itself as {declared_fw} component {declared_name}, which does not match its file name"
+            ),
+            &format!("Rename it to libmca_{declared_fw}_{declared_name}.so."),
+            None,
+        ));
+        return;
+    }
+    let interface_version = root.interface_version();
+    if !interface_compatible(info.interface_version, interface_version) {
+        repo.failures.push(fail(
+            format!(
+                "it implements version {interface_version} of the {framework} interface, and this oxmpi provides version {} (the major versions must match and the component's minor version must not be newer)",
+                info.interface_version
+            ),
+            "Rebuild the component against this version of oxmpi.",
+            None,
+        ));
+        return;
+    }
+    repo.components.push(LoadedComponent {
+        framework: framework.to_string(),
+        name: component.to_string(),
+        path: path.to_path_buf(),
+        version: root.component_version(),
+        interface_version,
+        description: root.description().to_string(),
+        root,
+    });
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
+}
+
+/// Turns abi_stable's (long, multi-line) error into a one-sentence reason,
+/// a hint, and the full text for verbose output.
+fn describe_library_error(e: &LibraryError) -> (String, &'static str, Option<String>) {
+    const REBUILD: &str = "Rebuild the component against this version of oxmpi, or remove it from the component path.";
+    match e {
+        LibraryError::OpenError { err, .. } => (
+            format!("the dynamic loader cannot load it: {}", error_chain(err.as_ref())),
+            "If it is not a component library, remove it from the component path; if it needs other libraries, make them findable (ldd shows which are missing).",
+            None,
+        ),
+        LibraryError::GetSymbolError { symbol, err, .. } => (
+            format!(
+                "it is not an oxmpi component: it does not export the root module symbol {} ({})",
+                String::from_utf8_lossy(symbol).trim_end_matches('\0'),
+                error_chain(err.as_ref())
+            ),
+            "oxmpi components export their root module with oxmpi_plugin_api::export_component!; remove other libraries from the component path.",
+            None,
+        ),
+        LibraryError::IncompatibleVersionNumber { expected_version, actual_version, .. } => (
+            format!(
+                "it was built against version {actual_version} of the oxmpi plugin ABI, and this oxmpi uses version {expected_version}"
+            ),
+            REBUILD,
+            None,
+        ),
+        LibraryError::AbiInstability(err) => {
+            let full = err.to_string();
+            (
+                format!(
+                    "its plugin interface types differ from this oxmpi's ({})",
+                    summarize_abi_error(&full)
+                ),
+                REBUILD,
+                Some(full),
+            )
+        }
+        LibraryError::InvalidAbiHeader(_) | LibraryError::InvalidCAbi { .. } => (
+            "it was built with an incompatible version of abi_stable or of the Rust compiler".into(),
+            REBUILD,
+            Some(e.to_string()),
+        ),
+        LibraryError::ParseVersionError(v) => (
+            format!("its plugin ABI version cannot be read: {v}"),
+            REBUILD,
+            None,
+        ),
+        LibraryError::RootModule { err, .. } => (
+            format!("its root module failed to initialize: {}", err.to_string().trim()),
+            "Report this to the component's authors.",
+            None,
+        ),
+        LibraryError::Many(errors) => match errors.first() {
+            Some(first) => describe_library_error(first),
+            None => ("it could not be loaded".into(), REBUILD, Some(e.to_string())),
+        },
+    }
+}
+
+/// The first informative line of an abi_stable layout error.
+fn summarize_abi_error(full: &str) -> String {
+    let lines: Vec<&str> = full.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let interesting = lines
+        .iter()
+        .position(|l| l.starts_with("Error:") || l.contains("mismatch"))
+        .unwrap_or(0);
+    let mut summary = lines
+        .get(interesting)
+        .map(|l| l.trim_start_matches("Error:").trim().to_string())
+        .unwrap_or_else(|| "layout mismatch".into());
+    // abi_stable prints the mismatching values on the next lines.
+    for extra in lines.iter().skip(interesting + 1).take(2) {
+        if extra.starts_with("Expected:") || extra.starts_with("Found:") || extra.starts_with("expected") || extra.starts_with("found") {
+            summary.push_str("; ");
+            summary.push_str(extra);
+        }
+    }
+    if summary.len() > 300 {
+        summary.truncate(300);
+        summary.push('…');
+    }
+    summary
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names() {
+        assert_eq!(component_file_name("libmca_btl_tcp.so"), Some(("btl", "tcp")));
+        assert_eq!(component_file_name("mca_btl_tcp.so"), Some(("btl", "tcp")));
+        assert_eq!(component_file_name("libmca_rmaps_round_robin.so"), Some(("rmaps", "round_robin")));
+        for bad in ["libmca_btl.so", "libmca_btl_.so", "libmca__x.so", "libmca_btl_tcp.so.1", "libfoo.so", "libmca_btl_tcp.d", "mca_btl_tcp"] {
+            assert_eq!(component_file_name(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn interface_semver() {
+        let core = Version::new(1, 2, 0);
+        assert!(interface_compatible(core, Version::new(1, 0, 5)));
+        assert!(interface_compatible(core, Version::new(1, 2, 9)));
+        assert!(!interface_compatible(core, Version::new(1, 3, 0)));
+        assert!(!interface_compatible(core, Version::new(2, 0, 0)));
+        assert!(!interface_compatible(core, Version::new(0, 2, 0)));
+    }
+
+    #[test]
+    fn missing_directories_are_skipped_quietly() {
+        let repo = scan(&[PathBuf::from("/nonexistent/oxmpi"), PathBuf::from("/nonexistent/oxmpi")], &[]);
+        assert!(repo.components.is_empty() && repo.failures.is_empty());
+        assert_eq!(repo.searched.len(), 1);
+    }
+
+    #[test]
+    fn junk_and_unknown_framework_files_fail_with_full_path() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("libmca_btl_junk.so"), b"not an ELF file").unwrap();
+        std::fs::write(dir.path().join("libmca_nosuchfw_x.so"), b"junk").unwrap();
+        std::fs::write(dir.path().join("README"), b"ignored").unwrap();
+        let repo = scan(&[dir.path().to_path_buf()], &[&oxmpi_framework_btl::FRAMEWORK]);
+        assert_eq!(repo.failures.len(), 2, "{:?}", repo.failures);
+        let junk = &repo.failures[0];
+        assert_eq!(junk.path, dir.path().join("libmca_btl_junk.so"));
+        assert!(junk.reason.contains("dynamic loader cannot load it"), "{}", junk.reason);
+        assert!(junk.message().contains(&dir.path().join("libmca_btl_junk.so").display().to_string()));
+        assert!(repo.failures[1].reason.contains("no framework named \"nosuchfw\""));
+    }
+}

@@ -1,0 +1,205 @@
+//! The selection parameter `<fw>` (`a,b` = only these, `^a,b` = all but
+//! these) and the choice among usable components.
+//!
+//! Blanks around names are ignored. A `^` at the start applies to the whole
+//! list (`^a,b` excludes both; `^a,^b` means the same). A `^` on a later
+//! item of an include list (`a,^b`) mixes the two forms and is an error; so
+//! is an empty name. Including a
+//! component that is not available is an error listing the available ones;
+//! excluding one that is not available is only logged.
+
+use oxmpi_plugin_api::SelectionKind;
+use std::fmt;
+
+/// A parsed selection parameter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Filter {
+    /// Empty value: every component.
+    All,
+    /// Only these.
+    Include(Vec<String>),
+    /// All but these.
+    Exclude(Vec<String>),
+}
+
+/// An invalid selection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SelectionError(pub String);
+
+impl fmt::Display for SelectionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SelectionError {}
+
+impl Filter {
+    /// Parses the value of parameter `framework`, set by `source`.
+    pub fn parse(framework: &str, value: &str, source: &str) -> Result<Filter, SelectionError> {
+        let value = value.trim();
+        if value.is_empty() {
+            return Ok(Filter::All);
+        }
+        let items: Vec<&str> = value.split(',').map(str::trim).collect();
+        let negated = items[0].starts_with('^');
+        if let Some(stray) = items.iter().skip(1).find(|i| i.starts_with('^')).filter(|_| !negated) {
+            let first_pos = items[0];
+            return Err(SelectionError(format!(
+                "parameter {framework} = \"{value}\" (from {source}) mixes included ({first_pos}) and excluded ({stray}) components. \
+A ^ at the start excludes every component listed after it: \"^tcp,self\" uses all {framework} components except tcp and self. \
+Without ^ the list names the only components to use: \"tcp,self\". Use one form or the other."
+            )));
+        }
+        let names: Vec<String> = items
+            .iter()
+            .map(|i| i.trim_start_matches('^').trim().to_string())
+            .collect();
+        if names.iter().any(String::is_empty) {
+            return Err(SelectionError(format!(
+                "parameter {framework} = \"{value}\" (from {source}) has an empty component name; list component names separated by commas, such as \"tcp,self\""
+            )));
+        }
+        Ok(if negated {
+            Filter::Exclude(names)
+        } else {
+            Filter::Include(names)
+        })
+    }
+
+    /// Whether the filter lets `component` be used.
+    pub fn allows(&self, component: &str) -> bool {
+        match self {
+            Filter::All => true,
+            Filter::Include(names) => names.iter().any(|n| n == component),
+            Filter::Exclude(names) => !names.iter().any(|n| n == component),
+        }
+    }
+
+    /// Whether the user named `component` explicitly to be used.
+    pub fn requests(&self, component: &str) -> bool {
+        matches!(self, Filter::Include(names) if names.iter().any(|n| n == component))
+    }
+
+    /// Checks that every included component is available.
+    pub fn check_available(
+        &self,
+        framework: &str,
+        value: &str,
+        source: &str,
+        available: &[&str],
+    ) -> Result<(), SelectionError> {
+        let Filter::Include(names) = self else {
+            return Ok(());
+        };
+        let missing: Vec<&str> = names
+            .iter()
+            .map(String::as_str)
+            .filter(|n| !available.contains(n))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let listing = if available.is_empty() {
+            format!("No {framework} components are installed")
+        } else {
+            format!("Available {framework} components: {}", available.join(", "))
+        };
+        Err(SelectionError(format!(
+            "parameter {framework} = \"{}\" (from {source}) asks for {} {} that {} not available. {listing}. \
+Run `oxmpi_info --show-failed` to see component libraries that failed to load, and `oxmpi_info --path` for where components are searched.",
+            value.trim(),
+            if missing.len() == 1 { "component" } else { "components" },
+            missing.join(", "),
+            if missing.len() == 1 { "is" } else { "are" },
+        )))
+    }
+}
+
+/// A component whose query answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    /// Component name.
+    pub name: String,
+    /// Its priority, or `None` if it declined.
+    pub priority: Option<i32>,
+}
+
+/// Picks the components to use: the usable ones ordered by priority (highest
+/// first) then name; single-select keeps only the first. The order never
+/// depends on the order in which components were loaded.
+pub fn choose(kind: SelectionKind, candidates: &[Candidate]) -> Vec<(String, i32)> {
+    let mut usable: Vec<(String, i32)> = candidates
+        .iter()
+        .filter_map(|c| c.priority.map(|p| (c.name.clone(), p)))
+        .collect();
+    usable.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    if kind == SelectionKind::Single {
+        usable.truncate(1);
+    }
+    usable
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(v: &str) -> Result<Filter, SelectionError> {
+        Filter::parse("btl", v, "command line")
+    }
+
+    #[test]
+    fn include_exclude_and_all() {
+        assert_eq!(parse(""), Ok(Filter::All));
+        assert_eq!(parse(" tcp , self "), Ok(Filter::Include(vec!["tcp".into(), "self".into()])));
+        assert_eq!(parse("^tcp,self"), Ok(Filter::Exclude(vec!["tcp".into(), "self".into()])));
+        assert_eq!(parse("^tcp,^self"), Ok(Filter::Exclude(vec!["tcp".into(), "self".into()])));
+        let f = parse("^tcp").unwrap();
+        assert!(f.allows("self") && !f.allows("tcp") && !f.requests("self"));
+        let f = parse("tcp").unwrap();
+        assert!(f.allows("tcp") && !f.allows("self") && f.requests("tcp"));
+    }
+
+    #[test]
+    fn mixing_is_an_error_that_explains_negation() {
+        let e = parse("tcp,^self").unwrap_err().to_string();
+        assert!(e.contains("mixes included (tcp) and excluded (^self)"), "{e}");
+        assert!(e.contains("A ^ at the start excludes every component listed after it"), "{e}");
+        assert!(e.contains("from command line"), "{e}");
+    }
+
+    #[test]
+    fn empty_names_are_errors() {
+        assert!(parse("tcp,,self").is_err());
+        assert!(parse("^").is_err());
+        assert!(parse("tcp,").is_err());
+    }
+
+    #[test]
+    fn unavailable_included_component_lists_available_ones() {
+        let f = parse("nosuch").unwrap();
+        let e = f.check_available("btl", "nosuch", "command line", &["self", "tcp"]).unwrap_err().to_string();
+        assert!(e.contains("asks for component nosuch that is not available"), "{e}");
+        assert!(e.contains("Available btl components: self, tcp."), "{e}");
+        let e = f.check_available("btl", "nosuch", "command line", &[]).unwrap_err().to_string();
+        assert!(e.contains("No btl components are installed"), "{e}");
+        assert!(parse("^nosuch").unwrap().check_available("btl", "^nosuch", "x", &["tcp"]).is_ok());
+    }
+
+    #[test]
+    fn choice_is_by_priority_then_name_not_load_order() {
+        let c = |n: &str, p: Option<i32>| Candidate { name: n.into(), priority: p };
+        let cands = [c("zeta", Some(20)), c("alpha", Some(20)), c("mid", Some(30)), c("no", None)];
+        assert_eq!(choose(SelectionKind::Single, &cands), vec![("mid".into(), 30)]);
+        assert_eq!(
+            choose(SelectionKind::Multi, &cands),
+            vec![("mid".into(), 30), ("alpha".into(), 20), ("zeta".into(), 20)]
+        );
+        let tie = [c("zeta", Some(5)), c("alpha", Some(5))];
+        assert_eq!(choose(SelectionKind::Single, &tie), vec![("alpha".into(), 5)]);
+        let mut reversed = tie.to_vec();
+        reversed.reverse();
+        assert_eq!(choose(SelectionKind::Single, &reversed), vec![("alpha".into(), 5)]);
+        assert!(choose(SelectionKind::Single, &[c("no", None)]).is_empty());
+    }
+}

@@ -1,0 +1,41 @@
+//! "Did you mean …?" for parameter names nobody declares.
+
+/// Up to three known names closest to `name` (Damerau–Levenshtein distance
+/// of at most 2, or a fifth of the name's length for long names), closest
+/// first, ties by name.
+pub fn nearest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let limit = (name.len() / 5).max(2);
+    let mut scored: Vec<(usize, &str)> = known
+        .map(|k| (strsim::damerau_levenshtein(name, k), k))
+        .filter(|(d, _)| *d <= limit)
+        .collect();
+    scored.sort();
+    scored.dedup();
+    scored.into_iter().take(3).map(|(_, k)| k.to_string()).collect()
+}
+
+/// "did you mean a, b or c?" or an empty string.
+pub fn did_you_mean(suggestions: &[String]) -> String {
+    match suggestions {
+        [] => String::new(),
+        [one] => format!("Did you mean {one}? "),
+        [init @ .., last] => format!("Did you mean {} or {last}? ", init.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_close_names() {
+        let known = ["btl_base_verbose", "btl_tcp_if_include", "btl_tcp_if_exclude", "pml"];
+        assert_eq!(nearest("btl_base_verbos", known.iter().copied()), vec!["btl_base_verbose"]);
+        assert_eq!(
+            nearest("btl_tcp_if_inclde", known.iter().copied()),
+            vec!["btl_tcp_if_include", "btl_tcp_if_exclude"]
+        );
+        assert!(nearest("completely_different", known.iter().copied()).is_empty());
+        assert_eq!(did_you_mean(&["a".into(), "b".into(), "c".into()]), "Did you mean a, b or c? ");
+    }
+}

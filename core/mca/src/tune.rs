@@ -1,0 +1,160 @@
+//! Tune files (`--tune FILE`): command-line fragments kept in a file.
+//!
+//! Each line holds, split into words like a shell does (quotes group words
+//! and are removed; a word starting with `#` ends the line), any number of:
+//! `--mca NAME VALUE` (or `-mca`), `-x VAR` / `-x VAR=VALUE`, and
+//! `NAME=VALUE` or `NAME = VALUE`. Anything else is an error naming the
+//! file and line.
+
+use crate::files::{valid_name, LineError};
+use std::path::Path;
+
+/// One item of a tune file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TuneEntry {
+    /// An MCA parameter.
+    Param {
+        /// Parameter name.
+        name: String,
+        /// Value.
+        value: String,
+        /// 1-based line.
+        line: usize,
+    },
+    /// An environment export (`-x VAR` copies VAR from the environment).
+    Export {
+        /// Variable name.
+        variable: String,
+        /// The value, if given.
+        value: Option<String>,
+        /// 1-based line.
+        line: usize,
+    },
+}
+
+/// Parses the text of a tune file.
+pub fn parse(path: &Path, text: &str) -> (Vec<TuneEntry>, Vec<LineError>) {
+    let mut entries = Vec::new();
+    let mut errors = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line_no = i + 1;
+        let error = |problem: String| LineError {
+            path: path.to_path_buf(),
+            line: line_no,
+            text: line.to_string(),
+            problem,
+        };
+        let Some(words) = shlex::split(line) else {
+            errors.push(error("unbalanced quotes".into()));
+            continue;
+        };
+        let mut words = words.into_iter().peekable();
+        let mut line_entries = Vec::new();
+        let mut problem = None;
+        while let Some(word) = words.next() {
+            match word.as_str() {
+                "--mca" | "-mca" => match (words.next(), words.next()) {
+                    (Some(name), Some(value)) if valid_name(&name) => {
+                        line_entries.push(TuneEntry::Param { name, value, line: line_no })
+                    }
+                    (Some(name), Some(_)) => {
+                        problem = Some(format!("\"{name}\" is not a valid parameter name"));
+                        break;
+                    }
+                    _ => {
+                        problem = Some(format!("{word} needs a parameter name and a value"));
+                        break;
+                    }
+                },
+                "-x" => match words.next() {
+                    Some(spec) => {
+                        let (variable, value) = match spec.split_once('=') {
+                            Some((v, val)) => (v.to_string(), Some(val.to_string())),
+                            None if words.peek().map(String::as_str) == Some("=") => {
+                                words.next();
+                                (spec.clone(), Some(words.next().unwrap_or_default()))
+                            }
+                            None => (spec.clone(), None),
+                        };
+                        if variable.is_empty() {
+                            problem = Some("-x needs a variable name".into());
+                            break;
+                        }
+                        line_entries.push(TuneEntry::Export { variable, value, line: line_no });
+                    }
+                    None => {
+                        problem = Some("-x needs a variable name".into());
+                        break;
+                    }
+                },
+                _ => {
+                    let (name, value) = if let Some((n, v)) = word.split_once('=') {
+                        (n.to_string(), v.to_string())
+                    } else if words.next_if(|w| w == "=").is_some() {
+                        (word.clone(), words.next().unwrap_or_default())
+                    } else {
+                        problem = Some(format!(
+                            "unexpected \"{word}\" (expected --mca NAME VALUE, -x VAR[=VALUE] or NAME = VALUE)"
+                        ));
+                        break;
+                    };
+                    if !valid_name(&name) {
+                        problem = Some(format!("\"{name}\" is not a valid parameter name"));
+                        break;
+                    }
+                    line_entries.push(TuneEntry::Param { name, value, line: line_no });
+                }
+            }
+        }
+        match problem {
+            Some(p) => errors.push(error(p)),
+            None => entries.extend(line_entries),
+        }
+    }
+    (entries, errors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn param(name: &str, value: &str, line: usize) -> TuneEntry {
+        TuneEntry::Param { name: name.into(), value: value.into(), line }
+    }
+
+    #[test]
+    fn accepts_every_form() {
+        let text = "--mca btl tcp,self\n-mca pml ob1 -x FOO\n# comment\n-x BAR=1 btl_base_verbose=10\nmpi_yield = 1   # yield\n-x BAZ = 2\n--mca x \"a b\"\n";
+        let (entries, errors) = parse(Path::new("t.conf"), text);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            entries,
+            vec![
+                param("btl", "tcp,self", 1),
+                param("pml", "ob1", 2),
+                TuneEntry::Export { variable: "FOO".into(), value: None, line: 2 },
+                TuneEntry::Export { variable: "BAR".into(), value: Some("1".into()), line: 4 },
+                param("btl_base_verbose", "10", 4),
+                param("mpi_yield", "1", 5),
+                TuneEntry::Export { variable: "BAZ".into(), value: Some("2".into()), line: 6 },
+                param("x", "a b", 7),
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_lines_are_errors() {
+        let (entries, errors) = parse(Path::new("t.conf"), "--mca onlyname\nhello\n-x\n--mca x \"open\n--mca 'bad name' 1\n");
+        assert!(entries.is_empty(), "{entries:?}");
+        assert_eq!(errors.iter().map(|e| e.line).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5]);
+        assert!(errors[1].to_string().contains("t.conf:2"), "{}", errors[1]);
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(text in "(?s).{0,200}") {
+            let _ = parse(Path::new("t"), &text);
+        }
+    }
+}

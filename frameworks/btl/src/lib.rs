@@ -1,0 +1,23 @@
+//! The `btl` framework: Byte transfer layer: moves bytes between two processes (shared memory, TCP, verbs, libfabric).
+//!
+//! Selection: every usable BTL is kept; the pml chooses among them per peer by exclusivity, then bandwidth. The core declares the selection parameter `btl` and
+//! `btl_base_verbose` for it; this crate declares the rest of the
+//! framework-wide parameters and, as components arrive, the module interface
+//! they implement.
+
+use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
+
+/// Version of the interface between the btl framework and its components.
+pub const INTERFACE_VERSION: Version = Version::new(1, 0, 0);
+
+/// Framework-wide parameters beyond the selection and verbosity ones.
+pub const BASE_PARAMS: &[ParamDecl] = &[];
+
+/// Description of the btl framework for the core.
+pub static FRAMEWORK: FrameworkInfo = FrameworkInfo {
+    name: "btl",
+    description: "Byte transfer layer: moves bytes between two processes (shared memory, TCP, verbs, libfabric)",
+    interface_version: INTERFACE_VERSION,
+    selection: SelectionKind::Multi,
+    base_params: BASE_PARAMS,
+};

@@ -1,0 +1,23 @@
+//! The `coll` framework: Collective operations, chosen per communicator.
+//!
+//! Selection: every usable component is kept; each communicator takes each operation from the highest-priority component that provides it. The core declares the selection parameter `coll` and
+//! `coll_base_verbose` for it; this crate declares the rest of the
+//! framework-wide parameters and, as components arrive, the module interface
+//! they implement.
+
+use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
+
+/// Version of the interface between the coll framework and its components.
+pub const INTERFACE_VERSION: Version = Version::new(1, 0, 0);
+
+/// Framework-wide parameters beyond the selection and verbosity ones.
+pub const BASE_PARAMS: &[ParamDecl] = &[];
+
+/// Description of the coll framework for the core.
+pub static FRAMEWORK: FrameworkInfo = FrameworkInfo {
+    name: "coll",
+    description: "Collective operations, chosen per communicator",
+    interface_version: INTERFACE_VERSION,
+    selection: SelectionKind::Multi,
+    base_params: BASE_PARAMS,
+};

@@ -1,0 +1,23 @@
+//! The `mtl` framework: Matching transport layer: tag-matching networks driven by the cm pml.
+//!
+//! Selection: one MTL per process, the usable one with the highest priority. The core declares the selection parameter `mtl` and
+//! `mtl_base_verbose` for it; this crate declares the rest of the
+//! framework-wide parameters and, as components arrive, the module interface
+//! they implement.
+
+use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
+
+/// Version of the interface between the mtl framework and its components.
+pub const INTERFACE_VERSION: Version = Version::new(1, 0, 0);
+
+/// Framework-wide parameters beyond the selection and verbosity ones.
+pub const BASE_PARAMS: &[ParamDecl] = &[];
+
+/// Description of the mtl framework for the core.
+pub static FRAMEWORK: FrameworkInfo = FrameworkInfo {
+    name: "mtl",
+    description: "Matching transport layer: tag-matching networks driven by the cm pml",
+    interface_version: INTERFACE_VERSION,
+    selection: SelectionKind::Single,
+    base_params: BASE_PARAMS,
+};

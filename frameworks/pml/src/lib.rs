@@ -1,0 +1,23 @@
+//! The `pml` framework: Point-to-point messaging layer: MPI matching and protocols over BTLs, an MTL or UCX.
+//!
+//! Selection: one PML per process, the usable one with the highest priority. The core declares the selection parameter `pml` and
+//! `pml_base_verbose` for it; this crate declares the rest of the
+//! framework-wide parameters and, as components arrive, the module interface
+//! they implement.
+
+use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
+
+/// Version of the interface between the pml framework and its components.
+pub const INTERFACE_VERSION: Version = Version::new(1, 0, 0);
+
+/// Framework-wide parameters beyond the selection and verbosity ones.
+pub const BASE_PARAMS: &[ParamDecl] = &[];
+
+/// Description of the pml framework for the core.
+pub static FRAMEWORK: FrameworkInfo = FrameworkInfo {
+    name: "pml",
+    description: "Point-to-point messaging layer: MPI matching and protocols over BTLs, an MTL or UCX",
+    interface_version: INTERFACE_VERSION,
+    selection: SelectionKind::Single,
+    base_params: BASE_PARAMS,
+};
