@@ -28,6 +28,9 @@
 //!   ([`FrameworkInfo::interface_version`]), checked by the core with semver
 //!   rules: same major, and a component's minor no newer than the core's.
 
+/// Version of this ABI (the package version of this crate).
+pub const ABI_VERSION: &str = env!("CARGO_PKG_VERSION");
+
 pub mod component;
 pub mod framework;
 pub mod guard;

@@ -1,8 +1,8 @@
 //! "Did you mean …?" for parameter names nobody declares.
 
-/// Up to three known names closest to `name` (Damerau–Levenshtein distance
-/// of at most 2, or a fifth of the name's length for long names), closest
-/// first, ties by name.
+/// Up to three known names closest to `name`: those at the smallest
+/// Damerau–Levenshtein distance found, if it is at most 2 (or a fifth of the
+/// name's length for long names), sorted by name.
 pub fn nearest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Vec<String> {
     let limit = (name.len() / 5).max(2);
     let mut scored: Vec<(usize, &str)> = known
@@ -11,6 +11,8 @@ pub fn nearest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Vec<Stri
         .collect();
     scored.sort();
     scored.dedup();
+    let best = scored.first().map(|(d, _)| *d);
+    scored.retain(|(d, _)| Some(*d) == best);
     scored.into_iter().take(3).map(|(_, k)| k.to_string()).collect()
 }
 
@@ -33,8 +35,13 @@ mod tests {
         assert_eq!(nearest("btl_base_verbos", known.iter().copied()), vec!["btl_base_verbose"]);
         assert_eq!(
             nearest("btl_tcp_if_inclde", known.iter().copied()),
-            vec!["btl_tcp_if_include", "btl_tcp_if_exclude"]
+            vec!["btl_tcp_if_include"]
         );
+        assert_eq!(
+            nearest("btl_tcp_if_xclude", known.iter().copied()),
+            vec!["btl_tcp_if_exclude"]
+        );
+        assert_eq!(nearest("mtl", ["pml", "btl", "mtl_x"].iter().copied()), vec!["btl", "pml"]);
         assert!(nearest("completely_different", known.iter().copied()).is_empty());
         assert_eq!(did_you_mean(&["a".into(), "b".into(), "c".into()]), "Did you mean a, b or c? ");
     }

@@ -1,0 +1,48 @@
+//! `oxmpi_info`: what oxmpi has installed, what can be tuned, and where each
+//! value came from.
+
+mod catalog;
+mod cli;
+mod explain;
+mod json;
+mod parsable;
+mod pretty;
+
+use clap::Parser;
+use cli::Cli;
+use oxmpi_mca::{Mca, McaInputs};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    oxmpi_mca::log::init_stderr_logging();
+    let mut inputs = McaInputs::from_process("oxmpi_info");
+    inputs.command_line = cli.mca_pairs();
+    inputs.tune_files = cli.tune.clone();
+    let mca = Mca::init(inputs);
+    let had_error = mca.print_diagnostics();
+
+    if let Some(name) = &cli.explain {
+        return explain::run(&mca, name, &cli);
+    }
+    if had_error {
+        eprintln!("oxmpi_info: fix the errors above (see `oxmpi_info --explain NAME` for where a value comes from)");
+        return ExitCode::FAILURE;
+    }
+    let view = match catalog::View::from_cli(&mca, &cli) {
+        Ok(view) => view,
+        Err(message) => {
+            eprintln!("oxmpi_info: error: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let out = if cli.json {
+        json::render(&mca, &view)
+    } else if cli.parsable {
+        parsable::render(&mca, &view)
+    } else {
+        pretty::render(&mca, &view)
+    };
+    print!("{out}");
+    ExitCode::SUCCESS
+}
