@@ -41,7 +41,7 @@ mod tests {
             nearest("btl_tcp_if_xclude", known.iter().copied()),
             vec!["btl_tcp_if_exclude"]
         );
-        assert_eq!(nearest("mtl", ["pml", "btl", "mtl_x"].iter().copied()), vec!["btl", "pml"]);
+        assert_eq!(nearest("mtl", ["pml", "btl", "mtl_x", "ctl"].iter().copied()), vec!["btl", "ctl"]);
         assert!(nearest("completely_different", known.iter().copied()).is_empty());
         assert_eq!(did_you_mean(&["a".into(), "b".into(), "c".into()]), "Did you mean a, b or c? ");
     }
