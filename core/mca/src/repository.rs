@@ -303,26 +303,138 @@ fn describe_library_error(e: &LibraryError) -> (String, &'static str, Option<Str
     }
 }
 
-/// The first informative line of an abi_stable layout error.
-fn summarize_abi_error(full: &str) -> String {
-    let lines: Vec<&str> = full.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    let interesting = lines
-        .iter()
-        .position(|l| l.starts_with("Error:") || l.contains("mismatch"))
-        .unwrap_or(0);
-    let mut summary = lines
-        .get(interesting)
-        .map(|l| l.trim_start_matches("Error:").trim().to_string())
-        .unwrap_or_else(|| "layout mismatch".into());
-    // abi_stable prints the mismatching values on the next lines.
-    for extra in lines.iter().skip(interesting + 1).take(2) {
-        if extra.starts_with("Expected:") || extra.starts_with("Found:") || extra.starts_with("expected") || extra.starts_with("found") {
-            summary.push_str("; ");
-            summary.push_str(extra);
+/// One difference reported by abi_stable's layout checker.
+#[derive(Debug, Default)]
+struct AbiDifference {
+    /// Where: the root type, then field names (`ComponentRoot.framework`).
+    path: Vec<String>,
+    /// What differs (`mismatched type`).
+    what: String,
+    /// The expected value, condensed to one line.
+    expected: String,
+    /// The value found in the library, condensed to one line.
+    found: String,
+    /// Whether the expected/found values are fields (`field framework (RStr<'a>)`).
+    names_field: bool,
+}
+
+/// Whether `line` (trimmed) starts a group of errors: `3 error(s)…`.
+fn is_error_group_header(line: &str) -> bool {
+    line.split_once(' ')
+        .is_some_and(|(n, rest)| n.bytes().all(|b| b.is_ascii_digit()) && rest.starts_with("error(s)"))
+}
+
+/// Condenses an `Expected:`/`Found:` block: a type layout becomes its field
+/// name and type, anything else is joined on one line.
+fn condense_abi_block(lines: &[&str]) -> (String, bool) {
+    let value = |key: &str| lines.iter().find_map(|l| l.strip_prefix(key)).map(str::trim);
+    match (value("field_name:"), value("type:")) {
+        (Some(field), Some(ty)) => (format!("field {field} ({ty})"), true),
+        (None, Some(ty)) => (ty.to_string(), false),
+        _ => (lines.join(" "), false),
+    }
+}
+
+/// Parses abi_stable's layout error text (the `Display` of its
+/// `AbiInstabilityErrors`): groups of `N error(s)inside:` followed by the
+/// stack of nested fields where they were found, the two layouts, then one
+/// `Error:<what>` / `Expected:` / `Found:` block per difference.
+fn parse_abi_error(full: &str) -> Vec<AbiDifference> {
+    let lines: Vec<&str> = full.lines().map(str::trim).collect();
+    let mut differences = Vec::new();
+    let mut path: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        if is_error_group_header(line) {
+            path.clear();
+            i += 1;
+            if !line.ends_with("inside:") {
+                continue;
+            }
+            // The stack: entries of `field_name:` and `type:` lines; the
+            // first entry names the root type, later ones the fields inside it.
+            let mut entries: Vec<(String, String)> = Vec::new();
+            while i < lines.len()
+                && !lines[i].starts_with("Layout of expected type:")
+                && !lines[i].starts_with("Error:")
+                && !is_error_group_header(lines[i])
+            {
+                if let Some(field) = lines[i].strip_prefix("field_name:") {
+                    entries.push((field.trim().to_string(), String::new()));
+                } else if let (Some(ty), Some(last)) = (lines[i].strip_prefix("type:"), entries.last_mut()) {
+                    last.1 = ty.trim().to_string();
+                }
+                i += 1;
+            }
+            path = entries
+                .iter()
+                .enumerate()
+                .map(|(n, (field, ty))| if n == 0 { ty.clone() } else { field.clone() })
+                .collect();
+        } else if let Some(what) = line.strip_prefix("Error:") {
+            let (mut expected, mut found) = (Vec::new(), Vec::new());
+            let mut into_found = None;
+            i += 1;
+            while i < lines.len() {
+                let l = lines[i];
+                if l.is_empty() || l.starts_with("Error:") || l == "Extra:" || is_error_group_header(l) {
+                    break;
+                }
+                match l {
+                    "Expected:" => into_found = Some(false),
+                    "Found:" => into_found = Some(true),
+                    _ => match into_found {
+                        Some(false) => expected.push(l),
+                        Some(true) => found.push(l),
+                        None => {}
+                    },
+                }
+                i += 1;
+            }
+            let (expected, expected_field) = condense_abi_block(&expected);
+            let (found, found_field) = condense_abi_block(&found);
+            differences.push(AbiDifference {
+                path: path.clone(),
+                what: what.trim().to_string(),
+                expected,
+                found,
+                names_field: expected_field || found_field,
+            });
+        } else {
+            i += 1;
         }
     }
-    if summary.len() > 300 {
-        summary.truncate(300);
+    differences
+}
+
+/// A one-line summary of an abi_stable layout error: the first mismatched
+/// field (`ComponentRoot.framework: mismatched type: expected RStr<'a>,
+/// found u32`) and how many differences there are in all.
+fn summarize_abi_error(full: &str) -> String {
+    let differences = parse_abi_error(full);
+    // Most precise first: a difference inside a field, then one naming a
+    // field, then whatever came first.
+    let best = differences
+        .iter()
+        .find(|d| d.path.len() > 1)
+        .or_else(|| differences.iter().find(|d| d.names_field))
+        .or_else(|| differences.first());
+    let mut summary = match best {
+        Some(d) => {
+            let at = if d.path.is_empty() { String::new() } else { format!("{}: ", d.path.join(".")) };
+            format!("{at}{}: expected {}, found {}", d.what, d.expected, d.found)
+        }
+        None => "the layout checker reported a mismatch".to_string(),
+    };
+    if differences.len() > 1 {
+        summary.push_str(&format!(
+            "; 1 of {} differences, mca_base_verbose=info shows them all",
+            differences.len()
+        ));
+    }
+    if summary.chars().count() > 300 {
+        summary = summary.chars().take(300).collect();
         summary.push('…');
     }
     summary
@@ -357,6 +469,27 @@ mod tests {
         let repo = scan(&[PathBuf::from("/nonexistent/oxmpi"), PathBuf::from("/nonexistent/oxmpi")], &[]);
         assert!(repo.components.is_empty() && repo.failures.is_empty());
         assert_eq!(repo.searched.len(), 1);
+    }
+
+    #[test]
+    fn abi_summary_names_the_first_mismatched_field() {
+        let text = "Compared <this>:\n    type:PrefixRef<'a, ComponentRoot>\n\n0 error(s).\n\n\
+1 error(s)inside:\n    <other>\n\n    field_name:0\n    type:ComponentRoot\n    size:40 align:8\n\n\
+Layout of expected type:\n    type:ComponentRoot\n    fields:\n        field_name:framework\n\n\n\
+Error:incompatible type size\nExpected:\n    120\nFound:\n    40\n\
+1 error(s)inside:\n    <other>\n\n    field_name:0\n    type:ComponentRoot\n\n    field_name:framework\n    type:u32\n\n\
+Layout of expected type:\n    type:RStr<'a>\n\n\nError:mismatched type\nExpected:\n    RStr<'a>\nFound:\n    u32\n";
+        assert_eq!(
+            summarize_abi_error(text),
+            "ComponentRoot.framework: mismatched type: expected RStr<'a>, found u32; 1 of 2 differences, mca_base_verbose=info shows them all"
+        );
+        let package = "1 error(s)inside:\n    <other>\n\n    field_name:0\n    type:ComponentRoot\n\n\
+Layout of expected type:\n    package:'x'\n\nError:mismatched package\nExpected:\n    oxmpi-plugin-api\nFound:\n    other\n";
+        assert_eq!(
+            summarize_abi_error(package),
+            "ComponentRoot: mismatched package: expected oxmpi-plugin-api, found other"
+        );
+        assert_eq!(summarize_abi_error("garbage\nmismatch"), "the layout checker reported a mismatch");
     }
 
     #[test]
