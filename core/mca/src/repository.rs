@@ -320,14 +320,20 @@ struct AbiDifference {
 
 /// Whether `line` (trimmed) starts a group of errors: `3 error(s)…`.
 fn is_error_group_header(line: &str) -> bool {
-    line.split_once(' ')
-        .is_some_and(|(n, rest)| n.bytes().all(|b| b.is_ascii_digit()) && rest.starts_with("error(s)"))
+    line.split_once(' ').is_some_and(|(n, rest)| {
+        n.bytes().all(|b| b.is_ascii_digit()) && rest.starts_with("error(s)")
+    })
 }
 
 /// Condenses an `Expected:`/`Found:` block: a type layout becomes its field
 /// name and type, anything else is joined on one line.
 fn condense_abi_block(lines: &[&str]) -> (String, bool) {
-    let value = |key: &str| lines.iter().find_map(|l| l.strip_prefix(key)).map(str::trim);
+    let value = |key: &str| {
+        lines
+            .iter()
+            .find_map(|l| l.strip_prefix(key))
+            .map(str::trim)
+    };
     match (value("field_name:"), value("type:")) {
         (Some(field), Some(ty)) => (format!("field {field} ({ty})"), true),
         (None, Some(ty)) => (ty.to_string(), false),
@@ -362,7 +368,9 @@ fn parse_abi_error(full: &str) -> Vec<AbiDifference> {
             {
                 if let Some(field) = lines[i].strip_prefix("field_name:") {
                     entries.push((field.trim().to_string(), String::new()));
-                } else if let (Some(ty), Some(last)) = (lines[i].strip_prefix("type:"), entries.last_mut()) {
+                } else if let (Some(ty), Some(last)) =
+                    (lines[i].strip_prefix("type:"), entries.last_mut())
+                {
                     last.1 = ty.trim().to_string();
                 }
                 i += 1;
@@ -378,7 +386,11 @@ fn parse_abi_error(full: &str) -> Vec<AbiDifference> {
             i += 1;
             while i < lines.len() {
                 let l = lines[i];
-                if l.is_empty() || l.starts_with("Error:") || l == "Extra:" || is_error_group_header(l) {
+                if l.is_empty()
+                    || l.starts_with("Error:")
+                    || l == "Extra:"
+                    || is_error_group_header(l)
+                {
                     break;
                 }
                 match l {
@@ -422,7 +434,11 @@ fn summarize_abi_error(full: &str) -> String {
         .or_else(|| differences.first());
     let mut summary = match best {
         Some(d) => {
-            let at = if d.path.is_empty() { String::new() } else { format!("{}: ", d.path.join(".")) };
+            let at = if d.path.is_empty() {
+                String::new()
+            } else {
+                format!("{}: ", d.path.join("."))
+            };
             format!("{at}{}: expected {}, found {}", d.what, d.expected, d.found)
         }
         None => "the layout checker reported a mismatch".to_string(),
@@ -489,7 +505,10 @@ Layout of expected type:\n    package:'x'\n\nError:mismatched package\nExpected:
             summarize_abi_error(package),
             "ComponentRoot: mismatched package: expected oxmpi-plugin-api, found other"
         );
-        assert_eq!(summarize_abi_error("garbage\nmismatch"), "the layout checker reported a mismatch");
+        assert_eq!(
+            summarize_abi_error("garbage\nmismatch"),
+            "the layout checker reported a mismatch"
+        );
     }
 
     #[test]

@@ -1,0 +1,336 @@
+//! The component repository against real libraries: every kind of library
+//! that must be skipped is skipped with a warning that names its full path
+//! and the reason, and the good component next to it still loads.
+
+mod common;
+
+use common::{system_libm, Diagnostics, Fixture, World};
+use oxmpi_mca::repository::LoadFailure;
+use oxmpi_mca::{Mca, Severity};
+use std::path::Path;
+
+/// The failure recorded for `path`, which must be the only one for it.
+fn failure<'m>(mca: &'m Mca, path: &Path) -> &'m LoadFailure {
+    let found: Vec<&LoadFailure> = mca
+        .repository()
+        .failures
+        .iter()
+        .filter(|f| f.path == path)
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "expected one failure for {}, got {:#?}",
+        path.display(),
+        mca.repository().failures
+    );
+    found[0]
+}
+
+/// Checks that `path` was skipped for a reason containing `reason`, with a
+/// warning that names the full path and gives that reason.
+fn assert_skipped<'m>(
+    mca: &'m Mca,
+    diagnostics: &Diagnostics,
+    path: &Path,
+    reason: &str,
+) -> &'m LoadFailure {
+    let f = failure(mca, path);
+    assert!(
+        f.reason.contains(reason),
+        "reason of {}: {}",
+        path.display(),
+        f.reason
+    );
+    assert!(!f.hint.is_empty());
+    let full_path = path.display().to_string();
+    assert!(full_path.starts_with('/'), "{full_path}");
+    let warning = diagnostics.expect_one(Severity::Warning, &[&full_path]);
+    assert!(
+        warning.starts_with(&format!("skipped component library {full_path} ")),
+        "{warning}"
+    );
+    assert!(warning.contains(reason), "{warning}");
+    assert!(
+        !mca.repository().components.iter().any(|c| c.path == path),
+        "{} must not be loaded",
+        path.display()
+    );
+    f
+}
+
+fn loaded_names(mca: &Mca) -> Vec<String> {
+    mca.repository()
+        .components
+        .iter()
+        .map(|c| format!("{}/{}", c.framework, c.name))
+        .collect()
+}
+
+#[test]
+fn good_fixture_loads_and_declares_its_parameters() {
+    let w = World::new();
+    let path = w.install(Fixture::Good, "libmca_btl_fixture.so");
+    let (mca, d) = w.init();
+    assert!(d.is_empty(), "{d}");
+    assert_eq!(loaded_names(&mca), ["btl/fixture"]);
+    let c = &mca.repository().components[0];
+    assert_eq!(c.path, path);
+    assert_eq!(c.interface_version, oxmpi_framework_btl::INTERFACE_VERSION);
+    for name in [
+        "btl_fixture_priority",
+        "btl_fixture_decline",
+        "btl_fixture_fail_open",
+        "btl_fixture_eager_limit",
+    ] {
+        let r = mca
+            .value(name)
+            .unwrap_or_else(|| panic!("{name} is declared"));
+        assert_eq!(r.source, oxmpi_mca::Source::Default, "{name}");
+    }
+    assert_eq!(mca.int_value("btl_fixture_priority"), Some(10));
+    assert_eq!(mca.int_value("btl_fixture_eager_limit"), Some(65536));
+    assert_eq!(mca.repository().searched, [w.components.clone()]);
+}
+
+#[test]
+fn fixture_library_names_never_match_the_component_pattern() {
+    for fixture in [
+        Fixture::Good,
+        Fixture::Twin,
+        Fixture::Panics,
+        Fixture::WrongInterface,
+        Fixture::AbiMismatch,
+    ] {
+        let name = fixture.library_file_name();
+        assert_eq!(
+            oxmpi_mca::repository::component_file_name(name),
+            None,
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn junk_file_is_skipped_as_not_loadable() {
+    let w = World::new();
+    let good = w.install(Fixture::Good, "libmca_btl_fixture.so");
+    let junk = w.write_component_file("libmca_btl_junk.so", b"this is not an ELF file\n");
+    let (mca, d) = w.init();
+    let f = assert_skipped(&mca, &d, &junk, "the dynamic loader cannot load it");
+    assert_eq!(
+        (f.framework.as_str(), f.component.as_str()),
+        ("btl", "junk")
+    );
+    // The loader's own reason is kept, not just "dlopen failed".
+    assert!(f.reason.contains("junk.so"), "{}", f.reason);
+    assert_eq!(d.0.len(), 1, "{d}");
+    assert_eq!(mca.repository().components[0].path, good);
+}
+
+#[test]
+fn shared_library_that_is_not_a_component_lacks_the_root_module_symbol() {
+    let w = World::new();
+    let libm = w.components.join("libmca_btl_libm.so");
+    std::fs::copy(system_libm(), &libm).unwrap();
+    w.install(Fixture::Good, "libmca_btl_fixture.so");
+    let (mca, d) = w.init();
+    let f = assert_skipped(&mca, &d, &libm, "does not export the root module symbol");
+    assert!(
+        f.reason.contains("it is not an oxmpi component"),
+        "{}",
+        f.reason
+    );
+    assert!(f.hint.contains("export_component!"), "{}", f.hint);
+    assert_eq!(loaded_names(&mca), ["btl/fixture"]);
+}
+
+#[test]
+fn wrong_interface_major_version_is_rejected() {
+    let w = World::new();
+    let path = w.install(Fixture::WrongInterface, "libmca_btl_future.so");
+    w.install(Fixture::Good, "libmca_btl_fixture.so");
+    let (mca, d) = w.init();
+    let f = assert_skipped(
+        &mca,
+        &d,
+        &path,
+        "it implements version 99.0.0 of the btl interface, and this oxmpi provides version 1.0.0",
+    );
+    assert!(f.hint.contains("Rebuild"), "{}", f.hint);
+    assert_eq!(loaded_names(&mca), ["btl/fixture"]);
+}
+
+#[test]
+fn abi_layout_mismatch_is_summarized_with_the_full_text_in_detail() {
+    let w = World::new();
+    let path = w.install(Fixture::AbiMismatch, "libmca_btl_skewed.so");
+    w.install(Fixture::Good, "libmca_btl_fixture.so");
+    let (mca, d) = w.init();
+    let f = assert_skipped(&mca, &d, &path, "its plugin interface types differ");
+    // A short summary naming the first mismatched field …
+    assert!(
+        f.reason
+            .contains("ComponentRoot.framework: mismatched type: expected RStr<'a>, found u32"),
+        "{}",
+        f.reason
+    );
+    assert!(f.reason.len() < 400, "the summary is short: {}", f.reason);
+    assert!(!f.reason.contains('\n'), "{}", f.reason);
+    // … and abi_stable's long report kept for verbose output.
+    let detail = f.detail.as_deref().expect("the full layout report");
+    assert!(detail.len() > 1000, "{detail}");
+    assert!(detail.contains("Layout of expected type"), "{detail}");
+    assert!(detail.contains("Error:mismatched type"), "{detail}");
+    let warning = d.expect_one(Severity::Warning, &[&path.display().to_string()]);
+    assert!(
+        !warning.contains('\n'),
+        "the warning is one paragraph: {warning}"
+    );
+    assert!(!warning.contains("Layout of expected type"), "{warning}");
+    assert_eq!(loaded_names(&mca), ["btl/fixture"]);
+}
+
+#[test]
+fn file_name_that_does_not_match_the_declared_component_is_rejected() {
+    let w = World::new();
+    let path = w.install(Fixture::Good, "libmca_btl_other.so");
+    let (mca, d) = w.init();
+    let f = assert_skipped(
+        &mca,
+        &d,
+        &path,
+        "the library declares itself as btl component fixture, which does not match its file name",
+    );
+    assert_eq!(f.hint, "Rename it to libmca_btl_fixture.so.");
+    assert!(loaded_names(&mca).is_empty());
+    // Its parameters are not declared either.
+    assert!(mca.value("btl_fixture_priority").is_none());
+}
+
+#[test]
+fn unknown_framework_in_the_file_name_is_rejected_without_loading() {
+    let w = World::new();
+    let path = w.install(Fixture::Good, "libmca_nosuchfw_fixture.so");
+    let (mca, d) = w.init();
+    let f = assert_skipped(&mca, &d, &path, "there is no framework named \"nosuchfw\"");
+    assert!(
+        f.reason.contains("known: btl, coll, mtl, pml, rmaps"),
+        "{}",
+        f.reason
+    );
+    assert!(loaded_names(&mca).is_empty());
+}
+
+#[test]
+fn every_rejection_at_once_leaves_the_good_component() {
+    let w = World::new();
+    w.write_component_file("libmca_btl_junk.so", b"junk");
+    std::fs::copy(system_libm(), w.components.join("libmca_btl_libm.so")).unwrap();
+    w.install(Fixture::WrongInterface, "libmca_btl_future.so");
+    w.install(Fixture::AbiMismatch, "libmca_btl_skewed.so");
+    w.install(Fixture::Good, "libmca_btl_other.so");
+    w.install(Fixture::Good, "libmca_nosuchfw_fixture.so");
+    w.install(Fixture::Good, "libmca_btl_fixture.so");
+    w.write_component_file("README", b"not a candidate");
+    w.write_component_file("libmca_btl_fixture.so.1", b"not a candidate");
+    let (mca, d) = w.init();
+    assert_eq!(loaded_names(&mca), ["btl/fixture"]);
+    assert_eq!(
+        mca.repository().failures.len(),
+        6,
+        "{:#?}",
+        mca.repository().failures
+    );
+    assert_eq!(d.warnings().len(), 6, "{d}");
+    assert!(d.errors().is_empty(), "{d}");
+}
+
+#[test]
+fn first_directory_wins_and_later_copies_are_shadowed() {
+    let mut w = World::new();
+    let first = w.dir("first");
+    let second = w.dir("second");
+    let winner = w.install_in(&first, Fixture::Good, "libmca_btl_fixture.so");
+    let hidden = w.install_in(&second, Fixture::Good, "mca_btl_fixture.so");
+    let path = format!("{}:{}", first.display(), second.display());
+    w.set_param_env("mca_base_component_path", &path);
+    let (mca, d) = w.init();
+    assert!(d.is_empty(), "{d}");
+    assert_eq!(mca.repository().searched, [first.clone(), second.clone()]);
+    assert_eq!(mca.repository().components.len(), 1);
+    assert_eq!(mca.repository().components[0].path, winner);
+    let shadowed = &mca.repository().shadowed;
+    assert_eq!(shadowed.len(), 1, "{shadowed:?}");
+    assert_eq!(
+        (shadowed[0].framework.as_str(), shadowed[0].name.as_str()),
+        ("btl", "fixture")
+    );
+    assert_eq!(shadowed[0].path, hidden);
+    assert_eq!(shadowed[0].used, winner);
+
+    // The other order: the other copy wins.
+    let path = format!("{}:{}", second.display(), first.display());
+    w.set_param_env("mca_base_component_path", &path);
+    let (mca, _) = w.init();
+    assert_eq!(mca.repository().components[0].path, hidden);
+    assert_eq!(mca.repository().shadowed[0].path, winner);
+}
+
+#[test]
+fn show_load_errors_none_hides_the_warning_unless_the_component_is_requested() {
+    let mut w = World::new();
+    let junk = w.write_component_file("libmca_btl_junk.so", b"junk");
+    w.install(Fixture::Good, "libmca_btl_fixture.so");
+    w.set_param_env("mca_base_component_show_load_errors", "none");
+    let (mca, d) = w.init();
+    assert!(d.is_empty(), "{d}");
+    // Still recorded, for oxmpi_info --show-failed.
+    failure(&mca, &junk);
+
+    // Asking for it by name shows the load error again, next to the
+    // selection error (junk is not available).
+    w.set_mca("btl", "junk");
+    let (mca, d) = w.init();
+    let full_path = junk.display().to_string();
+    let warning = d.expect_one(Severity::Warning, &[&full_path]);
+    assert!(
+        warning.contains("the dynamic loader cannot load it"),
+        "{warning}"
+    );
+    let error = d.expect_one(
+        Severity::Error,
+        &["asks for component junk that is not available"],
+    );
+    assert!(
+        error.contains("Available btl components: fixture."),
+        "{error}"
+    );
+    failure(&mca, &junk);
+}
+
+#[test]
+fn show_load_errors_by_framework_and_component() {
+    let mut w = World::new();
+    let junk = w.write_component_file("libmca_btl_junk.so", b"junk");
+    let other = w.write_component_file("libmca_pml_junk.so", b"junk");
+    for (spec, shown) in [
+        ("all", vec![&junk, &other]),
+        ("btl", vec![&junk]),
+        ("pml/junk", vec![&other]),
+        ("^btl", vec![&other]),
+        ("btl/other", vec![]),
+    ] {
+        w.set_param_env("mca_base_component_show_load_errors", spec);
+        let (_, d) = w.init();
+        for path in [&junk, &other] {
+            let n = d.matching(&[&path.display().to_string()]).len();
+            assert_eq!(
+                n,
+                usize::from(shown.contains(&path)),
+                "spec {spec}, {}:\n{d}",
+                path.display()
+            );
+        }
+    }
+}
