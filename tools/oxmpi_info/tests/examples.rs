@@ -266,3 +266,23 @@ fn json_output_parses_and_carries_sources() {
     assert_eq!(p["source"], "environment");
     assert_eq!(p["type"], "int");
 }
+
+#[test]
+fn dev_build_uses_the_checkout_etc_and_its_template_is_valid() {
+    let home = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_oxmpi_info"))
+        .env_clear()
+        .env("HOME", home.path())
+        .args(["--path", "all", "--parsable"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "", "the template etc/oxmpi-mca-params.conf must be valid input");
+    let checkout = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
+    let out = stdout(&o);
+    let sysconfdir = out.lines().find_map(|l| l.strip_prefix("path:sysconfdir:")).expect(&out);
+    assert_eq!(std::path::Path::new(sysconfdir).canonicalize().unwrap(), checkout.join("etc"));
+    let files = out.lines().find_map(|l| l.strip_prefix("path:paramfiles:")).expect(&out);
+    assert!(files.ends_with("etc/oxmpi-mca-params.conf"), "{files}");
+    assert!(!files.contains("not found"), "{files}");
+}
