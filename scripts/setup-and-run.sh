@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine that has Rust installed, builds oxmpi,
+# and runs the main job.
+#
+#   1. installs the system packages listed in scripts/system-packages.txt
+#      (apt-get; with sudo when not run as root);
+#   2. builds the workspace in release mode;
+#   3. runs the main job. There is no mpirun yet, so for now the main job is
+#      `oxmpi_info --all` (every framework, component and parameter) and a
+#      demonstration of where a value comes from:
+#      `OXMPI_MCA_btl_base_verbose=20 oxmpi_info --explain btl_base_verbose`.
+#      When mpirun lands, the main job becomes a real multi-rank run.
+#
+# Set OXMPI_SKIP_PACKAGES=1 to skip step 1.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# --- 1. system packages -------------------------------------------------
+install_system_packages() {
+    local list=scripts/system-packages.txt
+    local packages missing=()
+    packages=$(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$list" | grep -v '^$' || true)
+    if ! command -v apt-get >/dev/null 2>&1; then
+        echo "setup: apt-get not found; install these packages yourself: $(echo $packages)" >&2
+        return 0
+    fi
+    for p in $packages; do
+        if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+            missing+=("$p")
+        fi
+    done
+    if [ ${#missing[@]} -eq 0 ]; then
+        echo "==> system packages: all present ($(echo $packages))"
+        return 0
+    fi
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        if ! command -v sudo >/dev/null 2>&1; then
+            echo "setup: not root and sudo is not installed; as root, run: apt-get install ${missing[*]}" >&2
+            exit 1
+        fi
+        sudo=(sudo)
+    fi
+    echo "==> apt-get update && apt-get install ${missing[*]}"
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+if [ "${OXMPI_SKIP_PACKAGES:-0}" != 1 ]; then
+    install_system_packages
+fi
+
+# --- 2. build -----------------------------------------------------------
+if ! command -v cargo >/dev/null 2>&1 && [ -x "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" ]; then
+    PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "setup: cargo not found; install Rust (https://rustup.rs) first" >&2
+    exit 1
+fi
+echo "==> cargo build --workspace --release"
+cargo build --workspace --release
+
+# --- 3. the main job ------------------------------------------------------
+info=target/release/oxmpi_info
+echo
+echo "==> $info --all"
+"$info" --all
+echo
+echo "==> OXMPI_MCA_btl_base_verbose=20 $info --explain btl_base_verbose"
+OXMPI_MCA_btl_base_verbose=20 "$info" --explain btl_base_verbose

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds every target of the workspace, then runs every test.
+#
+# The build comes first so that every cdylib (components and the test
+# fixtures under tests/fixtures/) exists before a test looks for it.
+#
+# Usage: scripts/test.sh [extra arguments for `cargo test`]
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+if ! command -v cargo >/dev/null 2>&1 && [ -x "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" ]; then
+    PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "test.sh: cargo not found; install Rust (https://rustup.rs) first" >&2
+    exit 1
+fi
+
+echo "==> cargo build --workspace --all-targets"
+cargo build --workspace --all-targets
+
+echo "==> cargo test --workspace $*"
+cargo test --workspace "$@"
