@@ -90,7 +90,10 @@ fn good_fixture_loads_and_declares_its_parameters() {
     }
     assert_eq!(mca.int_value("btl_fixture_priority"), Some(10));
     assert_eq!(mca.int_value("btl_fixture_eager_limit"), Some(65536));
-    assert_eq!(mca.repository().searched, [w.components.clone()]);
+    assert_eq!(
+        mca.repository().searched,
+        std::slice::from_ref(&w.components)
+    );
 }
 
 #[test]

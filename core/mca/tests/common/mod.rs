@@ -7,11 +7,13 @@
 //!
 //! The MCA keeps some process-wide state (the parameter values published to
 //! components, framework verbosity), so a [`World`] holds a global lock for
-//! as long as it lives: tests that build one run one at a time.
+//! as long as it lives: tests that build one run one at a time. The lock is
+//! re-entrant within a thread, so one test may hold several worlds.
 
 #![allow(dead_code)]
 
 use oxmpi_mca::{Diagnostic, Mca, McaInputs, Severity};
+use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
@@ -82,9 +84,40 @@ pub fn system_libm() -> PathBuf {
         .expect("libm.so.6 in a standard library directory")
 }
 
-fn lock() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+thread_local! {
+    /// The global lock, while this thread's worlds hold it.
+    static HELD: RefCell<Option<MutexGuard<'static, ()>>> = const { RefCell::new(None) };
+    /// How many worlds of this thread are alive.
+    static WORLDS: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Holds the global lock while at least one [`World`] of this thread is
+/// alive (re-entrant, so a test may build a second world before dropping
+/// the first).
+struct Serial;
+
+impl Serial {
+    fn acquire() -> Serial {
+        static LOCK: Mutex<()> = Mutex::new(());
+        if WORLDS.with(Cell::get) == 0 {
+            let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+            HELD.with(|h| *h.borrow_mut() = Some(guard));
+        }
+        WORLDS.with(|w| w.set(w.get() + 1));
+        Serial
+    }
+}
+
+impl Drop for Serial {
+    fn drop(&mut self) {
+        let left = WORLDS.with(|w| {
+            w.set(w.get() - 1);
+            w.get()
+        });
+        if left == 0 {
+            HELD.with(|h| h.borrow_mut().take());
+        }
+    }
 }
 
 /// An isolated set of inputs for [`Mca::init`].
@@ -94,7 +127,7 @@ fn lock() -> MutexGuard<'static, ()> {
 /// `prefix/` (OXMPI_PREFIX; `prefix/etc/` holds the system and override
 /// files), `components/` (the component path, unless a test sets another).
 pub struct World {
-    _lock: MutexGuard<'static, ()>,
+    _serial: Serial,
     /// The temporary directory holding everything.
     pub root: tempfile::TempDir,
     /// HOME.
@@ -114,7 +147,7 @@ pub struct World {
 impl World {
     /// A world whose component path is its (empty) `components/` directory.
     pub fn new() -> World {
-        let lock = lock();
+        let serial = Serial::acquire();
         let root = tempfile::tempdir().expect("a temporary directory");
         let home = root.path().join("home");
         let prefix = root.path().join("prefix");
@@ -123,7 +156,7 @@ impl World {
             std::fs::create_dir_all(dir).expect("creating the world's directories");
         }
         let mut world = World {
-            _lock: lock,
+            _serial: serial,
             root,
             home,
             prefix,

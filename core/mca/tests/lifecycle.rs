@@ -1,0 +1,297 @@
+//! The framework lifecycle (open → query → select → close) with real
+//! component libraries: panics and failures are contained and reported,
+//! declines carry their reason, priorities (read by the component through
+//! the services table) decide the order, and names are checked.
+
+mod common;
+
+use abi_stable::std_types::{RSome, RStr};
+use common::{Fixture, World};
+use oxmpi_mca::{McaError, Selected, Severity, Source};
+use oxmpi_plugin_api::ParamValue;
+
+fn selected(list: &[(&str, i32)]) -> Vec<Selected> {
+    list.iter()
+        .map(|(name, priority)| Selected {
+            name: name.to_string(),
+            priority: *priority,
+        })
+        .collect()
+}
+
+/// The reason recorded for `component` by the open framework.
+fn reason_for<'a>(reasons: &'a [(String, String)], component: &str) -> &'a str {
+    reasons
+        .iter()
+        .find(|(n, _)| n == component)
+        .map(|(_, r)| r.as_str())
+        .unwrap_or_else(|| panic!("no reason recorded for {component}: {reasons:?}"))
+}
+
+#[test]
+fn panicking_open_is_a_warning_and_the_good_component_is_still_selected() {
+    let w = World::new();
+    let good = w.install(Fixture::Good, "libmca_btl_fixture.so");
+    let panicky = w.install(Fixture::Panics, "libmca_btl_panicky.so");
+    let (mca, d) = w.init();
+    assert!(
+        d.is_empty(),
+        "loading runs no component code that can panic: {d}"
+    );
+    assert_eq!(mca.repository().components.len(), 2);
+
+    let mut fw = mca.open_framework("btl").expect("btl opens");
+    assert_eq!(fw.components(), ["fixture"]);
+    let d = common::Diagnostics(mca.take_diagnostics());
+    let warning = d.expect_one(Severity::Warning, &[&panicky.display().to_string()]);
+    assert!(
+        warning.starts_with(&format!(
+            "btl component panicky ({}) failed in open and was skipped: panicked: ",
+            panicky.display()
+        )),
+        "{warning}"
+    );
+    // The panic's own message and location are reported, once.
+    assert!(
+        warning.contains("'the panicky fixture always panics in open' at "),
+        "{warning}"
+    );
+    assert!(warning.contains("lib.rs:"), "{warning}");
+    assert_eq!(d.0.len(), 1, "{d}");
+    assert!(reason_for(fw.reasons(), "panicky").starts_with("open failed: panicked: "));
+
+    assert_eq!(fw.select().unwrap(), selected(&[("fixture", 10)]));
+    fw.close();
+    // The process goes on: the library stays loaded and can be opened again.
+    let mut again = mca.open_framework("btl").unwrap();
+    assert_eq!(again.select().unwrap(), selected(&[("fixture", 10)]));
+    assert!(mca.repository().components.iter().any(|c| c.path == good));
+}
+
+#[test]
+fn failing_open_is_a_warning_naming_the_library() {
+    let mut w = World::new();
+    let good = w.install(Fixture::Good, "libmca_btl_fixture.so");
+    w.install(Fixture::Twin, "libmca_btl_twin.so");
+    w.set_param_env("btl_fixture_fail_open", "yes");
+    let (mca, d) = w.init();
+    assert!(d.is_empty(), "{d}");
+    let mut fw = mca.open_framework("btl").unwrap();
+    assert_eq!(fw.components(), ["twin"]);
+    let d = common::Diagnostics(mca.take_diagnostics());
+    let warning = d.expect_one(Severity::Warning, &["failed in open"]);
+    assert_eq!(
+        warning,
+        format!(
+            "btl component fixture ({}) failed in open and was skipped: btl_fixture_fail_open is set, so open fails",
+            good.display()
+        )
+    );
+    assert_eq!(
+        reason_for(fw.reasons(), "fixture"),
+        "open failed: btl_fixture_fail_open is set, so open fails"
+    );
+    assert_eq!(fw.select().unwrap(), selected(&[("twin", 10)]));
+}
+
+#[test]
+fn declining_query_gives_its_reason_without_a_warning() {
+    let mut w = World::new();
+    w.install(Fixture::Good, "libmca_btl_fixture.so");
+    w.install(Fixture::Twin, "libmca_btl_twin.so");
+    w.set_mca("btl_fixture_decline", "no fixture network on this host");
+    let (mca, d) = w.init();
+    assert!(d.is_empty(), "{d}");
+    let mut fw = mca.open_framework("btl").unwrap();
+    assert_eq!(fw.components(), ["fixture", "twin"]);
+    let candidates = fw.query().to_vec();
+    assert_eq!(candidates.len(), 2);
+    assert_eq!(candidates[0].name, "fixture");
+    assert_eq!(candidates[0].priority, None);
+    assert_eq!(
+        reason_for(fw.reasons(), "fixture"),
+        "declined: no fixture network on this host"
+    );
+    assert_eq!(fw.select().unwrap(), selected(&[("twin", 10)]));
+    assert!(mca.take_diagnostics().is_empty());
+}
+
+#[test]
+fn priority_decides_the_order_of_usable_components() {
+    for (fixture, twin, expected) in [
+        ("5", "20", vec![("twin", 20), ("fixture", 5)]),
+        ("30", "20", vec![("fixture", 30), ("twin", 20)]),
+        ("-1", "0", vec![("twin", 0), ("fixture", -1)]),
+    ] {
+        let mut w = World::new();
+        w.install(Fixture::Good, "libmca_btl_fixture.so");
+        w.install(Fixture::Twin, "libmca_btl_twin.so");
+        w.set_param_env("btl_fixture_priority", fixture);
+        w.set_mca("btl_twin_priority", twin);
+        let (mca, d) = w.init();
+        assert!(d.is_empty(), "{d}");
+        let mut fw = mca.open_framework("btl").unwrap();
+        assert_eq!(
+            fw.select().unwrap(),
+            selected(&expected),
+            "fixture {fixture}, twin {twin}"
+        );
+    }
+}
+
+#[test]
+fn equal_priorities_are_ordered_by_name_not_by_load_order() {
+    let mut w = World::new();
+    let first = w.dir("first");
+    let second = w.dir("second");
+    // twin is found first, yet fixture comes first: ties go by name.
+    w.install_in(&first, Fixture::Twin, "libmca_btl_twin.so");
+    w.install_in(&second, Fixture::Good, "libmca_btl_fixture.so");
+    for path in [
+        format!("{}:{}", first.display(), second.display()),
+        format!("{}:{}", second.display(), first.display()),
+    ] {
+        w.set_param_env("mca_base_component_path", &path);
+        let (mca, d) = w.init();
+        assert!(d.is_empty(), "{d}");
+        let mut fw = mca.open_framework("btl").unwrap();
+        assert_eq!(
+            fw.select().unwrap(),
+            selected(&[("fixture", 10), ("twin", 10)]),
+            "{path}"
+        );
+    }
+}
+
+#[test]
+fn component_reads_its_parameters_through_the_services_table() {
+    let mut w = World::new();
+    w.install(Fixture::Good, "libmca_btl_fixture.so");
+    w.set_param_env("btl_fixture_priority", "77");
+    w.write_system_file("btl_fixture_eager_limit = 1m\n");
+    let (mca, d) = w.init();
+    assert!(d.is_empty(), "{d}");
+
+    // What the core publishes …
+    let services = oxmpi_mca::services::services();
+    let lookup = |name: &str| (services.param_value())(RStr::from_str(name));
+    assert_eq!(lookup("btl_fixture_priority"), RSome(ParamValue::Int(77)));
+    assert_eq!(
+        lookup("btl_fixture_eager_limit"),
+        RSome(ParamValue::Size(1 << 20))
+    );
+    assert_eq!(
+        lookup("btl_fixture_old_eager_limit"),
+        RSome(ParamValue::Size(1 << 20))
+    );
+    assert_eq!(
+        lookup("btl_fixture_fail_open"),
+        RSome(ParamValue::Bool(false))
+    );
+    assert!(lookup("btl_fixture_no_such_param").is_none());
+
+    // … is what the component sees in its query.
+    let mut fw = mca.open_framework("btl").unwrap();
+    assert_eq!(fw.select().unwrap(), selected(&[("fixture", 77)]));
+}
+
+#[test]
+fn deprecated_synonym_warns_once_and_sets_the_real_parameter() {
+    let mut w = World::new();
+    w.install(Fixture::Good, "libmca_btl_fixture.so");
+    w.write_system_file("btl_fixture_old_eager_limit = 32k\n");
+    w.set_param_env("btl_fixture_old_eager_limit", "128k");
+    w.set_mca("btl_fixture_old_eager_limit", "256k");
+    let (mca, d) = w.init();
+    let warnings = d.matching(&["btl_fixture_old_eager_limit"]);
+    assert_eq!(warnings.len(), 1, "{d}");
+    assert_eq!(warnings[0].severity, Severity::Warning);
+    assert!(
+        warnings[0]
+            .message
+            .contains("is deprecated; use btl_fixture_eager_limit instead"),
+        "{}",
+        warnings[0].message
+    );
+    assert_eq!(d.0.len(), 1, "no unknown-name warning for a synonym: {d}");
+    let r = mca.value("btl_fixture_eager_limit").unwrap();
+    assert_eq!(r.value.as_i64(), Some(256 * 1024));
+    assert_eq!(r.source, Source::CommandLine);
+    assert_eq!(mca.value("btl_fixture_old_eager_limit"), Some(r));
+}
+
+#[test]
+fn unknown_component_parameter_gets_a_suggestion() {
+    let mut w = World::new();
+    w.install(Fixture::Good, "libmca_btl_fixture.so");
+    w.set_param_env("btl_fixture_priorty", "5");
+    let file = w.write_user_file("# site\nbtl_fixture_fail_opne = 1\n");
+    let (mca, d) = w.init();
+    let warning = d.expect_one(Severity::Warning, &["btl_fixture_priorty"]);
+    assert!(
+        warning.starts_with("unknown parameter btl_fixture_priorty (set by environment variable OXMPI_MCA_btl_fixture_priorty)"),
+        "{warning}"
+    );
+    assert!(
+        warning.contains("Did you mean btl_fixture_priority?"),
+        "{warning}"
+    );
+    let warning = d.expect_one(Severity::Warning, &["btl_fixture_fail_opne"]);
+    assert!(
+        warning.contains(&format!("{}:2", file.display())),
+        "{warning}"
+    );
+    assert!(
+        warning.contains("Did you mean btl_fixture_fail_open?"),
+        "{warning}"
+    );
+    assert_eq!(d.0.len(), 2, "{d}");
+    // The typo set nothing.
+    assert_eq!(mca.int_value("btl_fixture_priority"), Some(10));
+
+    // Without the component, its parameter is not suggested.
+    let mut w2 = World::new();
+    w2.set_param_env("btl_fixture_priorty", "5");
+    let (_, d) = w2.init();
+    let warning = d.expect_one(Severity::Warning, &["btl_fixture_priorty"]);
+    assert!(!warning.contains("btl_fixture_priority"), "{warning}");
+}
+
+#[test]
+fn selection_parameter_excludes_and_requests_by_name() {
+    let mut w = World::new();
+    w.install(Fixture::Good, "libmca_btl_fixture.so");
+    w.install(Fixture::Twin, "libmca_btl_twin.so");
+    w.set_param_env("btl", "twin");
+    let (mca, d) = w.init();
+    assert!(d.is_empty(), "{d}");
+    let mut fw = mca.open_framework("btl").unwrap();
+    assert_eq!(fw.components(), ["twin"]);
+    assert_eq!(
+        reason_for(fw.reasons(), "fixture"),
+        "excluded by btl = \"twin\" (from environment)"
+    );
+    assert_eq!(fw.select().unwrap(), selected(&[("twin", 10)]));
+    drop(fw);
+
+    w.set_param_env("btl", "^twin");
+    let (mca, _) = w.init();
+    let mut fw = mca.open_framework("btl").unwrap();
+    assert_eq!(fw.select().unwrap(), selected(&[("fixture", 10)]));
+    drop(fw);
+
+    // Asking for a component that is not installed is an error at init
+    // and when the framework opens, listing what is available.
+    w.set_param_env("btl", "fixture,nosuch");
+    let (mca, d) = w.init();
+    let error = d.expect_one(Severity::Error, &["nosuch"]);
+    assert!(
+        error.contains("Available btl components: fixture, twin."),
+        "{error}"
+    );
+    match mca.open_framework("btl") {
+        Err(McaError::Selection(e)) => assert!(e.to_string().contains("nosuch"), "{e}"),
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("opening btl must fail"),
+    };
+}
