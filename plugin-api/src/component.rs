@@ -81,7 +81,7 @@ pub enum QueryReply {
 #[repr(C)]
 #[derive(StableAbi)]
 #[sabi(kind(Prefix(prefix_ref = ComponentRootRef)))]
-#[sabi(missing_field(panic))]
+#[sabi(missing_field(option))]
 pub struct ComponentRoot {
     /// Framework name (`btl`); must match the file name.
     pub framework: RStr<'static>,
@@ -170,7 +170,9 @@ macro_rules! export_component {
             ) -> RResult<(), $crate::ComponentError> {
                 $crate::guard::call(|| <$ty as $crate::Lifecycle>::register(&ctx))
             }
-            extern "C" fn open(ctx: $crate::ComponentContext) -> RResult<(), $crate::ComponentError> {
+            extern "C" fn open(
+                ctx: $crate::ComponentContext,
+            ) -> RResult<(), $crate::ComponentError> {
                 $crate::guard::call(|| <$ty as $crate::Lifecycle>::open(&ctx))
             }
             extern "C" fn query(
@@ -178,7 +180,9 @@ macro_rules! export_component {
             ) -> RResult<$crate::QueryReply, $crate::ComponentError> {
                 $crate::guard::call(|| <$ty as $crate::Lifecycle>::query(&ctx))
             }
-            extern "C" fn close(ctx: $crate::ComponentContext) -> RResult<(), $crate::ComponentError> {
+            extern "C" fn close(
+                ctx: $crate::ComponentContext,
+            ) -> RResult<(), $crate::ComponentError> {
                 $crate::guard::call(|| <$ty as $crate::Lifecycle>::close(&ctx))
             }
 

@@ -79,7 +79,11 @@ mod tests {
     fn panic_becomes_error_with_message_and_location() {
         let err = call::<()>(|| panic!("boom {}", 7)).unwrap_err();
         assert_eq!(err.kind, ErrorKind::Panicked);
-        assert!(err.message.as_str().starts_with("'boom 7' at "), "{}", err.message);
+        assert!(
+            err.message.as_str().starts_with("'boom 7' at "),
+            "{}",
+            err.message
+        );
         assert!(err.message.as_str().contains("guard.rs"), "{}", err.message);
     }
 }

@@ -48,6 +48,11 @@ impl ComponentContext {
 
     /// Logs `message` at verbosity `level` of this component's framework.
     pub fn log(&self, level: i32, message: &str) {
-        (self.services.log())(self.framework, self.component, level, RStr::from_str(message));
+        (self.services.log())(
+            self.framework,
+            self.component,
+            level,
+            RStr::from_str(message),
+        );
     }
 }

@@ -42,7 +42,10 @@ struct Options {
 }
 
 fn options() -> Options {
-    let mut opts = Options { iterations: 300, tsv: None };
+    let mut opts = Options {
+        iterations: 300,
+        tsv: None,
+    };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -95,11 +98,14 @@ struct Selection {
 fn select_all(mca: &Mca) -> Selection {
     let mut out = Selection::default();
     for fw in mca.frameworks() {
-        let result = mca.open_framework(fw.name).and_then(|mut open| open.select());
+        let result = mca
+            .open_framework(fw.name)
+            .and_then(|mut open| open.select());
         match result {
-            Ok(chosen) => out
-                .selected
-                .push((fw.name.to_string(), chosen.into_iter().map(|s| s.name).collect())),
+            Ok(chosen) => out.selected.push((
+                fw.name.to_string(),
+                chosen.into_iter().map(|s| s.name).collect(),
+            )),
             Err(_) => out.failed.push(fw.name.to_string()),
         }
     }
@@ -114,7 +120,10 @@ fn find_built(dirs: &[&Path], file: &str) -> Option<PathBuf> {
 fn main() {
     let opts = options();
     let exe = std::env::current_exe().expect("the benchmark's own path");
-    let deps = exe.parent().expect("the benchmark's directory").to_path_buf();
+    let deps = exe
+        .parent()
+        .expect("the benchmark's directory")
+        .to_path_buf();
     let build_dir = if deps.ends_with("deps") {
         deps.parent().unwrap_or(&deps).to_path_buf()
     } else {
@@ -140,7 +149,10 @@ fn main() {
         env: vec![
             // An empty home: the user's own parameter file must not change the figures.
             ("HOME".into(), home.display().to_string()),
-            ("OXMPI_MCA_mca_base_component_path".into(), component_path.clone()),
+            (
+                "OXMPI_MCA_mca_base_component_path".into(),
+                component_path.clone(),
+            ),
         ],
         command_line: Vec::new(),
         tune_files: Vec::new(),
@@ -168,7 +180,11 @@ fn main() {
 
     // Warm: the same work again and again.
     let n = opts.iterations;
-    let (mut init, mut select, mut total) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    let (mut init, mut select, mut total) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
     for _ in 0..n {
         let input = inputs.clone();
         let t0 = Instant::now();
@@ -189,10 +205,22 @@ fn main() {
         let (sm, sp) = summarize(&mut select);
         let (tm, tp) = summarize(&mut total);
         vec![
-            ("Mca::init, cold (first in process, 1 run)".into(), cold_init, None),
-            ("open+query+select all frameworks, cold (1 run)".into(), cold_select, None),
+            (
+                "Mca::init, cold (first in process, 1 run)".into(),
+                cold_init,
+                None,
+            ),
+            (
+                "open+query+select all frameworks, cold (1 run)".into(),
+                cold_select,
+                None,
+            ),
             (format!("Mca::init, warm ({n} runs)"), im, Some(ip)),
-            (format!("open+query+select all frameworks, warm ({n} runs)"), sm, Some(sp)),
+            (
+                format!("open+query+select all frameworks, warm ({n} runs)"),
+                sm,
+                Some(sp),
+            ),
             (format!("init + select, warm ({n} runs)"), tm, Some(tp)),
         ]
     };
@@ -200,7 +228,9 @@ fn main() {
     println!("oxmpi-mca start-up benchmark");
     println!("  component path: {component_path}");
     if copied.is_empty() {
-        println!("  test fixtures: not built (cargo build --release -p oxmpi-fixture-good adds one)");
+        println!(
+            "  test fixtures: not built (cargo build --release -p oxmpi-fixture-good adds one)"
+        );
     } else {
         println!("  test fixtures installed: {}", copied.join(", "));
     }
@@ -214,7 +244,11 @@ fn main() {
         println!("    {:?}: {}", d.severity, d.message);
     }
     for (fw, chosen) in &selection.selected {
-        let list = if chosen.is_empty() { "(none usable)".to_string() } else { chosen.join(", ") };
+        let list = if chosen.is_empty() {
+            "(none usable)".to_string()
+        } else {
+            chosen.join(", ")
+        };
         println!("  selected {fw}: {list}");
     }
     if !selection.failed.is_empty() {
@@ -225,7 +259,10 @@ fn main() {
     }
     println!();
     let width = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
-    println!("  {:<width$} | {:>10} | {:>10}", "measurement", "median", "p90");
+    println!(
+        "  {:<width$} | {:>10} | {:>10}",
+        "measurement", "median", "p90"
+    );
     println!("  {:-<width$}-+-{:->10}-+-{:->10}", "", "", "");
     for (name, median, p90) in &rows {
         let p90 = p90.map(fmt).unwrap_or_else(|| "-".into());
@@ -238,7 +275,6 @@ fn main() {
             let p90 = p90.map(|d| d.as_nanos().to_string()).unwrap_or_default();
             text.push_str(&format!("{name}\t{}\t{p90}\n", median.as_nanos()));
         }
-        std::fs::write(&path, text)
-            .unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
     }
 }

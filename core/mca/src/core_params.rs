@@ -126,9 +126,15 @@ mod tests {
         for info in crate::FRAMEWORKS {
             let [sel, verbose] = framework_params(info);
             assert_eq!(check_decl(info.name, &sel), None);
-            assert_eq!(check_decl(&format!("{}_base_verbose", info.name), &verbose), None);
+            assert_eq!(
+                check_decl(&format!("{}_base_verbose", info.name), &verbose),
+                None
+            );
             for d in info.base_params {
-                assert_eq!(check_decl(&format!("{}_base_{}", info.name, d.name), d), None);
+                assert_eq!(
+                    check_decl(&format!("{}_base_{}", info.name, d.name), d),
+                    None
+                );
             }
         }
     }

@@ -73,7 +73,9 @@ fn unquote(raw: &str) -> Result<String, String> {
     };
     let body = &raw[1..];
     let Some(end) = body.find(quote) else {
-        return Err(format!("the value has an opening {quote} but no closing one"));
+        return Err(format!(
+            "the value has an opening {quote} but no closing one"
+        ));
     };
     let rest = body[end + 1..].trim();
     if !rest.is_empty() && !rest.starts_with('#') {
@@ -134,7 +136,11 @@ mod tests {
     }
 
     fn entry(name: &str, value: &str, line: usize) -> FileEntry {
-        FileEntry { name: name.into(), value: value.into(), line }
+        FileEntry {
+            name: name.into(),
+            value: value.into(),
+            line,
+        }
     }
 
     #[test]
@@ -158,13 +164,21 @@ mod tests {
 
     #[test]
     fn malformed_lines_name_file_and_line_and_quote_the_text() {
-        let (entries, errors) = parse_str("ok = 1\njust words\n= 5\nbad name = 2\nq = \"open\nr = \"x\" y\n");
+        let (entries, errors) =
+            parse_str("ok = 1\njust words\n= 5\nbad name = 2\nq = \"open\nr = \"x\" y\n");
         assert_eq!(entries, vec![entry("ok", "1", 1)]);
         let lines: Vec<usize> = errors.iter().map(|e| e.line).collect();
         assert_eq!(lines, vec![2, 3, 4, 5, 6]);
         let msg = errors[0].to_string();
-        assert!(msg.starts_with("/etc/x.conf:2: no `=` on the line: \"just words\""), "{msg}");
-        assert!(errors[3].problem.contains("no closing"), "{}", errors[3].problem);
+        assert!(
+            msg.starts_with("/etc/x.conf:2: no `=` on the line: \"just words\""),
+            "{msg}"
+        );
+        assert!(
+            errors[3].problem.contains("no closing"),
+            "{}",
+            errors[3].problem
+        );
     }
 
     proptest! {

@@ -53,10 +53,15 @@ impl Mca {
     /// the selection parameter allows. Components that fail are skipped with
     /// a warning.
     pub fn open_framework(&self, name: &str) -> Result<OpenFramework<'_>, McaError> {
-        let info = self.frameworks().iter().copied().find(|f| f.name == name).ok_or_else(|| {
-            let known: Vec<&str> = self.frameworks().iter().map(|f| f.name).collect();
-            McaError::UnknownFramework(name.to_string(), known.join(", "))
-        })?;
+        let info = self
+            .frameworks()
+            .iter()
+            .copied()
+            .find(|f| f.name == name)
+            .ok_or_else(|| {
+                let known: Vec<&str> = self.frameworks().iter().map(|f| f.name).collect();
+                McaError::UnknownFramework(name.to_string(), known.join(", "))
+            })?;
         let filter = self.filter_checked(name)?;
         let mut fw = OpenFramework {
             mca: self,
@@ -87,8 +92,13 @@ impl<'m> OpenFramework<'m> {
     fn failed(&mut self, c: &LoadedComponent, step: &str, e: &ComponentError) {
         match e.kind {
             ErrorKind::NotAvailable => {
-                self.log(&c.name, log::COMPONENT, &format!("not available ({step}): {}", e.message));
-                self.reasons.push((c.name.clone(), format!("not available: {}", e.message)));
+                self.log(
+                    &c.name,
+                    log::COMPONENT,
+                    &format!("not available ({step}): {}", e.message),
+                );
+                self.reasons
+                    .push((c.name.clone(), format!("not available: {}", e.message)));
             }
             _ => {
                 let message = format!(
@@ -100,7 +110,8 @@ impl<'m> OpenFramework<'m> {
                 );
                 self.log(&c.name, log::COMPONENT, &message);
                 self.mca.push_diagnostic(Severity::Warning, message);
-                self.reasons.push((c.name.clone(), format!("{step} failed: {}", describe(e))));
+                self.reasons
+                    .push((c.name.clone(), format!("{step} failed: {}", describe(e))));
             }
         }
     }
@@ -108,12 +119,19 @@ impl<'m> OpenFramework<'m> {
     fn open_one(&mut self, c: &'m LoadedComponent, filter: &Filter) {
         if !filter.allows(&c.name) {
             let r = self.mca.value(self.info.name);
-            let how = r.map(|r| format!("{} = \"{}\" (from {})", self.info.name, r.text, r.source)).unwrap_or_default();
+            let how = r
+                .map(|r| format!("{} = \"{}\" (from {})", self.info.name, r.text, r.source))
+                .unwrap_or_default();
             self.log(&c.name, log::COMPONENT, &format!("excluded by {how}"));
-            self.reasons.push((c.name.clone(), format!("excluded by {how}")));
+            self.reasons
+                .push((c.name.clone(), format!("excluded by {how}")));
             return;
         }
-        self.log(&c.name, log::INFO, &format!("opening {} (version {})", c.path.display(), c.version));
+        self.log(
+            &c.name,
+            log::INFO,
+            &format!("opening {} (version {})", c.path.display(), c.version),
+        );
         let ctx = services::context(c.root.framework(), c.root.component());
         if let RResult::RErr(e) = (c.root.register())(ctx) {
             return self.failed(c, "register", &e);
@@ -137,12 +155,21 @@ impl<'m> OpenFramework<'m> {
             let ctx = services::context(c.root.framework(), c.root.component());
             let priority = match (c.root.query())(ctx) {
                 RResult::ROk(QueryReply::Usable { priority }) => {
-                    self.log(&c.name, log::COMPONENT, &format!("query: usable, priority {priority}"));
+                    self.log(
+                        &c.name,
+                        log::COMPONENT,
+                        &format!("query: usable, priority {priority}"),
+                    );
                     Some(priority)
                 }
                 RResult::ROk(QueryReply::Declined { reason }) => {
-                    self.log(&c.name, log::COMPONENT, &format!("query: declined: {reason}"));
-                    self.reasons.push((c.name.clone(), format!("declined: {reason}")));
+                    self.log(
+                        &c.name,
+                        log::COMPONENT,
+                        &format!("query: declined: {reason}"),
+                    );
+                    self.reasons
+                        .push((c.name.clone(), format!("declined: {reason}")));
                     None
                 }
                 RResult::RErr(e) => {
@@ -150,7 +177,10 @@ impl<'m> OpenFramework<'m> {
                     None
                 }
             };
-            self.candidates.push(Candidate { name: c.name.clone(), priority });
+            self.candidates.push(Candidate {
+                name: c.name.clone(),
+                priority,
+            });
         }
         &self.candidates
     }
@@ -163,13 +193,21 @@ impl<'m> OpenFramework<'m> {
         }
         let chosen = choose(self.info.selection, &self.candidates);
         for (name, priority) in &chosen {
-            self.log(name, log::COMPONENT, &format!("selected (priority {priority})"));
+            self.log(
+                name,
+                log::COMPONENT,
+                &format!("selected (priority {priority})"),
+            );
         }
         if self.info.selection == SelectionKind::Single {
             if let Some((best, best_priority)) = chosen.first() {
                 for c in self.candidates.iter().filter(|c| &c.name != best) {
                     if let Some(p) = c.priority {
-                        self.log(&c.name, log::COMPONENT, &format!("not selected: priority {p}, {best} has {best_priority}"));
+                        self.log(
+                            &c.name,
+                            log::COMPONENT,
+                            &format!("not selected: priority {p}, {best} has {best_priority}"),
+                        );
                     }
                 }
             }
@@ -178,7 +216,11 @@ impl<'m> OpenFramework<'m> {
             let why = if self.reasons.is_empty() {
                 format!("no {} components are installed", self.info.name)
             } else {
-                self.reasons.iter().map(|(n, r)| format!("{n}: {r}")).collect::<Vec<_>>().join("; ")
+                self.reasons
+                    .iter()
+                    .map(|(n, r)| format!("{n}: {r}"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
             };
             return Err(McaError::NothingUsable(format!(
                 "no usable {} component ({why}). Check the {} parameter and `oxmpi_info --param {} all`.",

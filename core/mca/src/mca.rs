@@ -15,7 +15,9 @@
 //! Nothing here panics or exits on bad input: problems become
 //! [`Diagnostic`]s that the program prints ([`Mca::take_diagnostics`]).
 
-use crate::core_params::{self, COMPONENT_PATH, PARAM_FILES, SHOW_LOAD_ERRORS, VERBOSE, WARN_UNKNOWN};
+use crate::core_params::{
+    self, COMPONENT_PATH, PARAM_FILES, SHOW_LOAD_ERRORS, VERBOSE, WARN_UNKNOWN,
+};
 use crate::files::{self, LineError};
 use crate::paths::{user_component_dir, InstallPaths};
 use crate::registry::{check_decl, ParamInfo, Registry};
@@ -150,7 +152,10 @@ fn env_source(env: &HashMap<&str, &str>, name: &str) -> Source {
             .and_then(|rest| rest.rsplit_once(':'))
             .and_then(|(p, l)| Some((p, l.parse::<usize>().ok()?)))
         {
-            Some((path, line)) => Source::Tune { path: path.into(), line },
+            Some((path, line)) => Source::Tune {
+                path: path.into(),
+                line,
+            },
             None => Source::Environment { variable },
         },
         None => Source::Environment { variable },
@@ -293,14 +298,19 @@ impl Mca {
                     self.line_errors(errors);
                     for entry in entries {
                         match entry {
-                            TuneEntry::Param { name, value, line } => self.assignments.push(Assignment {
-                                name,
-                                value,
-                                source: Source::Tune { path: path.clone(), line },
-                            }),
-                            TuneEntry::Export { variable, value, .. } => {
-                                self.exports.push((variable, value))
+                            TuneEntry::Param { name, value, line } => {
+                                self.assignments.push(Assignment {
+                                    name,
+                                    value,
+                                    source: Source::Tune {
+                                        path: path.clone(),
+                                        line,
+                                    },
+                                })
                             }
+                            TuneEntry::Export {
+                                variable, value, ..
+                            } => self.exports.push((variable, value)),
                         }
                     }
                 }
@@ -315,11 +325,15 @@ impl Mca {
         if let Ok(text) = std::fs::read_to_string(&override_file) {
             let (entries, errors) = files::parse(&override_file, &text);
             self.line_errors(errors);
-            self.assignments.extend(entries.into_iter().map(|e| Assignment {
-                name: e.name,
-                value: e.value,
-                source: Source::Override { path: override_file.clone(), line: e.line },
-            }));
+            self.assignments
+                .extend(entries.into_iter().map(|e| Assignment {
+                    name: e.name,
+                    value: e.value,
+                    source: Source::Override {
+                        path: override_file.clone(),
+                        line: e.line,
+                    },
+                }));
         }
     }
 
@@ -329,7 +343,11 @@ impl Mca {
         for e in errors {
             self.error(e);
         }
-        let list = winner.value.as_list().map(<[String]>::to_vec).unwrap_or_default();
+        let list = winner
+            .value
+            .as_list()
+            .map(<[String]>::to_vec)
+            .unwrap_or_default();
         let explicit = winner.source != Source::Default;
         if list.len() == 1 && list[0].eq_ignore_ascii_case("none") {
             return;
@@ -341,11 +359,16 @@ impl Mca {
                     self.param_files.push((path.clone(), true));
                     let (entries, errors) = files::parse(&path, &text);
                     self.line_errors(errors);
-                    self.assignments.extend(entries.into_iter().map(|e| Assignment {
-                        name: e.name,
-                        value: e.value,
-                        source: Source::File { path: path.clone(), line: e.line, index: i },
-                    }));
+                    self.assignments
+                        .extend(entries.into_iter().map(|e| Assignment {
+                            name: e.name,
+                            value: e.value,
+                            source: Source::File {
+                                path: path.clone(),
+                                line: e.line,
+                                index: i,
+                            },
+                        }));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     self.param_files.push((path.clone(), false));
@@ -385,7 +408,8 @@ impl Mca {
             .into_iter()
             .find(|r| r.wins)
             .and_then(|r| {
-                let value = value::parse(&info.decl, &r.assignment.value, self.home.as_deref()).ok()?;
+                let value =
+                    value::parse(&info.decl, &r.assignment.value, self.home.as_deref()).ok()?;
                 Some(Resolved {
                     text: value::display(&info.decl, &value),
                     value,
@@ -408,7 +432,11 @@ impl Mca {
             .assignments
             .iter()
             .enumerate()
-            .filter(|(_, a)| self.registry.lookup(&a.name).is_some_and(|r| r.param == index))
+            .filter(|(_, a)| {
+                self.registry
+                    .lookup(&a.name)
+                    .is_some_and(|r| r.param == index)
+            })
             .collect();
         rows.sort_by(|(ia, a), (ib, b)| b.source.rank().cmp(&a.source.rank()).then(ib.cmp(ia)));
         let default = Assignment {
@@ -445,7 +473,11 @@ impl Mca {
                 "{} cannot be set from {} ({}); the value \"{}\" was ignored",
                 info.full_name,
                 a.origin(),
-                if info.read_only() { "it is read-only" } else { "parameter files cannot set it" },
+                if info.read_only() {
+                    "it is read-only"
+                } else {
+                    "parameter files cannot set it"
+                },
                 a.value
             ));
         }
@@ -504,14 +536,19 @@ impl Mca {
     fn apply_verbosity(&self) {
         log::set_verbosity("mca", self.int_value(VERBOSE).unwrap_or(0) as i32);
         for info in FRAMEWORKS {
-            let v = self.int_value(&format!("{}_base_verbose", info.name)).unwrap_or(0);
+            let v = self
+                .int_value(&format!("{}_base_verbose", info.name))
+                .unwrap_or(0);
             log::set_verbosity(info.name, v as i32);
         }
     }
 
     /// The component directories, in search order.
     pub fn component_dirs(&self) -> Vec<PathBuf> {
-        let value = self.value(COMPONENT_PATH).and_then(|r| r.value.as_str().map(String::from)).unwrap_or_default();
+        let value = self
+            .value(COMPONENT_PATH)
+            .and_then(|r| r.value.as_str().map(String::from))
+            .unwrap_or_default();
         let mut dirs = Vec::new();
         for part in value.split(':').filter(|p| !p.is_empty()) {
             match part {
@@ -534,8 +571,11 @@ impl Mca {
             let decls = component.root.params();
             let problem = decls.iter().find_map(|d| {
                 let full = format!("{}_{}_{}", component.framework, component.name, d.name);
-                check_decl(&full, d)
-                    .or_else(|| self.registry.lookup(&full).map(|_| format!("parameter {full} is already declared elsewhere")))
+                check_decl(&full, d).or_else(|| {
+                    self.registry
+                        .lookup(&full)
+                        .map(|_| format!("parameter {full} is already declared elsewhere"))
+                })
             });
             if let Some(problem) = problem {
                 repo.failures.push(LoadFailure {
@@ -550,7 +590,10 @@ impl Mca {
             }
             for d in decls.iter() {
                 let full = format!("{}_{}_{}", component.framework, component.name, d.name);
-                if let Err(e) = self.registry.declare(&component.framework, &component.name, full, *d) {
+                if let Err(e) =
+                    self.registry
+                        .declare(&component.framework, &component.name, full, *d)
+                {
                     // Synonym clash: keep the component but say so.
                     self.warn(format!("{}: {e}", component.path.display()));
                 }
@@ -559,7 +602,12 @@ impl Mca {
                 "mca",
                 "base",
                 log::INFO,
-                &format!("loaded {} component {} from {}", component.framework, component.name, component.path.display()),
+                &format!(
+                    "loaded {} component {} from {}",
+                    component.framework,
+                    component.name,
+                    component.path.display()
+                ),
             );
             kept.push(component);
         }
@@ -568,10 +616,16 @@ impl Mca {
     }
 
     fn show_load_error(&self, failure: &LoadFailure) -> bool {
-        if self.filter(&failure.framework).is_some_and(|f| f.requests(&failure.component)) {
+        if self
+            .filter(&failure.framework)
+            .is_some_and(|f| f.requests(&failure.component))
+        {
             return true;
         }
-        let spec = self.value(SHOW_LOAD_ERRORS).and_then(|r| r.value.as_str().map(String::from)).unwrap_or_default();
+        let spec = self
+            .value(SHOW_LOAD_ERRORS)
+            .and_then(|r| r.value.as_str().map(String::from))
+            .unwrap_or_default();
         let spec = spec.trim();
         match spec.to_ascii_lowercase().as_str() {
             "all" | "yes" | "1" | "true" => return true,
@@ -582,10 +636,13 @@ impl Mca {
             Some(rest) => (true, rest),
             None => (false, spec),
         };
-        let matches = list.split(',').map(str::trim).any(|item| match item.split_once('/') {
-            Some((fw, comp)) => fw == failure.framework && comp == failure.component,
-            None => item == failure.framework,
-        });
+        let matches = list
+            .split(',')
+            .map(str::trim)
+            .any(|item| match item.split_once('/') {
+                Some((fw, comp)) => fw == failure.framework && comp == failure.component,
+                None => item == failure.framework,
+            });
         matches != negate
     }
 
@@ -644,15 +701,23 @@ impl Mca {
     /// The selection filter of a framework, if its parameter parses.
     pub fn filter(&self, framework: &str) -> Option<Filter> {
         let r = self.value(framework)?;
-        Filter::parse(framework, r.value.as_str().unwrap_or(""), &r.source.to_string()).ok()
+        Filter::parse(
+            framework,
+            r.value.as_str().unwrap_or(""),
+            &r.source.to_string(),
+        )
+        .ok()
     }
 
     /// The selection filter of a framework, checked against the loaded
     /// components.
-    pub fn filter_checked(&self, framework: &str) -> Result<Filter, crate::selection::SelectionError> {
-        let r = self
-            .value(framework)
-            .ok_or_else(|| crate::selection::SelectionError(format!("unknown framework {framework}")))?;
+    pub fn filter_checked(
+        &self,
+        framework: &str,
+    ) -> Result<Filter, crate::selection::SelectionError> {
+        let r = self.value(framework).ok_or_else(|| {
+            crate::selection::SelectionError(format!("unknown framework {framework}"))
+        })?;
         let text = r.value.as_str().unwrap_or("");
         let source = r.source.to_string();
         let filter = Filter::parse(framework, text, &source)?;
@@ -667,7 +732,12 @@ impl Mca {
         filter.check_available(framework, text, &source, &available)?;
         if let Filter::Exclude(names) = &filter {
             for n in names.iter().filter(|n| !available.contains(&n.as_str())) {
-                log::log(framework, "base", log::COMPONENT, &format!("{framework} = \"{text}\" excludes {n}, which is not installed"));
+                log::log(
+                    framework,
+                    "base",
+                    log::COMPONENT,
+                    &format!("{framework} = \"{text}\" excludes {n}, which is not installed"),
+                );
             }
         }
         Ok(filter)

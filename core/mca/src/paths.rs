@@ -51,7 +51,13 @@ impl InstallPaths {
         }
         let exe_dir = exe
             .and_then(Path::parent)
-            .map(|d| if d.ends_with("deps") { d.parent().unwrap_or(d) } else { d })
+            .map(|d| {
+                if d.ends_with("deps") {
+                    d.parent().unwrap_or(d)
+                } else {
+                    d
+                }
+            })
             .map(Path::to_path_buf)
             .unwrap_or_else(|| PathBuf::from("."));
         if let Some(checkout) = dev_checkout(&exe_dir) {
@@ -101,7 +107,9 @@ pub fn user_component_dir(home: &Path) -> PathBuf {
 /// If `dir` is `<checkout>/target/<profile>` (or deeper) of a checkout with
 /// an `etc/oxmpi-mca-params.conf`, the checkout.
 fn dev_checkout(dir: &Path) -> Option<PathBuf> {
-    let target = dir.ancestors().find(|a| a.file_name().is_some_and(|n| n == "target"))?;
+    let target = dir
+        .ancestors()
+        .find(|a| a.file_name().is_some_and(|n| n == "target"))?;
     let checkout = target.parent()?;
     checkout
         .join("etc")
@@ -118,7 +126,10 @@ mod tests {
     fn prefix_override_wins() {
         let p = InstallPaths::detect(Some(Path::new("/usr/bin/oxmpi_info")), Some("/opt/ox"));
         assert_eq!(p.layout, Layout::Relocated);
-        assert_eq!(p.system_param_file(), PathBuf::from("/opt/ox/etc/oxmpi-mca-params.conf"));
+        assert_eq!(
+            p.system_param_file(),
+            PathBuf::from("/opt/ox/etc/oxmpi-mca-params.conf")
+        );
         assert_eq!(p.component_dir, PathBuf::from("/opt/ox/lib/oxmpi"));
     }
 
@@ -127,7 +138,10 @@ mod tests {
         let p = InstallPaths::detect(Some(Path::new("/nonexistent/ox/bin/oxmpi_info")), None);
         assert_eq!(p.layout, Layout::Installed);
         assert_eq!(p.prefix, PathBuf::from("/nonexistent/ox"));
-        assert_eq!(p.override_param_file(), PathBuf::from("/nonexistent/ox/etc/oxmpi-mca-params-override.conf"));
+        assert_eq!(
+            p.override_param_file(),
+            PathBuf::from("/nonexistent/ox/etc/oxmpi-mca-params-override.conf")
+        );
     }
 
     #[test]

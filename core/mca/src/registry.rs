@@ -50,7 +50,10 @@ pub struct Registry {
 /// Problems with a declaration, or `None` if it is well-formed.
 pub fn check_decl(full_name: &str, decl: &ParamDecl) -> Option<String> {
     if !(1..=9).contains(&decl.level) {
-        return Some(format!("parameter {full_name} has level {}, expected 1 to 9", decl.level));
+        return Some(format!(
+            "parameter {full_name} has level {}, expected 1 to 9",
+            decl.level
+        ));
     }
     if decl.help.trim().is_empty() {
         return Some(format!("parameter {full_name} has no help text"));
@@ -94,9 +97,21 @@ impl Registry {
             }
         }
         let index = self.params.len();
-        self.names.insert(full_name.clone(), NameRef { param: index, synonym: None });
+        self.names.insert(
+            full_name.clone(),
+            NameRef {
+                param: index,
+                synonym: None,
+            },
+        );
         for (name, deprecated) in synonyms {
-            self.names.insert(name, NameRef { param: index, synonym: Some(deprecated) });
+            self.names.insert(
+                name,
+                NameRef {
+                    param: index,
+                    synonym: Some(deprecated),
+                },
+            );
         }
         self.params.push(ParamInfo {
             full_name,
@@ -152,20 +167,56 @@ mod tests {
         let mut r = Registry::default();
         let d = ParamDecl::new("new", ParamType::Int, "1", 4, "help").with_synonyms(OLD);
         r.declare("btl", "x", "btl_x_new".into(), d).unwrap();
-        assert_eq!(r.lookup("btl_x_new"), Some(NameRef { param: 0, synonym: None }));
-        assert_eq!(r.lookup("btl_x_old"), Some(NameRef { param: 0, synonym: Some(true) }));
+        assert_eq!(
+            r.lookup("btl_x_new"),
+            Some(NameRef {
+                param: 0,
+                synonym: None
+            })
+        );
+        assert_eq!(
+            r.lookup("btl_x_old"),
+            Some(NameRef {
+                param: 0,
+                synonym: Some(true)
+            })
+        );
         let err = r
-            .declare("btl", "y", "btl_x_old".into(), ParamDecl::new("a", ParamType::Int, "1", 1, "h"))
+            .declare(
+                "btl",
+                "y",
+                "btl_x_old".into(),
+                ParamDecl::new("a", ParamType::Int, "1", 1, "h"),
+            )
             .unwrap_err();
         assert!(err.contains("already declared by btl/x"), "{err}");
     }
 
     #[test]
     fn bad_declarations_are_reported() {
-        assert!(check_decl("a_b", &ParamDecl::new("b", ParamType::Int, "4x", 1, "h")).unwrap().contains("invalid default"));
-        assert!(check_decl("a_b", &ParamDecl::new("b", ParamType::Int, "4", 0, "h")).unwrap().contains("level 0"));
-        assert!(check_decl("a_b", &ParamDecl::new("b", ParamType::Int, "4", 1, " ")).unwrap().contains("no help"));
-        assert!(check_decl("a_b", &ParamDecl::new("b", ParamType::Enum, "x", 1, "h")).unwrap().contains("no values"));
-        assert_eq!(check_decl("a_b", &ParamDecl::new("b", ParamType::Size, "64k", 1, "h")), None);
+        assert!(
+            check_decl("a_b", &ParamDecl::new("b", ParamType::Int, "4x", 1, "h"))
+                .unwrap()
+                .contains("invalid default")
+        );
+        assert!(
+            check_decl("a_b", &ParamDecl::new("b", ParamType::Int, "4", 0, "h"))
+                .unwrap()
+                .contains("level 0")
+        );
+        assert!(
+            check_decl("a_b", &ParamDecl::new("b", ParamType::Int, "4", 1, " "))
+                .unwrap()
+                .contains("no help")
+        );
+        assert!(
+            check_decl("a_b", &ParamDecl::new("b", ParamType::Enum, "x", 1, "h"))
+                .unwrap()
+                .contains("no values")
+        );
+        assert_eq!(
+            check_decl("a_b", &ParamDecl::new("b", ParamType::Size, "64k", 1, "h")),
+            None
+        );
     }
 }

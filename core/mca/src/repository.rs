@@ -143,8 +143,7 @@ pub fn scan(dirs: &[PathBuf], frameworks: &[&FrameworkInfo]) -> Repository {
             .collect();
         files.sort();
         for (file_name, path) in files {
-            let (framework, component) =
-                component_file_name(&file_name).expect("filtered above");
+            let (framework, component) = component_file_name(&file_name).expect("filtered above");
             load_one(&mut repo, &path, framework, component, frameworks);
         }
     }
@@ -182,20 +181,24 @@ fn load_one(
     let Some(info) = frameworks.iter().find(|f| f.name == framework) else {
         let known: Vec<&str> = frameworks.iter().map(|f| f.name).collect();
         repo.failures.push(fail(
-            format!("there is no framework named \"{framework}\" (known: {})", known.join(", ")),
+            format!(
+                "there is no framework named \"{framework}\" (known: {})",
+                known.join(", ")
+            ),
             "Rename the file after its framework, or remove it from the component path.",
             None,
         ));
         return;
     };
-    let root = match lib_header_from_path(path).and_then(|h| h.init_root_module::<ComponentRootRef>()) {
-        Ok(root) => root,
-        Err(e) => {
-            let (reason, hint, detail) = describe_library_error(&e);
-            repo.failures.push(fail(reason, hint, detail));
-            return;
-        }
-    };
+    let root =
+        match lib_header_from_path(path).and_then(|h| h.init_root_module::<ComponentRootRef>()) {
+            Ok(root) => root,
+            Err(e) => {
+                let (reason, hint, detail) = describe_library_error(&e);
+                repo.failures.push(fail(reason, hint, detail));
+                return;
+            }
+        };
     let (declared_fw, declared_name) = (root.framework().as_str(), root.component().as_str());
     if declared_fw != framework || declared_name != component {
         repo.failures.push(fail(
@@ -462,10 +465,24 @@ mod tests {
 
     #[test]
     fn file_names() {
-        assert_eq!(component_file_name("libmca_btl_tcp.so"), Some(("btl", "tcp")));
+        assert_eq!(
+            component_file_name("libmca_btl_tcp.so"),
+            Some(("btl", "tcp"))
+        );
         assert_eq!(component_file_name("mca_btl_tcp.so"), Some(("btl", "tcp")));
-        assert_eq!(component_file_name("libmca_rmaps_round_robin.so"), Some(("rmaps", "round_robin")));
-        for bad in ["libmca_btl.so", "libmca_btl_.so", "libmca__x.so", "libmca_btl_tcp.so.1", "libfoo.so", "libmca_btl_tcp.d", "mca_btl_tcp"] {
+        assert_eq!(
+            component_file_name("libmca_rmaps_round_robin.so"),
+            Some(("rmaps", "round_robin"))
+        );
+        for bad in [
+            "libmca_btl.so",
+            "libmca_btl_.so",
+            "libmca__x.so",
+            "libmca_btl_tcp.so.1",
+            "libfoo.so",
+            "libmca_btl_tcp.d",
+            "mca_btl_tcp",
+        ] {
             assert_eq!(component_file_name(bad), None, "{bad}");
         }
     }
@@ -482,7 +499,13 @@ mod tests {
 
     #[test]
     fn missing_directories_are_skipped_quietly() {
-        let repo = scan(&[PathBuf::from("/nonexistent/oxmpi"), PathBuf::from("/nonexistent/oxmpi")], &[]);
+        let repo = scan(
+            &[
+                PathBuf::from("/nonexistent/oxmpi"),
+                PathBuf::from("/nonexistent/oxmpi"),
+            ],
+            &[],
+        );
         assert!(repo.components.is_empty() && repo.failures.is_empty());
         assert_eq!(repo.searched.len(), 1);
     }
@@ -517,12 +540,23 @@ Layout of expected type:\n    package:'x'\n\nError:mismatched package\nExpected:
         std::fs::write(dir.path().join("libmca_btl_junk.so"), b"not an ELF file").unwrap();
         std::fs::write(dir.path().join("libmca_nosuchfw_x.so"), b"junk").unwrap();
         std::fs::write(dir.path().join("README"), b"ignored").unwrap();
-        let repo = scan(&[dir.path().to_path_buf()], &[&oxmpi_framework_btl::FRAMEWORK]);
+        let repo = scan(
+            &[dir.path().to_path_buf()],
+            &[&oxmpi_framework_btl::FRAMEWORK],
+        );
         assert_eq!(repo.failures.len(), 2, "{:?}", repo.failures);
         let junk = &repo.failures[0];
         assert_eq!(junk.path, dir.path().join("libmca_btl_junk.so"));
-        assert!(junk.reason.contains("dynamic loader cannot load it"), "{}", junk.reason);
-        assert!(junk.message().contains(&dir.path().join("libmca_btl_junk.so").display().to_string()));
-        assert!(repo.failures[1].reason.contains("no framework named \"nosuchfw\""));
+        assert!(
+            junk.reason.contains("dynamic loader cannot load it"),
+            "{}",
+            junk.reason
+        );
+        assert!(junk
+            .message()
+            .contains(&dir.path().join("libmca_btl_junk.so").display().to_string()));
+        assert!(repo.failures[1]
+            .reason
+            .contains("no framework named \"nosuchfw\""));
     }
 }

@@ -43,7 +43,12 @@ impl Filter {
         }
         let items: Vec<&str> = value.split(',').map(str::trim).collect();
         let negated = items[0].starts_with('^');
-        if let Some(stray) = items.iter().skip(1).find(|i| i.starts_with('^')).filter(|_| !negated) {
+        if let Some(stray) = items
+            .iter()
+            .skip(1)
+            .find(|i| i.starts_with('^'))
+            .filter(|_| !negated)
+        {
             let first_pos = items[0];
             return Err(SelectionError(format!(
                 "parameter {framework} = \"{value}\" (from {source}) mixes included ({first_pos}) and excluded ({stray}) components. \
@@ -151,9 +156,18 @@ mod tests {
     #[test]
     fn include_exclude_and_all() {
         assert_eq!(parse(""), Ok(Filter::All));
-        assert_eq!(parse(" tcp , self "), Ok(Filter::Include(vec!["tcp".into(), "self".into()])));
-        assert_eq!(parse("^tcp,self"), Ok(Filter::Exclude(vec!["tcp".into(), "self".into()])));
-        assert_eq!(parse("^tcp,^self"), Ok(Filter::Exclude(vec!["tcp".into(), "self".into()])));
+        assert_eq!(
+            parse(" tcp , self "),
+            Ok(Filter::Include(vec!["tcp".into(), "self".into()]))
+        );
+        assert_eq!(
+            parse("^tcp,self"),
+            Ok(Filter::Exclude(vec!["tcp".into(), "self".into()]))
+        );
+        assert_eq!(
+            parse("^tcp,^self"),
+            Ok(Filter::Exclude(vec!["tcp".into(), "self".into()]))
+        );
         let f = parse("^tcp").unwrap();
         assert!(f.allows("self") && !f.allows("tcp") && !f.requests("self"));
         let f = parse("tcp").unwrap();
@@ -163,8 +177,14 @@ mod tests {
     #[test]
     fn mixing_is_an_error_that_explains_negation() {
         let e = parse("tcp,^self").unwrap_err().to_string();
-        assert!(e.contains("mixes included (tcp) and excluded (^self)"), "{e}");
-        assert!(e.contains("A ^ at the start excludes every component listed after it"), "{e}");
+        assert!(
+            e.contains("mixes included (tcp) and excluded (^self)"),
+            "{e}"
+        );
+        assert!(
+            e.contains("A ^ at the start excludes every component listed after it"),
+            "{e}"
+        );
         assert!(e.contains("from command line"), "{e}");
     }
 
@@ -178,28 +198,61 @@ mod tests {
     #[test]
     fn unavailable_included_component_lists_available_ones() {
         let f = parse("nosuch").unwrap();
-        let e = f.check_available("btl", "nosuch", "command line", &["self", "tcp"]).unwrap_err().to_string();
-        assert!(e.contains("asks for component nosuch that is not available"), "{e}");
+        let e = f
+            .check_available("btl", "nosuch", "command line", &["self", "tcp"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("asks for component nosuch that is not available"),
+            "{e}"
+        );
         assert!(e.contains("Available btl components: self, tcp."), "{e}");
-        let e = f.check_available("btl", "nosuch", "command line", &[]).unwrap_err().to_string();
+        let e = f
+            .check_available("btl", "nosuch", "command line", &[])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("No btl components are installed"), "{e}");
-        assert!(parse("^nosuch").unwrap().check_available("btl", "^nosuch", "x", &["tcp"]).is_ok());
+        assert!(parse("^nosuch")
+            .unwrap()
+            .check_available("btl", "^nosuch", "x", &["tcp"])
+            .is_ok());
     }
 
     #[test]
     fn choice_is_by_priority_then_name_not_load_order() {
-        let c = |n: &str, p: Option<i32>| Candidate { name: n.into(), priority: p };
-        let cands = [c("zeta", Some(20)), c("alpha", Some(20)), c("mid", Some(30)), c("no", None)];
-        assert_eq!(choose(SelectionKind::Single, &cands), vec![("mid".into(), 30)]);
+        let c = |n: &str, p: Option<i32>| Candidate {
+            name: n.into(),
+            priority: p,
+        };
+        let cands = [
+            c("zeta", Some(20)),
+            c("alpha", Some(20)),
+            c("mid", Some(30)),
+            c("no", None),
+        ];
+        assert_eq!(
+            choose(SelectionKind::Single, &cands),
+            vec![("mid".into(), 30)]
+        );
         assert_eq!(
             choose(SelectionKind::Multi, &cands),
-            vec![("mid".into(), 30), ("alpha".into(), 20), ("zeta".into(), 20)]
+            vec![
+                ("mid".into(), 30),
+                ("alpha".into(), 20),
+                ("zeta".into(), 20)
+            ]
         );
         let tie = [c("zeta", Some(5)), c("alpha", Some(5))];
-        assert_eq!(choose(SelectionKind::Single, &tie), vec![("alpha".into(), 5)]);
+        assert_eq!(
+            choose(SelectionKind::Single, &tie),
+            vec![("alpha".into(), 5)]
+        );
         let mut reversed = tie.to_vec();
         reversed.reverse();
-        assert_eq!(choose(SelectionKind::Single, &reversed), vec![("alpha".into(), 5)]);
+        assert_eq!(
+            choose(SelectionKind::Single, &reversed),
+            vec![("alpha".into(), 5)]
+        );
         assert!(choose(SelectionKind::Single, &[c("no", None)]).is_empty());
     }
 }

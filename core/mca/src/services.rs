@@ -28,7 +28,12 @@ extern "C" fn verbosity(framework: RStr<'_>) -> i32 {
 }
 
 extern "C" fn emit(framework: RStr<'_>, component: RStr<'_>, level: i32, message: RStr<'_>) {
-    log::log(framework.as_str(), component.as_str(), level, message.as_str());
+    log::log(
+        framework.as_str(),
+        component.as_str(),
+        level,
+        message.as_str(),
+    );
 }
 
 /// The services table (built once).

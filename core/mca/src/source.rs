@@ -104,25 +104,54 @@ mod tests {
     fn every_pair_of_sources_ranks_in_documented_order() {
         let ordered = [
             Source::Default,
-            Source::File { path: "/sys".into(), line: 1, index: 1 },
-            Source::File { path: "/user".into(), line: 1, index: 0 },
-            Source::Tune { path: "/t".into(), line: 1 },
-            Source::Environment { variable: "OXMPI_MCA_x".into() },
+            Source::File {
+                path: "/sys".into(),
+                line: 1,
+                index: 1,
+            },
+            Source::File {
+                path: "/user".into(),
+                line: 1,
+                index: 0,
+            },
+            Source::Tune {
+                path: "/t".into(),
+                line: 1,
+            },
+            Source::Environment {
+                variable: "OXMPI_MCA_x".into(),
+            },
             Source::CommandLine,
-            Source::Override { path: "/o".into(), line: 1 },
+            Source::Override {
+                path: "/o".into(),
+                line: 1,
+            },
         ];
         for (i, lower) in ordered.iter().enumerate() {
             for higher in &ordered[i + 1..] {
-                assert!(lower.rank() < higher.rank(), "{lower} should lose to {higher}");
+                assert!(
+                    lower.rank() < higher.rank(),
+                    "{lower} should lose to {higher}"
+                );
             }
         }
     }
 
     #[test]
     fn display_forms() {
-        let f = Source::File { path: "/h/.oxmpi/mca-params.conf".into(), line: 3, index: 0 };
+        let f = Source::File {
+            path: "/h/.oxmpi/mca-params.conf".into(),
+            line: 3,
+            index: 0,
+        };
         assert_eq!(f.to_string(), "file (/h/.oxmpi/mca-params.conf:3)");
-        assert_eq!(Source::Environment { variable: "V".into() }.to_string(), "environment");
+        assert_eq!(
+            Source::Environment {
+                variable: "V".into()
+            }
+            .to_string(),
+            "environment"
+        );
         assert_eq!(Source::CommandLine.to_string(), "command line");
     }
 }

@@ -13,7 +13,11 @@ pub fn nearest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Vec<Stri
     scored.dedup();
     let best = scored.first().map(|(d, _)| *d);
     scored.retain(|(d, _)| Some(*d) == best);
-    scored.into_iter().take(3).map(|(_, k)| k.to_string()).collect()
+    scored
+        .into_iter()
+        .take(3)
+        .map(|(_, k)| k.to_string())
+        .collect()
 }
 
 /// "did you mean a, b or c?" or an empty string.
@@ -31,8 +35,16 @@ mod tests {
 
     #[test]
     fn finds_close_names() {
-        let known = ["btl_base_verbose", "btl_tcp_if_include", "btl_tcp_if_exclude", "pml"];
-        assert_eq!(nearest("btl_base_verbos", known.iter().copied()), vec!["btl_base_verbose"]);
+        let known = [
+            "btl_base_verbose",
+            "btl_tcp_if_include",
+            "btl_tcp_if_exclude",
+            "pml",
+        ];
+        assert_eq!(
+            nearest("btl_base_verbos", known.iter().copied()),
+            vec!["btl_base_verbose"]
+        );
         assert_eq!(
             nearest("btl_tcp_if_inclde", known.iter().copied()),
             vec!["btl_tcp_if_include"]
@@ -41,8 +53,14 @@ mod tests {
             nearest("btl_tcp_if_xclude", known.iter().copied()),
             vec!["btl_tcp_if_exclude"]
         );
-        assert_eq!(nearest("mtl", ["pml", "btl", "mtl_x", "ctl"].iter().copied()), vec!["btl", "ctl"]);
+        assert_eq!(
+            nearest("mtl", ["pml", "btl", "mtl_x", "ctl"].iter().copied()),
+            vec!["btl", "ctl"]
+        );
         assert!(nearest("completely_different", known.iter().copied()).is_empty());
-        assert_eq!(did_you_mean(&["a".into(), "b".into(), "c".into()]), "Did you mean a, b or c? ");
+        assert_eq!(
+            did_you_mean(&["a".into(), "b".into(), "c".into()]),
+            "Did you mean a, b or c? "
+        );
     }
 }

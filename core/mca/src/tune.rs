@@ -55,7 +55,11 @@ pub fn parse(path: &Path, text: &str) -> (Vec<TuneEntry>, Vec<LineError>) {
             match word.as_str() {
                 "--mca" | "-mca" => match (words.next(), words.next()) {
                     (Some(name), Some(value)) if valid_name(&name) => {
-                        line_entries.push(TuneEntry::Param { name, value, line: line_no })
+                        line_entries.push(TuneEntry::Param {
+                            name,
+                            value,
+                            line: line_no,
+                        })
                     }
                     (Some(name), Some(_)) => {
                         problem = Some(format!("\"{name}\" is not a valid parameter name"));
@@ -80,7 +84,11 @@ pub fn parse(path: &Path, text: &str) -> (Vec<TuneEntry>, Vec<LineError>) {
                             problem = Some("-x needs a variable name".into());
                             break;
                         }
-                        line_entries.push(TuneEntry::Export { variable, value, line: line_no });
+                        line_entries.push(TuneEntry::Export {
+                            variable,
+                            value,
+                            line: line_no,
+                        });
                     }
                     None => {
                         problem = Some("-x needs a variable name".into());
@@ -102,7 +110,11 @@ pub fn parse(path: &Path, text: &str) -> (Vec<TuneEntry>, Vec<LineError>) {
                         problem = Some(format!("\"{name}\" is not a valid parameter name"));
                         break;
                     }
-                    line_entries.push(TuneEntry::Param { name, value, line: line_no });
+                    line_entries.push(TuneEntry::Param {
+                        name,
+                        value,
+                        line: line_no,
+                    });
                 }
             }
         }
@@ -120,7 +132,11 @@ mod tests {
     use proptest::prelude::*;
 
     fn param(name: &str, value: &str, line: usize) -> TuneEntry {
-        TuneEntry::Param { name: name.into(), value: value.into(), line }
+        TuneEntry::Param {
+            name: name.into(),
+            value: value.into(),
+            line,
+        }
     }
 
     #[test]
@@ -133,11 +149,23 @@ mod tests {
             vec![
                 param("btl", "tcp,self", 1),
                 param("pml", "ob1", 2),
-                TuneEntry::Export { variable: "FOO".into(), value: None, line: 2 },
-                TuneEntry::Export { variable: "BAR".into(), value: Some("1".into()), line: 4 },
+                TuneEntry::Export {
+                    variable: "FOO".into(),
+                    value: None,
+                    line: 2
+                },
+                TuneEntry::Export {
+                    variable: "BAR".into(),
+                    value: Some("1".into()),
+                    line: 4
+                },
                 param("btl_base_verbose", "10", 4),
                 param("mpi_yield", "1", 5),
-                TuneEntry::Export { variable: "BAZ".into(), value: Some("2".into()), line: 6 },
+                TuneEntry::Export {
+                    variable: "BAZ".into(),
+                    value: Some("2".into()),
+                    line: 6
+                },
                 param("x", "a b", 7),
             ]
         );
@@ -145,9 +173,15 @@ mod tests {
 
     #[test]
     fn bad_lines_are_errors() {
-        let (entries, errors) = parse(Path::new("t.conf"), "--mca onlyname\nhello\n-x\n--mca x \"open\n--mca 'bad name' 1\n");
+        let (entries, errors) = parse(
+            Path::new("t.conf"),
+            "--mca onlyname\nhello\n-x\n--mca x \"open\n--mca 'bad name' 1\n",
+        );
         assert!(entries.is_empty(), "{entries:?}");
-        assert_eq!(errors.iter().map(|e| e.line).collect::<Vec<_>>(), vec![1, 2, 3, 4, 5]);
+        assert_eq!(
+            errors.iter().map(|e| e.line).collect::<Vec<_>>(),
+            vec![1, 2, 3, 4, 5]
+        );
         assert!(errors[1].to_string().contains("t.conf:2"), "{}", errors[1]);
     }
 

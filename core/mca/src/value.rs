@@ -35,7 +35,9 @@ impl Value {
             Value::Bool(v) => ParamValue::Bool(*v),
             Value::Double(v) => ParamValue::Double(*v),
             Value::Str(s) => ParamValue::Str(s.as_str().into()),
-            Value::List(items) => ParamValue::List(items.iter().map(|s| s.as_str().into()).collect()),
+            Value::List(items) => {
+                ParamValue::List(items.iter().map(|s| s.as_str().into()).collect())
+            }
         }
     }
 
@@ -243,7 +245,8 @@ pub fn parse(decl: &ParamDecl, text: &str, home: Option<&Path>) -> Result<Value,
             {
                 return Ok(Value::Int(v.value));
             }
-            let n = parse_integer(t).map_err(|_| ValueError(format!("\"{t}\" is not a valid choice")))?;
+            let n = parse_integer(t)
+                .map_err(|_| ValueError(format!("\"{t}\" is not a valid choice")))?;
             let named = decl.enum_values.iter().any(|v| v.value as i128 == n);
             let in_range = decl
                 .range

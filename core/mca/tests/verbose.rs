@@ -66,8 +66,14 @@ fn component_level_logs_every_decision_with_prefix() {
     for e in expect {
         assert!(log.contains(e), "missing {e:?} in:\n{log}");
     }
-    assert!(log.contains("failed in open and was skipped: panicked"), "{log}");
-    assert!(!log.contains("opening "), "info-level lines must not print at 10:\n{log}");
+    assert!(
+        log.contains("failed in open and was skipped: panicked"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("opening "),
+        "info-level lines must not print at 10:\n{log}"
+    );
 }
 
 #[test]

@@ -16,7 +16,8 @@ pub const BASE_PARAMS: &[ParamDecl] = &[];
 /// Description of the pml framework for the core.
 pub static FRAMEWORK: FrameworkInfo = FrameworkInfo {
     name: "pml",
-    description: "Point-to-point messaging layer: MPI matching and protocols over BTLs, an MTL or UCX",
+    description:
+        "Point-to-point messaging layer: MPI matching and protocols over BTLs, an MTL or UCX",
     interface_version: INTERFACE_VERSION,
     selection: SelectionKind::Single,
     base_params: BASE_PARAMS,

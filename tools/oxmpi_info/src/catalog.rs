@@ -105,7 +105,9 @@ impl View {
             .filter(|(_, p)| p.decl.flags & flags::INTERNAL == 0 || self.level == 9)
             .map(|(i, p)| {
                 let disabled = p.component != "base"
-                    && mca.filter(&p.framework).is_some_and(|f| !f.allows(&p.component));
+                    && mca
+                        .filter(&p.framework)
+                        .is_some_and(|f| !f.allows(&p.component));
                 (
                     i,
                     ParamRow {

@@ -26,14 +26,22 @@ pub fn render(mca: &Mca, view: &View) -> String {
     let mut out = String::new();
     if view.version_only || view.header {
         kv(&mut out, "oxmpi:version:full", oxmpi_mca::VERSION);
-        kv(&mut out, "oxmpi:version:plugin_abi", oxmpi_plugin_api::ABI_VERSION);
+        kv(
+            &mut out,
+            "oxmpi:version:plugin_abi",
+            oxmpi_plugin_api::ABI_VERSION,
+        );
     }
     if view.version_only {
         return out;
     }
     if let Some(which) = &view.paths {
         for name in catalog::path_names(which) {
-            kv(&mut out, &format!("path:{name}"), &catalog::path_value(mca, name));
+            kv(
+                &mut out,
+                &format!("path:{name}"),
+                &catalog::path_value(mca, name),
+            );
         }
     }
     if view.components {
@@ -42,16 +50,36 @@ pub fn render(mca: &Mca, view: &View) -> String {
                 SelectionKind::Single => "single",
                 SelectionKind::Multi => "multi",
             };
-            kv(&mut out, &format!("framework:{}:version:api", fw.name), &fw.interface_version.to_string());
+            kv(
+                &mut out,
+                &format!("framework:{}:version:api", fw.name),
+                &fw.interface_version.to_string(),
+            );
             kv(&mut out, &format!("framework:{}:selection", fw.name), kind);
         }
         for c in catalog::components(mca) {
             let key = format!("mca:{}:{}", c.framework, c.name);
             let disabled = mca.filter(&c.framework).is_some_and(|f| !f.allows(&c.name));
-            kv(&mut out, &format!("{key}:version:api"), &c.interface_version.to_string());
-            kv(&mut out, &format!("{key}:version:component"), &c.version.to_string());
-            kv(&mut out, &format!("{key}:path"), &c.path.display().to_string());
-            kv(&mut out, &format!("{key}:disabled"), if disabled { "true" } else { "false" });
+            kv(
+                &mut out,
+                &format!("{key}:version:api"),
+                &c.interface_version.to_string(),
+            );
+            kv(
+                &mut out,
+                &format!("{key}:version:component"),
+                &c.version.to_string(),
+            );
+            kv(
+                &mut out,
+                &format!("{key}:path"),
+                &c.path.display().to_string(),
+            );
+            kv(
+                &mut out,
+                &format!("{key}:disabled"),
+                if disabled { "true" } else { "false" },
+            );
         }
     }
     if view.failed {
@@ -72,19 +100,50 @@ pub fn render(mca: &Mca, view: &View) -> String {
     }
     for row in view.param_rows(mca) {
         let info = row.info;
-        let key = format!("mca:{}:{}:param:{}", info.framework, info.component, info.full_name);
+        let key = format!(
+            "mca:{}:{}:param:{}",
+            info.framework, info.component, info.full_name
+        );
         kv(&mut out, &format!("{key}:value"), &row.resolved.text);
-        kv(&mut out, &format!("{key}:source"), &row.resolved.source.to_string());
-        kv(&mut out, &format!("{key}:status"), if info.read_only() { "read-only" } else { "writeable" });
-        kv(&mut out, &format!("{key}:level"), &info.decl.level.to_string());
+        kv(
+            &mut out,
+            &format!("{key}:source"),
+            &row.resolved.source.to_string(),
+        );
+        kv(
+            &mut out,
+            &format!("{key}:status"),
+            if info.read_only() {
+                "read-only"
+            } else {
+                "writeable"
+            },
+        );
+        kv(
+            &mut out,
+            &format!("{key}:level"),
+            &info.decl.level.to_string(),
+        );
         kv(&mut out, &format!("{key}:help"), &info.decl.help);
         for e in info.decl.enum_values.iter() {
-            kv(&mut out, &format!("{key}:enumerator:value:{}", e.value), &e.name);
+            kv(
+                &mut out,
+                &format!("{key}:enumerator:value:{}", e.value),
+                &e.name,
+            );
         }
         if let Some(r) = info.decl.range.into_option() {
-            kv(&mut out, &format!("{key}:range"), &format!("{} - {}", r.min, r.max));
+            kv(
+                &mut out,
+                &format!("{key}:range"),
+                &format!("{} - {}", r.min, r.max),
+            );
         }
-        kv(&mut out, &format!("{key}:deprecated"), if info.deprecated() { "yes" } else { "no" });
+        kv(
+            &mut out,
+            &format!("{key}:deprecated"),
+            if info.deprecated() { "yes" } else { "no" },
+        );
         kv(&mut out, &format!("{key}:type"), type_name(info.decl.ty));
         for (name, deprecated) in &row.synonyms {
             kv(&mut out, &format!("{key}:synonym:name"), name);
@@ -92,7 +151,11 @@ pub fn render(mca: &Mca, view: &View) -> String {
                 kv(&mut out, &format!("{key}:synonym:{name}:deprecated"), "yes");
             }
         }
-        kv(&mut out, &format!("{key}:disabled"), if row.disabled { "true" } else { "false" });
+        kv(
+            &mut out,
+            &format!("{key}:disabled"),
+            if row.disabled { "true" } else { "false" },
+        );
     }
     out
 }

@@ -35,7 +35,11 @@ pub fn render(mca: &Mca, view: &View) -> String {
         line(&mut out, "oxmpi", oxmpi_mca::VERSION);
         line(&mut out, "Plugin ABI", oxmpi_plugin_api::ABI_VERSION);
         if view.paths.is_none() {
-            line(&mut out, "Prefix", &mca.paths().prefix.display().to_string());
+            line(
+                &mut out,
+                "Prefix",
+                &mca.paths().prefix.display().to_string(),
+            );
         }
     }
     if let Some(which) = &view.paths {
@@ -63,7 +67,10 @@ fn render_components(mca: &Mca, out: &mut String) {
         line(
             out,
             "MCA framework",
-            &format!("{} (API v{}, {kind}) {}", fw.name, fw.interface_version, fw.description),
+            &format!(
+                "{} (API v{}, {kind}) {}",
+                fw.name, fw.interface_version, fw.description
+            ),
         );
         let filter = mca.filter(fw.name);
         let mut any = false;
@@ -88,7 +95,11 @@ fn render_components(mca: &Mca, out: &mut String) {
             );
         }
         if !any {
-            line(out, &format!("MCA {}", fw.name), "(no components installed)");
+            line(
+                out,
+                &format!("MCA {}", fw.name),
+                "(no components installed)",
+            );
         }
     }
 }
@@ -157,12 +168,26 @@ fn render_params(mca: &Mca, view: &View, out: &mut String) {
             let names: Vec<String> = row
                 .synonyms
                 .iter()
-                .map(|(n, dep)| if *dep { format!("{n} (deprecated)") } else { n.to_string() })
+                .map(|(n, dep)| {
+                    if *dep {
+                        format!("{n} (deprecated)")
+                    } else {
+                        n.to_string()
+                    }
+                })
                 .collect();
             let _ = write!(attrs, ", synonyms: {}", names.join(", "));
         }
-        let kind = if info.read_only() { "informational" } else { "parameter" };
-        line(out, &label, &format!("{kind} \"{}\" ({attrs})", info.full_name));
+        let kind = if info.read_only() {
+            "informational"
+        } else {
+            "parameter"
+        };
+        line(
+            out,
+            &label,
+            &format!("{kind} \"{}\" ({attrs})", info.full_name),
+        );
         let _ = writeln!(out, "{INDENT}{}", info.decl.help);
         if let Some(valid) = catalog::valid_values(&info.decl) {
             let _ = writeln!(out, "{INDENT}Valid values: {valid}");

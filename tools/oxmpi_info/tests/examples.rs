@@ -27,8 +27,14 @@ fn environment_value_is_shown_with_its_source_in_parsable_output() {
     // `grep btl_base_verbose:value | cut -d: -f7`
     let value = verbose_line(&out, "value");
     assert_eq!(value.split(':').nth(6), Some("20"));
-    assert_eq!(verbose_line(&out, "source"), "mca:btl:base:param:btl_base_verbose:source:environment");
-    assert_eq!(verbose_line(&out, "level"), "mca:btl:base:param:btl_base_verbose:level:8");
+    assert_eq!(
+        verbose_line(&out, "source"),
+        "mca:btl:base:param:btl_base_verbose:source:environment"
+    );
+    assert_eq!(
+        verbose_line(&out, "level"),
+        "mca:btl:base:param:btl_base_verbose:level:8"
+    );
     assert!(parsable_field(&out, "btl_base_verbose:type").is_some());
 }
 
@@ -38,22 +44,40 @@ fn user_file_then_environment_then_command_line() {
     let file = w.write_user_file("# site\n\nbtl_base_verbose = 30\n");
     let args = ["--param", "btl", "base", "--level", "9", "--parsable"];
     let out = stdout(&w.run(&args));
-    assert_eq!(verbose_line(&out, "value"), "mca:btl:base:param:btl_base_verbose:value:30");
+    assert_eq!(
+        verbose_line(&out, "value"),
+        "mca:btl:base:param:btl_base_verbose:value:30"
+    );
     assert_eq!(
         verbose_line(&out, "source"),
-        format!("mca:btl:base:param:btl_base_verbose:source:\"file ({}:3)\"", file.display())
+        format!(
+            "mca:btl:base:param:btl_base_verbose:source:\"file ({}:3)\"",
+            file.display()
+        )
     );
 
     let w = w.env("OXMPI_MCA_btl_base_verbose", "20");
     let out = stdout(&w.run(&args));
-    assert_eq!(verbose_line(&out, "value"), "mca:btl:base:param:btl_base_verbose:value:20");
-    assert_eq!(verbose_line(&out, "source"), "mca:btl:base:param:btl_base_verbose:source:environment");
+    assert_eq!(
+        verbose_line(&out, "value"),
+        "mca:btl:base:param:btl_base_verbose:value:20"
+    );
+    assert_eq!(
+        verbose_line(&out, "source"),
+        "mca:btl:base:param:btl_base_verbose:source:environment"
+    );
 
     let mut with_mca = vec!["--mca", "btl_base_verbose", "40"];
     with_mca.extend(args);
     let out = stdout(&w.run(&with_mca));
-    assert_eq!(verbose_line(&out, "value"), "mca:btl:base:param:btl_base_verbose:value:40");
-    assert_eq!(verbose_line(&out, "source"), "mca:btl:base:param:btl_base_verbose:source:command line");
+    assert_eq!(
+        verbose_line(&out, "value"),
+        "mca:btl:base:param:btl_base_verbose:value:40"
+    );
+    assert_eq!(
+        verbose_line(&out, "source"),
+        "mca:btl:base:param:btl_base_verbose:source:command line"
+    );
 }
 
 #[test]
@@ -77,8 +101,14 @@ fn misspelled_file_key_and_mca_name_get_suggestions_with_their_origin() {
     let w = World::new();
     let file = w.write_user_file("btl_base_verbosee = 1\n");
     let err = stderr(&w.run(&["--mca", "pml_base_verbos", "1"]));
-    assert!(err.contains(&format!("file ({}:1)", file.display())), "{err}");
-    assert!(err.contains("--mca pml_base_verbos on the command line"), "{err}");
+    assert!(
+        err.contains(&format!("file ({}:1)", file.display())),
+        "{err}"
+    );
+    assert!(
+        err.contains("--mca pml_base_verbos on the command line"),
+        "{err}"
+    );
     assert!(err.contains("Did you mean pml_base_verbose?"), "{err}");
 }
 
@@ -100,7 +130,10 @@ fn junk_component_library_warns_with_full_path_and_is_listed_as_failed() {
     assert!(out.contains(&junk.display().to_string()), "{out}");
 
     let out = stdout(&w.run(&["--show-failed", "--parsable"]));
-    let line = out.lines().find(|l| l.starts_with("mca:btl:junk:failed:")).expect(&out);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("mca:btl:junk:failed:"))
+        .expect(&out);
     assert!(line.contains(&junk.display().to_string()), "{line}");
 
     let quiet = World::new().env("OXMPI_MCA_mca_base_component_show_load_errors", "none");
@@ -115,8 +148,14 @@ fn mixing_include_and_exclude_is_an_error_that_explains_negation() {
     let o = w.run(&["--mca", "btl", "fixture,^self"]);
     assert!(!o.status.success());
     let err = stderr(&o);
-    assert!(err.contains("mixes included (fixture) and excluded (^self)"), "{err}");
-    assert!(err.contains("A ^ at the start excludes every component listed after it"), "{err}");
+    assert!(
+        err.contains("mixes included (fixture) and excluded (^self)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("A ^ at the start excludes every component listed after it"),
+        "{err}"
+    );
     assert_eq!(stdout(&o), "");
 }
 
@@ -127,7 +166,10 @@ fn unavailable_component_lists_the_available_ones() {
     let o = w.run(&["--mca", "btl", "nosuch"]);
     assert!(!o.status.success());
     let err = stderr(&o);
-    assert!(err.contains("asks for component nosuch that is not available"), "{err}");
+    assert!(
+        err.contains("asks for component nosuch that is not available"),
+        "{err}"
+    );
     assert!(err.contains("Available btl components: fixture."), "{err}");
 
     let empty = World::new();
@@ -143,8 +185,14 @@ fn invalid_values_name_parameter_value_source_and_accepted_values() {
     let o = w.run(&[]);
     assert!(!o.status.success());
     let err = stderr(&o);
-    assert!(err.contains("invalid value \"4x\" for parameter btl_fixture_priority"), "{err}");
-    assert!(err.contains(&format!("file ({}:1)", file.display())), "{err}");
+    assert!(
+        err.contains("invalid value \"4x\" for parameter btl_fixture_priority"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("file ({}:1)", file.display())),
+        "{err}"
+    );
     assert!(err.contains("Expected an integer from"), "{err}");
 }
 
@@ -155,7 +203,13 @@ fn malformed_file_line_names_file_and_line() {
     let o = w.run(&[]);
     assert!(!o.status.success());
     let err = stderr(&o);
-    assert!(err.contains(&format!("{}:2: no `=` on the line: \"not a setting\"", file.display())), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}:2: no `=` on the line: \"not a setting\"",
+            file.display()
+        )),
+        "{err}"
+    );
 }
 
 #[test]
@@ -163,10 +217,19 @@ fn explain_lists_every_source_in_precedence_order() {
     let w = World::new().env("OXMPI_MCA_btl_base_verbose", "20");
     let system = w.write_system_file("btl_base_verbose = 5\n");
     let user = w.write_user_file("btl_base_verbose = 30\n");
-    let o = w.run(&["--mca", "btl_base_verbose", "40", "--explain", "btl_base_verbose"]);
+    let o = w.run(&[
+        "--mca",
+        "btl_base_verbose",
+        "40",
+        "--explain",
+        "btl_base_verbose",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("  ") && l.contains('"')).collect();
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("  ") && l.contains('"'))
+        .collect();
     let order: Vec<usize> = [
         "command line (--mca)",
         "environment (OXMPI_MCA_btl_base_verbose)",
@@ -175,15 +238,30 @@ fn explain_lists_every_source_in_precedence_order() {
         "default",
     ]
     .iter()
-    .map(|s| lines.iter().position(|l| l.contains(s)).unwrap_or_else(|| panic!("{s} missing in\n{out}")))
+    .map(|s| {
+        lines
+            .iter()
+            .position(|l| l.contains(s))
+            .unwrap_or_else(|| panic!("{s} missing in\n{out}"))
+    })
     .collect();
     assert_eq!(order, vec![0, 1, 2, 3, 4], "{out}");
-    assert!(lines[0].starts_with("  * ") && lines[0].contains("\"40\"  <- in effect"), "{out}");
-    assert!(out.contains("Value in effect: \"40\" (from command line)"), "{out}");
+    assert!(
+        lines[0].starts_with("  * ") && lines[0].contains("\"40\"  <- in effect"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Value in effect: \"40\" (from command line)"),
+        "{out}"
+    );
 
     let o = w.run(&["--explain", "btl_base_verbos"]);
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("Did you mean btl_base_verbose?"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("Did you mean btl_base_verbose?"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -195,7 +273,10 @@ fn param_selection_errors_name_what_exists() {
     let err = stderr(&w.run(&["--param", "btl", "tcp"]));
     assert!(err.contains("installed: fixture"), "{err}");
     let out = stdout(&w.run(&["--param", "btl", "fixture", "--level", "9", "--parsable"]));
-    assert!(out.contains("mca:btl:fixture:param:btl_fixture_priority:value:10"), "{out}");
+    assert!(
+        out.contains("mca:btl:fixture:param:btl_fixture_priority:value:10"),
+        "{out}"
+    );
     assert!(!out.contains("btl_base_verbose"), "{out}");
 }
 
@@ -203,7 +284,10 @@ fn param_selection_errors_name_what_exists() {
 fn level_filters_parameters() {
     let w = World::new();
     let level1 = stdout(&w.run(&["--param", "all", "all", "--parsable"]));
-    assert!(!level1.contains("btl_base_verbose"), "level 8 parameter shown at level 1");
+    assert!(
+        !level1.contains("btl_base_verbose"),
+        "level 8 parameter shown at level 1"
+    );
     let level9 = stdout(&w.run(&["--param", "all", "all", "--level", "9", "--parsable"]));
     assert!(level9.contains("mca:btl:base:param:btl_base_verbose:value:0"));
     let bad = w.run(&["--level", "10"]);
@@ -226,7 +310,10 @@ fn path_and_version() {
     let out = stdout(&w.run(&["--path", "sysconfdir"]));
     assert_eq!(w.normalize(&out), "              Sysconfdir: $PREFIX/etc\n");
     let out = stdout(&w.run(&["--path", "componentpath", "--parsable"]));
-    assert_eq!(w.normalize(&out), "path:componentpath:\"$PREFIX/lib/oxmpi:$HOME/.oxmpi/components\"\n");
+    assert_eq!(
+        w.normalize(&out),
+        "path:componentpath:\"$PREFIX/lib/oxmpi:$HOME/.oxmpi/components\"\n"
+    );
     let err = stderr(&w.run(&["--path", "nowhere"]));
     assert!(err.contains("unknown path name"), "{err}");
     let out = stdout(&w.run(&["--version"]));
@@ -240,15 +327,39 @@ fn tune_file_sits_between_files_and_environment() {
     let tune = w.home.path().join("job.tune");
     std::fs::write(&tune, "--mca btl_base_verbose 50 -x FOO=1\n").unwrap();
     let t = tune.display().to_string();
-    let out = stdout(&w.run(&["--tune", &t, "--param", "btl", "base", "--level", "9", "--parsable"]));
-    assert_eq!(verbose_line(&out, "value"), "mca:btl:base:param:btl_base_verbose:value:50");
+    let out = stdout(&w.run(&[
+        "--tune",
+        &t,
+        "--param",
+        "btl",
+        "base",
+        "--level",
+        "9",
+        "--parsable",
+    ]));
+    assert_eq!(
+        verbose_line(&out, "value"),
+        "mca:btl:base:param:btl_base_verbose:value:50"
+    );
     assert_eq!(
         verbose_line(&out, "source"),
         format!("mca:btl:base:param:btl_base_verbose:source:\"tune file ({t}:1)\"")
     );
     let w = w.env("OXMPI_MCA_btl_base_verbose", "20");
-    let out = stdout(&w.run(&["--tune", &t, "--param", "btl", "base", "--level", "9", "--parsable"]));
-    assert_eq!(verbose_line(&out, "value"), "mca:btl:base:param:btl_base_verbose:value:20");
+    let out = stdout(&w.run(&[
+        "--tune",
+        &t,
+        "--param",
+        "btl",
+        "base",
+        "--level",
+        "9",
+        "--parsable",
+    ]));
+    assert_eq!(
+        verbose_line(&out, "value"),
+        "mca:btl:base:param:btl_base_verbose:value:20"
+    );
 }
 
 #[test]
@@ -258,10 +369,20 @@ fn json_output_parses_and_carries_sources() {
     let o = w.run(&["--all", "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let btl = v["frameworks"].as_array().unwrap().iter().find(|f| f["name"] == "btl").unwrap();
+    let btl = v["frameworks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "btl")
+        .unwrap();
     assert_eq!(btl["components"][0]["name"], "fixture");
     assert_eq!(btl["components"][0]["path"], lib.display().to_string());
-    let p = v["parameters"].as_array().unwrap().iter().find(|p| p["name"] == "btl_fixture_priority").unwrap();
+    let p = v["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "btl_fixture_priority")
+        .unwrap();
     assert_eq!(p["value"], "77");
     assert_eq!(p["source"], "environment");
     assert_eq!(p["type"], "int");
@@ -277,12 +398,28 @@ fn dev_build_uses_the_checkout_etc_and_its_template_is_valid() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stderr(&o), "", "the template etc/oxmpi-mca-params.conf must be valid input");
-    let checkout = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
+    assert_eq!(
+        stderr(&o),
+        "",
+        "the template etc/oxmpi-mca-params.conf must be valid input"
+    );
+    let checkout = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap();
     let out = stdout(&o);
-    let sysconfdir = out.lines().find_map(|l| l.strip_prefix("path:sysconfdir:")).expect(&out);
-    assert_eq!(std::path::Path::new(sysconfdir).canonicalize().unwrap(), checkout.join("etc"));
-    let files = out.lines().find_map(|l| l.strip_prefix("path:paramfiles:")).expect(&out);
+    let sysconfdir = out
+        .lines()
+        .find_map(|l| l.strip_prefix("path:sysconfdir:"))
+        .expect(&out);
+    assert_eq!(
+        std::path::Path::new(sysconfdir).canonicalize().unwrap(),
+        checkout.join("etc")
+    );
+    let files = out
+        .lines()
+        .find_map(|l| l.strip_prefix("path:paramfiles:"))
+        .expect(&out);
     // The system file exists (no "(not found)" after it); the user file does not.
     assert!(files.ends_with("etc/oxmpi-mca-params.conf"), "{files}");
 }

@@ -45,5 +45,8 @@ fn pretty_default_view() {
 
 #[test]
 fn pretty_component_params() {
-    check(&["--param", "btl", "fixture", "--level", "9"], "btl-fixture.txt");
+    check(
+        &["--param", "btl", "fixture", "--level", "9"],
+        "btl-fixture.txt",
+    );
 }

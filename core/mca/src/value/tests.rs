@@ -9,10 +9,14 @@ const BOOL: ParamDecl = ParamDecl::new("b", ParamType::Bool, "0", 1, "h");
 const DOUBLE: ParamDecl = ParamDecl::new("d", ParamType::Double, "0", 1, "h");
 const STRING: ParamDecl = ParamDecl::new("t", ParamType::String, "", 1, "h");
 const LIST: ParamDecl = ParamDecl::new("l", ParamType::List, "", 1, "h");
-const ALGS: &[EnumValue] = &[EnumValue::new(0, "ignore"), EnumValue::new(1, "basic_linear")];
+const ALGS: &[EnumValue] = &[
+    EnumValue::new(0, "ignore"),
+    EnumValue::new(1, "basic_linear"),
+];
 const ENUM: ParamDecl = ParamDecl::new("e", ParamType::Enum, "ignore", 1, "h").with_enum(ALGS);
-const VERBOSE: ParamDecl =
-    ParamDecl::new("v", ParamType::Enum, "0", 8, "h").with_enum(VERBOSITY_VALUES).with_range(0, 100);
+const VERBOSE: ParamDecl = ParamDecl::new("v", ParamType::Enum, "0", 8, "h")
+    .with_enum(VERBOSITY_VALUES)
+    .with_range(0, 100);
 
 fn p(decl: &ParamDecl, text: &str) -> Result<Value, ValueError> {
     parse(decl, text, Some(Path::new("/home/u")))
@@ -23,7 +27,11 @@ fn integers_accept_decimal_hex_and_suffixes() {
     assert_eq!(p(&INT, "42"), Ok(Value::Int(42)));
     assert_eq!(p(&INT, " -7 "), Ok(Value::Int(-7)));
     assert_eq!(p(&INT, "0x1F"), Ok(Value::Int(31)));
-    assert_eq!(p(&INT, "010"), Ok(Value::Int(10)), "leading zero is decimal, not octal");
+    assert_eq!(
+        p(&INT, "010"),
+        Ok(Value::Int(10)),
+        "leading zero is decimal, not octal"
+    );
     assert_eq!(p(&SIZE, "64k"), Ok(Value::Size(65536)));
     assert_eq!(p(&SIZE, "2M"), Ok(Value::Size(2 << 20)));
     assert_eq!(p(&SIZE, "1g"), Ok(Value::Size(1 << 30)));
@@ -32,7 +40,9 @@ fn integers_accept_decimal_hex_and_suffixes() {
 
 #[test]
 fn integers_reject_garbage_overflow_and_range() {
-    for bad in ["4x", "4kb", "", "  ", "k", "0x", "1.5", "--1", "12 34", "0xg"] {
+    for bad in [
+        "4x", "4kb", "", "  ", "k", "0x", "1.5", "--1", "12 34", "0xg",
+    ] {
         assert!(p(&INT, bad).is_err(), "{bad:?} should be rejected");
     }
     assert!(p(&INT, "2147483648").is_err(), "above i32");
@@ -67,10 +77,16 @@ fn doubles_strings_and_lists() {
     assert_eq!(p(&DOUBLE, "1e-3"), Ok(Value::Double(0.001)));
     assert!(p(&DOUBLE, "abc").is_err());
     assert!(p(&DOUBLE, "inf").is_err());
-    assert_eq!(p(&STRING, "~/x:~/y:/z"), Ok(Value::Str("/home/u/x:/home/u/y:/z".into())));
+    assert_eq!(
+        p(&STRING, "~/x:~/y:/z"),
+        Ok(Value::Str("/home/u/x:/home/u/y:/z".into()))
+    );
     assert_eq!(p(&STRING, "a~/b"), Ok(Value::Str("a~/b".into())));
     assert_eq!(p(&STRING, ""), Ok(Value::Str(String::new())));
-    assert_eq!(p(&LIST, " a, b ,,c "), Ok(Value::List(vec!["a".into(), "b".into(), "c".into()])));
+    assert_eq!(
+        p(&LIST, " a, b ,,c "),
+        Ok(Value::List(vec!["a".into(), "b".into(), "c".into()]))
+    );
     assert_eq!(p(&LIST, ""), Ok(Value::List(vec![])));
 }
 

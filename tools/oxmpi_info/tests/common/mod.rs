@@ -102,13 +102,19 @@ pub fn stderr(o: &Output) -> String {
 /// Compares `actual` with the golden file `tests/golden/<name>`; with
 /// `UPDATE_GOLDEN=1` in the environment, rewrites the file instead.
 pub fn assert_golden(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::write(&path, actual).unwrap();
         return;
     }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e} (run with UPDATE_GOLDEN=1 to create it)", path.display()));
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "cannot read {}: {e} (run with UPDATE_GOLDEN=1 to create it)",
+            path.display()
+        )
+    });
     if expected != actual {
         for (i, (e, a)) in expected.lines().zip(actual.lines()).enumerate() {
             if e != a {
