@@ -327,7 +327,7 @@ fn tune_file_sits_between_files_and_environment() {
     let tune = w.home.path().join("job.tune");
     std::fs::write(&tune, "--mca btl_base_verbose 50 -x FOO=1\n").unwrap();
     let t = tune.display().to_string();
-    let out = stdout(&w.run(&[
+    let args = [
         "--tune",
         &t,
         "--param",
@@ -336,7 +336,8 @@ fn tune_file_sits_between_files_and_environment() {
         "--level",
         "9",
         "--parsable",
-    ]));
+    ];
+    let out = stdout(&w.run(&args));
     assert_eq!(
         verbose_line(&out, "value"),
         "mca:btl:base:param:btl_base_verbose:value:50"
@@ -346,16 +347,7 @@ fn tune_file_sits_between_files_and_environment() {
         format!("mca:btl:base:param:btl_base_verbose:source:\"tune file ({t}:1)\"")
     );
     let w = w.env("OXMPI_MCA_btl_base_verbose", "20");
-    let out = stdout(&w.run(&[
-        "--tune",
-        &t,
-        "--param",
-        "btl",
-        "base",
-        "--level",
-        "9",
-        "--parsable",
-    ]));
+    let out = stdout(&w.run(&args));
     assert_eq!(
         verbose_line(&out, "value"),
         "mca:btl:base:param:btl_base_verbose:value:20"
