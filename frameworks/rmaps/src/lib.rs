@@ -5,6 +5,8 @@
 //! framework-wide parameters and, as components arrive, the module interface
 //! they implement.
 
+pub mod hosts;
+
 use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
 
 /// Version of the interface between the rmaps framework and its components.

@@ -1,0 +1,115 @@
+//! The guardian: a small child of mpirun that outlives it. mpirun tells it
+//! the process group of every rank; if mpirun dies without dismissing it
+//! (killed with SIGKILL, say), the pipe from mpirun reaches end-of-file and
+//! the guardian terminates every rank's process group, so no process of the
+//! job is left behind. (Each rank also has PR_SET_PDEATHSIG, which covers
+//! the rank itself but not processes it started.)
+
+use nix::unistd::{fork, pipe2, ForkResult};
+use std::io::Write;
+use std::os::fd::{AsRawFd, OwnedFd};
+
+/// mpirun's handle on its guardian.
+pub struct Guardian {
+    pipe: std::fs::File,
+    pid: i32,
+}
+
+/// Forks the guardian. Call before any thread exists.
+pub fn start() -> Result<Guardian, String> {
+    let (read_end, write_end) = pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|e| format!("cannot create the guardian pipe: {e}"))?;
+    // SAFETY: mpirun is single-threaded here; the child only reads a pipe,
+    // parses numbers and sends signals before it exits.
+    match unsafe { fork() } {
+        Ok(ForkResult::Child) => {
+            drop(write_end);
+            guard(read_end)
+        }
+        Ok(ForkResult::Parent { child }) => {
+            drop(read_end);
+            Ok(Guardian {
+                pipe: std::fs::File::from(write_end),
+                pid: child.as_raw(),
+            })
+        }
+        Err(e) => Err(format!("cannot start the guardian process: {e}")),
+    }
+}
+
+impl Guardian {
+    /// Its process id.
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// Asks the guardian to kill process group `pgid` if mpirun dies.
+    pub fn watch(&mut self, pgid: i32) {
+        let _ = writeln!(self.pipe, "{pgid}");
+    }
+
+    /// The job is over: the guardian exits without killing anything.
+    pub fn dismiss(mut self) {
+        let _ = writeln!(self.pipe, "done");
+        drop(self.pipe);
+        let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(self.pid), None);
+    }
+}
+
+fn guard(pipe: OwnedFd) -> ! {
+    // SAFETY: plain system calls in the single-threaded child.
+    unsafe {
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        for fd in 0..3 {
+            libc::dup2(null, fd);
+        }
+    }
+    let fd = pipe.as_raw_fd();
+    let mut groups: Vec<i32> = Vec::new();
+    let mut line: Vec<u8> = Vec::new();
+    let mut buf = [0u8; 512];
+    loop {
+        // SAFETY: reading into a local buffer.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        if n <= 0 {
+            break;
+        }
+        for &b in &buf[..n as usize] {
+            if b != b'\n' {
+                line.push(b);
+                continue;
+            }
+            if line == b"done" {
+                // SAFETY: exiting the child without running parent's destructors.
+                unsafe { libc::_exit(0) };
+            }
+            if let Some(pgid) = std::str::from_utf8(&line)
+                .ok()
+                .and_then(|s| s.parse::<i32>().ok())
+            {
+                if pgid > 1 {
+                    groups.push(pgid);
+                }
+            }
+            line.clear();
+        }
+    }
+    // mpirun is gone: stop the job.
+    for &g in &groups {
+        // SAFETY: signalling process groups.
+        unsafe { libc::kill(-g, libc::SIGTERM) };
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    for &g in &groups {
+        // SAFETY: as above.
+        unsafe { libc::kill(-g, libc::SIGKILL) };
+    }
+    // SAFETY: as above.
+    unsafe { libc::_exit(0) }
+}

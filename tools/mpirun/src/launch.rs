@@ -1,0 +1,124 @@
+//! Starting one rank: fork/exec with its environment, its own process
+//! group, pipes for standard I/O, and one end of a socket pair as `PMI_FD`.
+
+use crate::job::{Job, Proc};
+use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+
+/// The parent's ends of a started rank.
+pub struct Started {
+    /// Process id (also its process group id).
+    pub pid: i32,
+    /// mpirun's end of the PMI socket.
+    pub pmi: OwnedFd,
+    /// Read end of the rank's standard output.
+    pub stdout: OwnedFd,
+    /// Read end of the rank's standard error.
+    pub stderr: OwnedFd,
+    /// Write end of the rank's standard input, if it reads mpirun's.
+    pub stdin: Option<OwnedFd>,
+}
+
+/// Starts `proc` of `job` with `env` added to mpirun's environment.
+pub fn start(
+    job: &Job,
+    proc: &Proc,
+    env: &[(String, String)],
+    reads_stdin: bool,
+) -> Result<Started, String> {
+    let app = &job.apps[proc.app as usize];
+    let (ours, theirs) = socketpair(
+        AddressFamily::Unix,
+        SockType::Stream,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )
+    .map_err(|e| format!("cannot create the PMI socket for rank {}: {e}", proc.rank))?;
+    let child_fd = theirs.as_raw_fd();
+
+    let mut cmd = Command::new(&app.argv[0]);
+    cmd.args(&app.argv[1..])
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .envs(app.exports.iter().map(|(k, v)| (k, v)))
+        .env("OXMPI_COMM_WORLD_RANK", proc.rank.to_string())
+        .env("OXMPI_COMM_WORLD_SIZE", job.size().to_string())
+        .env("OXMPI_COMM_WORLD_LOCAL_RANK", proc.local_rank.to_string())
+        .env(
+            "OXMPI_COMM_WORLD_LOCAL_SIZE",
+            job.local_size(proc.node).to_string(),
+        )
+        .env("OXMPI_COMM_WORLD_NODE_RANK", proc.local_rank.to_string())
+        .env("OXMPI_APPNUM", proc.app.to_string())
+        .env("PMI_FD", child_fd.to_string())
+        .env("PMI_RANK", proc.rank.to_string())
+        .env("PMI_SIZE", job.size().to_string())
+        .stdin(if reads_stdin {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    if let Some(dir) = &app.wdir {
+        cmd.current_dir(dir);
+    }
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure only makes async-signal-safe system calls.
+    unsafe {
+        cmd.pre_exec(move || {
+            // Keep this rank's PMI socket open across exec (and no other).
+            if libc::fcntl(child_fd, libc::F_SETFD, 0) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            // Die with mpirun (the guardian also covers grandchildren).
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    let child = cmd
+        .spawn()
+        .map_err(|e| describe_spawn_error(&app.argv[0], proc.rank, app.wdir.as_deref(), &e))?;
+    drop(theirs);
+    let pid = child.id() as i32;
+    let stdout: OwnedFd = child.stdout.expect("piped").into();
+    let stderr: OwnedFd = child.stderr.expect("piped").into();
+    let stdin: Option<OwnedFd> = child.stdin.map(Into::into);
+    Ok(Started {
+        pid,
+        pmi: ours,
+        stdout,
+        stderr,
+        stdin,
+    })
+}
+
+fn describe_spawn_error(
+    program: &str,
+    rank: u32,
+    wdir: Option<&std::path::Path>,
+    e: &io::Error,
+) -> String {
+    let what = match e.kind() {
+        io::ErrorKind::NotFound if wdir.is_some_and(|d| !d.is_dir()) => format!(
+            "the working directory {} does not exist",
+            wdir.map(|d| d.display().to_string()).unwrap_or_default()
+        ),
+        io::ErrorKind::NotFound if program.contains('/') => format!("{program} does not exist"),
+        io::ErrorKind::NotFound => format!(
+            "{program} was not found in PATH ({})",
+            std::env::var("PATH").unwrap_or_default()
+        ),
+        io::ErrorKind::PermissionDenied => {
+            format!("{program} is not executable (permission denied)")
+        }
+        _ => format!("{program}: {e}"),
+    };
+    format!("cannot start rank {rank}: {what}")
+}

@@ -1,0 +1,205 @@
+//! `mpirun` / `mpiexec`: launches an oxmpi job on the local host.
+//!
+//! The program lives in this library so that both binary names
+//! (`src/bin/mpirun.rs`, `src/bin/mpiexec.rs`) run the same code.
+
+pub mod cli;
+pub mod guardian;
+pub mod job;
+pub mod launch;
+pub mod output;
+pub mod report;
+pub mod run;
+
+use clap::Parser;
+use cli::{AppCli, Cli, StdinTarget};
+use oxmpi_mca::{Mca, McaInputs, Source};
+use oxmpi_pmi::server::{JobInfo, PmiServer};
+use std::process::ExitCode;
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("mpirun: error: {message}");
+    ExitCode::from(1)
+}
+
+/// OXMPI_MCA_* variables for the ranks: the --mca and tune values in
+/// effect (with OXMPI_MCA_SOURCE_* so ranks report their real source), and
+/// where the install is, unless the user set those.
+fn forwarded_env(mca: &Mca) -> Vec<(String, String)> {
+    let mut env = Vec::new();
+    for a in mca.assignments() {
+        let marker = match &a.source {
+            Source::CommandLine => "COMMAND_LINE".to_string(),
+            Source::Tune { path, line } => format!("TUNE:{}:{line}", path.display()),
+            _ => continue,
+        };
+        // Forward only the value in effect (the environment beats a tune file).
+        if mca.value(&a.name).is_some_and(|r| r.source != a.source) {
+            continue;
+        }
+        env.push((format!("OXMPI_MCA_{}", a.name), a.value.clone()));
+        env.push((format!("OXMPI_MCA_SOURCE_{}", a.name), marker));
+    }
+    if std::env::var_os("OXMPI_PREFIX").is_none() {
+        env.push((
+            "OXMPI_PREFIX".into(),
+            mca.paths().prefix.display().to_string(),
+        ));
+    }
+    let path_var = "OXMPI_MCA_mca_base_component_path";
+    if std::env::var_os(path_var).is_none() && !env.iter().any(|(k, _)| k == path_var) {
+        let dirs: Vec<String> = mca
+            .component_dirs()
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect();
+        env.push((path_var.into(), dirs.join(":")));
+    }
+    env
+}
+
+/// Runs mpirun with the process's arguments; returns its exit status.
+pub fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let segments = cli::normalize(&args);
+    let first = std::iter::once("mpirun".to_string()).chain(segments[0].iter().cloned());
+    let cli = match Cli::try_parse_from(first) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    if cli.version {
+        println!("mpirun (oxmpi) {}", oxmpi_mca::VERSION);
+        return ExitCode::SUCCESS;
+    }
+    let mut extra = Vec::new();
+    for segment in &segments[1..] {
+        match AppCli::try_parse_from(segment) {
+            Ok(app) => extra.push(app.app),
+            Err(e) => e.exit(),
+        }
+    }
+    let stdin_target = match StdinTarget::parse(&cli.stdin) {
+        Ok(t) => t,
+        Err(e) => return fail(&e),
+    };
+    if let Some(t) = cli.timeout {
+        if !(t > 0.0 && t.is_finite()) {
+            return fail(&format!(
+                "--timeout {t}: expected a positive number of seconds"
+            ));
+        }
+    }
+
+    oxmpi_mca::log::init_stderr_logging();
+    let mut inputs = McaInputs::from_process("mpirun");
+    inputs.command_line = cli
+        .mca
+        .chunks(2)
+        .filter(|c| c.len() == 2)
+        .map(|c| (c[0].clone(), c[1].clone()))
+        .collect();
+    inputs.tune_files = cli.tune.clone();
+    let mca = Mca::init(inputs);
+    if mca.print_diagnostics() {
+        return fail("the job was not started because of the parameter errors above");
+    }
+    let tune_exports = match job::resolve_exports(
+        &mca.exports()
+            .iter()
+            .map(|(k, v)| match v {
+                Some(v) => format!("{k}={v}"),
+                None => k.clone(),
+            })
+            .collect::<Vec<_>>(),
+    ) {
+        Ok(e) => e,
+        Err(e) => return fail(&format!("in a tune file: {e}")),
+    };
+
+    let job = match job::build(&cli, &extra, &tune_exports) {
+        Ok(job) => job,
+        Err(e) => return fail(&e),
+    };
+    if let Some(format) = &cli.display_map {
+        match format.as_str() {
+            "json" => print!("{}", job::display_map_json(&job)),
+            "text" => print!("{}", job::display_map(&job)),
+            other => return fail(&format!("--display-map={other}: expected text or json")),
+        }
+    }
+    if let Some(bind) = cli.bind_to.as_deref().filter(|b| *b != "none") {
+        eprintln!("mpirun: warning: --bind-to {bind}: binding is not available yet (it arrives with the rmaps framework); ranks are not bound");
+    }
+    if cli.do_not_launch {
+        return ExitCode::SUCCESS;
+    }
+    if let Some(remote) = job
+        .nodes
+        .iter()
+        .find(|n| !n.local && job.procs.iter().any(|p| job.nodes[p.node].name == n.name))
+    {
+        return fail(&format!(
+            "host {} is not this machine, and launching on other hosts is not available yet; use --do-not-launch to check a map for other hosts",
+            remote.name
+        ));
+    }
+    if cli.report_bindings {
+        for p in &job.procs {
+            eprintln!(
+                "[{}:{}] MCA rank {} is not bound",
+                gethostname::gethostname().to_string_lossy(),
+                std::process::id(),
+                p.rank
+            );
+        }
+    }
+    ExitCode::from(launch_and_run(&cli, &mca, &job, stdin_target) as u8)
+}
+
+fn launch_and_run(cli: &Cli, mca: &Mca, job: &job::Job, stdin_target: StdinTarget) -> i32 {
+    let host = gethostname::gethostname().to_string_lossy().into_owned();
+    let guardian = match guardian::start() {
+        Ok(g) => Some(g),
+        Err(e) => {
+            eprintln!("mpirun: warning: {e}; if mpirun is killed, ranks may be left running");
+            None
+        }
+    };
+    let signals = match run::block_signals() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("mpirun: error: {e}");
+            return 1;
+        }
+    };
+    let size = job.size();
+    let server = PmiServer::new(JobInfo {
+        size,
+        kvsname: format!("oxmpi_{}_0", std::process::id()),
+        universe_size: size,
+        appnum_of_rank: job.procs.iter().map(|p| p.app).collect(),
+        process_mapping: format!("(vector,(0,1,{size}))"),
+    });
+    let sink = output::Sink::new(size as usize, cli.tag_output, cli.output_filename.clone());
+    let forward_stdin = job.procs.iter().any(|p| stdin_target.includes(p.rank));
+    let mut runner = run::Runner::new(
+        server,
+        sink,
+        signals,
+        guardian,
+        host,
+        cli.timeout,
+        forward_stdin,
+    );
+    let env = forwarded_env(mca);
+    for p in &job.procs {
+        match launch::start(job, p, &env, stdin_target.includes(p.rank)) {
+            Ok(started) => runner.add(run::Rank::new(p.rank, started)),
+            Err(message) => {
+                runner.fail(report::Failure::Launch { message });
+                break;
+            }
+        }
+    }
+    runner.run()
+}
