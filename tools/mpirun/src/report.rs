@@ -48,6 +48,17 @@ pub fn signal_name(signal: i32) -> String {
 }
 
 impl Failure {
+    /// The rank that failed, if a rank did.
+    pub fn rank(&self) -> Option<u32> {
+        match self {
+            Failure::Exited { rank, .. }
+            | Failure::Signaled { rank, .. }
+            | Failure::NoFinalize { rank, .. }
+            | Failure::Aborted { rank, .. } => Some(*rank),
+            _ => None,
+        }
+    }
+
     /// mpirun's exit status for this failure.
     pub fn exit_status(&self) -> i32 {
         match self {

@@ -210,10 +210,13 @@ impl Runner {
         if self.failure.is_some() {
             return;
         }
+        let culprit = failure.rank();
         self.failure = Some(failure);
         let now = Instant::now();
         for r in self.ranks.iter().filter(|r| !r.exited) {
-            self.stopped += 1;
+            if Some(r.rank) != culprit {
+                self.stopped += 1;
+            }
             let _ = killpg(Pid::from_raw(r.pid), Signal::SIGTERM);
         }
         self.term_sent = Some(now);
@@ -297,10 +300,11 @@ impl Runner {
         match &self.failure {
             None => 0,
             Some(f) => {
+                let other = if f.rank().is_some() { " other" } else { "" };
                 let others = match self.stopped {
-                    0 => "no other rank was running".to_string(),
-                    1 => "the 1 rank still running was stopped".to_string(),
-                    n => format!("the {n} ranks still running were stopped"),
+                    0 => format!("no{other} rank was running"),
+                    1 => format!("the 1{other} rank still running was stopped"),
+                    n => format!("the {n}{other} ranks still running were stopped"),
                 };
                 eprintln!("mpirun: {}; {others}.", f.describe(&self.host));
                 f.exit_status()

@@ -42,7 +42,7 @@ fn a_failing_rank_stops_the_others() {
     assert!(run.stderr.contains("rank 1 (pid "), "{}", run.stderr);
     assert!(
         run.stderr
-            .contains("the 2 ranks still running were stopped"),
+            .contains("the 2 other ranks still running were stopped"),
         "{}",
         run.stderr
     );
