@@ -318,10 +318,13 @@ fn abort_reaches_the_launcher_and_returns_when_it_closes() {
     let waiting = ranks.pop().unwrap();
     let aborting = ranks.pop().unwrap();
     // Rank 1 waits in a barrier that rank 0 never enters.
+    let (connected_tx, connected) = mpsc::channel();
     let waiter = thread::spawn(move || {
         let mut c = PmiClient::from_unix_stream(waiting, 1, 2).unwrap();
+        connected_tx.send(()).unwrap();
         c.barrier().unwrap_err()
     });
+    connected.recv_timeout(Duration::from_secs(20)).unwrap();
     let took = within(move || {
         let mut c = PmiClient::from_unix_stream(aborting, 0, 2).unwrap();
         let start = Instant::now();
