@@ -6,8 +6,11 @@
 //! | `PMI_PORT=host:port`, `PMI_ID` | hydra's `mpiexec -pmi-port` | connect over TCP, then `cmd=initack pmiid=<PMI_ID>`; the server tells rank and size |
 //! | none of them | — | a singleton: rank 0 of 1 |
 //!
-//! hydra also sets `MPI_LOCALNRANKS` and `MPI_LOCALRANKID`, which PMI does
-//! not use. Like MPICH, a missing `PMI_RANK` means 0 and a missing
+//! Observed with `mpiexec.mpich -n 2 env` (MPICH 4.0.2): hydra also sets
+//! `MPI_LOCALNRANKS`, `MPI_LOCALRANKID` and
+//! `MPIR_CVAR_CH3_INTERFACE_HOSTNAME`, which PMI does not use (MPICH 4.0
+//! programs run without them); in `-pmi-port` mode it sets `PMI_PORT` and
+//! `PMI_ID` but neither `PMI_RANK` nor `PMI_SIZE`. Like MPICH, a missing `PMI_RANK` means 0 and a missing
 //! `PMI_SIZE` means 1; `PMI_FD` wins over `PMI_PORT`; an empty variable
 //! counts as unset.
 
