@@ -59,14 +59,31 @@ if ! command -v cargo >/dev/null 2>&1; then
     echo "setup: cargo not found; install Rust (https://rustup.rs) first" >&2
     exit 1
 fi
-echo "==> cargo build --workspace --release"
-cargo build --workspace --release
+echo "==> cargo build --workspace --release (with examples)"
+cargo build --workspace --release --bins --examples
 
 # --- 3. the main job ------------------------------------------------------
+# A real multi-rank run: 4 ranks wire up over PMI-1 (each publishes a value,
+# all meet at a barrier, each reads every other rank's value) and finalize.
+mpirun=target/release/mpirun
+echo
+echo "==> $mpirun --tag-output -n 4 target/release/examples/pmi_hello --barriers 2"
+"$mpirun" --tag-output -n 4 target/release/examples/pmi_hello --barriers 2
+
+# With MPICH installed, an MPICH-built MPI program under our mpirun.
+if command -v mpicc.mpich >/dev/null 2>&1; then
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    mpicc.mpich -o "$work/mpi_hello" core/pmi/tests/c/mpi_hello.c
+    echo
+    echo "==> $mpirun -n 4 mpi_hello (built with mpicc.mpich)"
+    "$mpirun" -n 4 "$work/mpi_hello"
+fi
+
 info=target/release/oxmpi_info
 echo
-echo "==> $info --all"
-"$info" --all
+echo "==> $info (frameworks and components)"
+"$info"
 echo
 echo "==> OXMPI_MCA_btl_base_verbose=20 $info --explain btl_base_verbose"
 OXMPI_MCA_btl_base_verbose=20 "$info" --explain btl_base_verbose

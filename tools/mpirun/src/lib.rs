@@ -146,7 +146,7 @@ pub fn main() -> ExitCode {
     if cli.report_bindings {
         for p in &job.procs {
             eprintln!(
-                "[{}:{}] MCA rank {} is not bound",
+                "[{}:{}] MCW rank {} is not bound (binding arrives with the rmaps framework)",
                 gethostname::gethostname().to_string_lossy(),
                 std::process::id(),
                 p.rank
