@@ -1,10 +1,11 @@
 //! The root module every component library exports, and the Rust-side trait
 //! a component implements to fill it.
 
+use crate::module::ModuleTable;
 use crate::{ComponentContext, ParamDecl, Version};
 use abi_stable::library::RootModule;
 use abi_stable::sabi_types::VersionStrings;
-use abi_stable::std_types::{RResult, RSlice, RStr, RString};
+use abi_stable::std_types::{ROption, RResult, RSlice, RStr, RString};
 use abi_stable::StableAbi;
 use std::fmt;
 
@@ -105,6 +106,10 @@ pub struct ComponentRoot {
     /// Releases what `open` acquired.
     #[sabi(last_prefix_field)]
     pub close: extern "C" fn(ComponentContext) -> RResult<(), ComponentError>,
+    /// The framework-specific entry points, if the framework has any (see
+    /// [`crate::module`]). Optional: its accessor returns `None` for a
+    /// library built before the field existed.
+    pub module: ROption<ModuleTable>,
 }
 
 impl RootModule for ComponentRootRef {
@@ -148,7 +153,8 @@ pub trait Lifecycle {
 /// ```
 ///
 /// The component crate must also depend on `abi_stable` (its export macro
-/// names it by path).
+/// names it by path). A component of a framework with a module type adds
+/// `module: &MODULE` (a `&'static` table of that type) after `params`.
 #[macro_export]
 macro_rules! export_component {
     (
@@ -158,7 +164,8 @@ macro_rules! export_component {
         version: $ver:expr,
         interface: $iface:expr,
         description: $desc:expr,
-        params: $params:expr $(,)?
+        params: $params:expr
+        $(, module: $module:expr)? $(,)?
     ) => {
         #[doc(hidden)]
         pub mod __oxmpi_component_export {
@@ -200,9 +207,22 @@ macro_rules! export_component {
                     open,
                     query,
                     close,
+                    module: $crate::__module_option!($($module)?),
                 }
                 .leak_into_prefix()
             }
         }
+    };
+}
+
+/// Implementation detail of [`export_component!`]: the optional module.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __module_option {
+    () => {
+        $crate::reexports::ROption::RNone
+    };
+    ($module:expr) => {
+        $crate::reexports::ROption::RSome($crate::module::ModuleTable::of($module))
     };
 }

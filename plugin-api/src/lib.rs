@@ -12,11 +12,11 @@
 //! # Evolving the ABI
 //!
 //! - [`ComponentRoot`] and [`Services`] are abi_stable *prefix* types: new
-//!   fields may only be **appended** after the current `last_prefix_field`,
-//!   which then moves to the new last field. A component built against an
-//!   older, shorter prefix keeps loading; the core must treat the new fields
-//!   as optional when it reads them from a component (abi_stable returns
-//!   `None` for fields the library does not have).
+//!   fields may only be **appended** at the end, after the
+//!   `last_prefix_field`, which stays where it is (it marks the fields every
+//!   library must have; moving it would refuse older libraries). A library
+//!   built against an older, shorter prefix keeps loading, and the accessor
+//!   of each appended field returns `None` for it (`missing_field(option)`).
 //! - Every other type here is frozen: changing a field, a variant or a
 //!   field order is a breaking change.
 //! - A breaking change bumps the **major** version of this crate (its
@@ -34,6 +34,7 @@ pub const ABI_VERSION: &str = env!("CARGO_PKG_VERSION");
 pub mod component;
 pub mod framework;
 pub mod guard;
+pub mod module;
 pub mod params;
 pub mod services;
 pub mod version;
@@ -42,6 +43,7 @@ pub use component::{
     ComponentError, ComponentRoot, ComponentRootRef, ErrorKind, Lifecycle, QueryReply,
 };
 pub use framework::{FrameworkInfo, SelectionKind};
+pub use module::ModuleTable;
 pub use params::{flags, EnumValue, IntRange, ParamDecl, ParamType, ParamValue, Synonym};
 pub use services::{ComponentContext, Services, ServicesRef};
 pub use version::Version;
@@ -50,5 +52,5 @@ pub use version::Version;
 pub mod reexports {
     pub use abi_stable::export_root_module;
     pub use abi_stable::prefix_type::PrefixTypeTrait;
-    pub use abi_stable::std_types::{RResult, RSlice, RStr};
+    pub use abi_stable::std_types::{ROption, RResult, RSlice, RStr};
 }

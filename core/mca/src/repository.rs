@@ -13,7 +13,10 @@
 //! The first component loaded for a framework/name wins; later files with
 //! the same identity are recorded as [`Shadowed`] and not loaded.
 
+use abi_stable::abi_stability::abi_checking::check_layout_compatibility;
 use abi_stable::library::{lib_header_from_path, LibraryError};
+use abi_stable::std_types::ROption;
+use abi_stable::StableAbi;
 use oxmpi_plugin_api::{ComponentRootRef, FrameworkInfo, Version};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -46,6 +49,43 @@ impl std::fmt::Debug for LoadedComponent {
             .field("version", &self.version)
             .field("interface_version", &self.interface_version)
             .finish_non_exhaustive()
+    }
+}
+
+impl LoadedComponent {
+    /// The component's framework module table, checked against the layout
+    /// of `T` (the framework crate's module type).
+    ///
+    /// Errors, as one sentence naming the library: the component exports no
+    /// module, or its module type differs from `T` (built against another
+    /// version of the framework interface).
+    pub fn module<T: StableAbi>(&self) -> Result<&'static T, String> {
+        let table = self
+            .root
+            .module()
+            .and_then(ROption::into_option)
+            .ok_or_else(|| {
+                format!(
+                    "{} component {} ({}) provides no {} module",
+                    self.framework,
+                    self.name,
+                    self.path.display(),
+                    self.framework
+                )
+            })?;
+        check_layout_compatibility(<T as StableAbi>::LAYOUT, table.layout).map_err(|e| {
+            format!(
+                "{} component {} ({}) has a {} module of another layout ({}); rebuild it against this version of oxmpi",
+                self.framework,
+                self.name,
+                self.path.display(),
+                self.framework,
+                summarize_abi_error(&e.to_string())
+            )
+        })?;
+        // SAFETY: the layout check proved the table is a `T`; it is a
+        // `'static` reference in a library that is never unloaded.
+        Ok(unsafe { &*(table.table as *const T) })
     }
 }
 
