@@ -85,6 +85,22 @@ pub fn core_params(paths: &InstallPaths, home: Option<&Path>) -> Vec<ParamDecl> 
     ]
 }
 
+/// `mpi_yield_when_idle`.
+pub const YIELD_WHEN_IDLE: &str = "mpi_yield_when_idle";
+
+/// Parameters of the MPI layer (framework `mpi`, component `base`; their
+/// full names are `mpi_<name>`), declared here so that every oxmpi process
+/// (mpirun, oxmpi_info, ranks) knows them.
+pub fn mpi_params() -> Vec<ParamDecl> {
+    vec![ParamDecl::new(
+        "yield_when_idle",
+        ParamType::Bool,
+        "false",
+        5,
+        "Yield the processor while waiting for communication (degraded mode) instead of polling aggressively. mpirun sets it to true for ranks on a node that has more ranks than slots (oversubscribed).",
+    )]
+}
+
 /// The selection and verbosity parameters of a framework.
 pub fn framework_params(info: &FrameworkInfo) -> [ParamDecl; 2] {
     let fw = info.name;
@@ -122,6 +138,9 @@ mod tests {
         let paths = InstallPaths::detect(None, Some("/opt/ox"));
         for d in core_params(&paths, Some(Path::new("/home/u"))) {
             assert_eq!(check_decl(&format!("mca_base_{}", d.name), &d), None);
+        }
+        for d in mpi_params() {
+            assert_eq!(check_decl(&format!("mpi_{}", d.name), &d), None);
         }
         for info in crate::FRAMEWORKS {
             let [sel, verbose] = framework_params(info);

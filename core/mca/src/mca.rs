@@ -236,6 +236,12 @@ impl Mca {
                 .declare("mca", "base", full, decl)
                 .expect("core parameter names are unique");
         }
+        for decl in core_params::mpi_params() {
+            let full = format!("mpi_{}", decl.name);
+            self.registry
+                .declare("mpi", "base", full, decl)
+                .expect("MPI parameter names are unique");
+        }
         for info in FRAMEWORKS {
             let [selection, verbose] = core_params::framework_params(info);
             let fw = info.name;

@@ -77,6 +77,11 @@ impl Job {
         self.procs.len() as u32
     }
 
+    /// Whether `node` has more of the job's ranks than slots.
+    pub fn node_oversubscribed(&self, node: usize) -> bool {
+        self.local_size(node) > self.nodes[node].slots
+    }
+
     /// Processes of the job on `node`.
     pub fn local_size(&self, node: usize) -> u32 {
         self.procs.iter().filter(|p| p.node == node).count() as u32

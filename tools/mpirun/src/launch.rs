@@ -66,6 +66,13 @@ pub fn start(
     if let Some(dir) = &app.wdir {
         cmd.current_dir(dir);
     }
+    // Degraded mode on an oversubscribed node, unless the user chose.
+    let yield_var = "OXMPI_MCA_mpi_yield_when_idle";
+    let user_chose =
+        std::env::var_os(yield_var).is_some() || env.iter().any(|(k, _)| k == yield_var);
+    if !user_chose && job.node_oversubscribed(proc.node) {
+        cmd.env(yield_var, "1");
+    }
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: the closure only makes async-signal-safe system calls.
     unsafe {

@@ -342,3 +342,36 @@ fn version_and_help() {
     let help = mpirun(&["--help"]);
     assert!(help.stdout.contains("EXIT STATUS"), "{}", help.stdout);
 }
+
+#[test]
+fn oversubscribed_ranks_yield_when_idle() {
+    let script = "echo ${OXMPI_MCA_mpi_yield_when_idle:-unset}";
+    let run = mpirun(&[
+        "--host",
+        "localhost:2",
+        "--oversubscribe",
+        "-n",
+        "3",
+        "sh",
+        "-c",
+        script,
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    assert_eq!(run.sorted_lines(), vec!["1", "1", "1"]);
+    let run = mpirun(&["--host", "localhost:4", "-n", "2", "sh", "-c", script]);
+    assert_eq!(run.sorted_lines(), vec!["unset", "unset"]);
+    let run = mpirun(&[
+        "--mca",
+        "mpi_yield_when_idle",
+        "0",
+        "--host",
+        "localhost:1",
+        "--oversubscribe",
+        "-n",
+        "2",
+        "sh",
+        "-c",
+        script,
+    ]);
+    assert_eq!(run.sorted_lines(), vec!["0", "0"]);
+}

@@ -125,10 +125,12 @@ impl View {
 }
 
 fn framework_rank(mca: &Mca, framework: &str) -> usize {
-    if framework == "mca" {
-        return 0;
+    match framework {
+        "mca" => return 0,
+        "mpi" => return 1,
+        _ => {}
     }
-    1 + mca
+    2 + mca
         .frameworks()
         .iter()
         .position(|f| f.name == framework)
@@ -219,9 +221,9 @@ fn check_param_selection(
     component: &str,
 ) -> Result<(Option<String>, Option<String>), String> {
     let known: Vec<&str> = mca.frameworks().iter().map(|f| f.name).collect();
-    if framework != "all" && framework != "mca" && !known.contains(&framework) {
+    if !matches!(framework, "all" | "mca" | "mpi") && !known.contains(&framework) {
         return Err(format!(
-            "--param {framework} {component}: there is no framework named \"{framework}\"; use all, mca (the core's own parameters) or one of {}",
+            "--param {framework} {component}: there is no framework named \"{framework}\"; use all, mca (the core's own parameters), mpi (the MPI layer's) or one of {}",
             known.join(", ")
         ));
     }

@@ -14,8 +14,9 @@ use std::path::PathBuf;
 #[derive(Parser, Debug, Default)]
 #[command(name = "oxmpi_info", version = oxmpi_mca::VERSION, disable_version_flag = true)]
 pub struct Cli {
-    /// Show the parameters of FRAMEWORK (or "all", or "mca" for the core's
-    /// own) and COMPONENT (or "all", or "base" for framework-wide ones).
+    /// Show the parameters of FRAMEWORK (or "all", "mca" for the core's own,
+    /// "mpi" for the MPI layer's) and COMPONENT (or "all", or "base" for
+    /// framework-wide ones).
     #[arg(long = "param", visible_alias = "params", num_args = 2, value_names = ["FRAMEWORK", "COMPONENT"])]
     pub param: Option<Vec<String>>,
 

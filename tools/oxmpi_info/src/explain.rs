@@ -18,6 +18,8 @@ pub fn run(mca: &Mca, name: &str, _cli: &Cli) -> ExitCode {
     };
     let owner = if info.framework == "mca" {
         "the MCA core".to_string()
+    } else if info.framework == "mpi" {
+        "the MPI layer".to_string()
     } else if info.component == "base" {
         format!("the {} framework", info.framework)
     } else {
