@@ -1,16 +1,19 @@
-//! Host lists: `--host a,b:2` and hostfiles.
+//! Host lists: `--host a,b:2` items, host name rules, and the simple
+//! aggregated forms ([`parse_host_option`], [`parse_hostfile`]) that
+//! `mpirun` used before the allocation layer ([`crate::allocation`]).
 //!
-//! `--host` entries are `NAME` (1 slot) or `NAME:SLOTS`; a host named more
-//! than once adds up its slots. Hostfile lines are `NAME [slots=N]
-//! [max_slots=M]` with `#` comments and blank lines; a host on several
-//! lines adds up; a line without `slots=` gives the host
-//! `default_slots` (the number of processor cores). Errors name the option
-//! or file and line.
+//! `--host` entries are `NAME` (1 slot) or `NAME:N` (N slots); a host named
+//! more than once adds up its slots (`--host a:2,a` gives `a` 3 slots).
+//! IPv6 addresses are written `[fe80::1]` or `[fe80::1]:2`. Errors name the
+//! option and the value.
 
+use crate::hostfile::Hostfile;
+use std::collections::HashMap;
 use std::fmt;
+use std::net::IpAddr;
 use std::path::Path;
 
-/// One host of an allocation.
+/// One host with its slot counts (aggregated over a host list).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostEntry {
     /// Host name as written.
@@ -21,7 +24,8 @@ pub struct HostEntry {
     pub max_slots: Option<u32>,
 }
 
-/// A host list error.
+/// A host list error: what is wrong and where (option and value, or
+/// `file:line`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostError(pub String);
 
@@ -33,123 +37,166 @@ impl fmt::Display for HostError {
 
 impl std::error::Error for HostError {}
 
-fn add(hosts: &mut Vec<HostEntry>, entry: HostEntry) {
-    match hosts.iter_mut().find(|h| h.name == entry.name) {
-        Some(h) => {
-            h.slots += entry.slots;
-            h.max_slots = match (h.max_slots, entry.max_slots) {
-                (Some(a), Some(b)) => Some(a + b),
-                _ => None,
-            };
-        }
-        None => hosts.push(entry),
-    }
+/// One item of a `--host` list, in order, not aggregated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostItem {
+    /// Host name.
+    pub name: String,
+    /// The `:N` suffix, `None` when absent (which counts as 1 slot).
+    pub slots: Option<u32>,
 }
 
-fn valid_host_name(name: &str) -> bool {
+/// Whether `name` can be a host name: letters, digits, `-`, `.`, `_`, and
+/// `:`/`[`/`]` for IPv6 addresses.
+pub(crate) fn valid_host_name(name: &str) -> bool {
     !name.is_empty()
         && name.bytes().all(|b| {
             b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'[' | b']' | b':')
         })
 }
 
-/// Parses the values of `--host` options (each a comma-separated list).
-pub fn parse_host_option(values: &[String]) -> Result<Vec<HostEntry>, HostError> {
-    let mut hosts = Vec::new();
+/// Whether two host names denote the same host: equal ignoring case, or
+/// one is the short form of the other (`node03` and
+/// `node03.cluster.example`). IP addresses must match exactly.
+pub fn same_host(a: &str, b: &str) -> bool {
+    if a.eq_ignore_ascii_case(b) {
+        return true;
+    }
+    if a.parse::<IpAddr>().is_ok() || b.parse::<IpAddr>().is_ok() {
+        return false;
+    }
+    let short = |s: &str| s.split('.').next().unwrap_or(s).to_ascii_lowercase();
+    (!a.contains('.') || !b.contains('.')) && short(a) == short(b)
+}
+
+/// Finds hosts by name the way [`same_host`] compares them, in constant
+/// time: an exact match (ignoring case) first, else a short/long form match.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct HostIndex {
+    exact: HashMap<String, usize>,
+    short: HashMap<String, usize>,
+}
+
+impl HostIndex {
+    /// Records `name` as entry `index` (the first entry of a name wins).
+    pub fn insert(&mut self, name: &str, index: usize) {
+        let lower = name.to_ascii_lowercase();
+        if lower.parse::<IpAddr>().is_err() {
+            let short = lower.split('.').next().unwrap_or(&lower).to_string();
+            self.short.entry(short).or_insert(index);
+        }
+        self.exact.entry(lower).or_insert(index);
+    }
+
+    /// The entry that is the same host as `name`, if any.
+    pub fn find(&self, name: &str) -> Option<usize> {
+        let lower = name.to_ascii_lowercase();
+        if let Some(&i) = self.exact.get(&lower) {
+            return Some(i);
+        }
+        if lower.parse::<IpAddr>().is_ok() {
+            return None;
+        }
+        match lower.split_once('.') {
+            // A short name matches a long one.
+            None => self.short.get(&lower).copied(),
+            // A long name matches a short one (no dot: exact holds it).
+            Some((short, _)) => self.exact.get(short).copied(),
+        }
+    }
+}
+
+/// Parses the values of `--host` options (each a comma-separated list) into
+/// items, in order and not aggregated (the seq mapper needs the order).
+pub fn parse_host_items(values: &[String]) -> Result<Vec<HostItem>, HostError> {
+    let mut items = Vec::new();
     for value in values {
         for item in value.split(',').map(str::trim) {
-            let (name, slots) = match item.rsplit_once(':') {
-                Some((name, n)) => {
-                    let slots = n.parse::<u32>().map_err(|_| {
-                        HostError(format!(
-                            "--host {value}: \"{item}\" has an invalid slot count \"{n}\" (expected NAME or NAME:SLOTS with SLOTS a whole number)"
-                        ))
-                    })?;
-                    (name, slots)
+            let bad = |why: String| {
+                HostError(format!(
+                    "--host {value}: {why} (expected NAME or NAME:N with N a number of slots of at least 1, separated by commas)"
+                ))
+            };
+            let (name, count) = if let Some(inner) = item.strip_prefix('[') {
+                match inner.split_once(']') {
+                    Some((addr, "")) => (addr, None),
+                    Some((addr, rest)) => match rest.strip_prefix(':') {
+                        Some(n) => (addr, Some(n)),
+                        None => return Err(bad(format!("\"{item}\" has text after ]"))),
+                    },
+                    None => return Err(bad(format!("\"{item}\" has no closing ]"))),
                 }
-                None => (item, 1),
+            } else if item.matches(':').count() > 1 {
+                (item, None)
+            } else {
+                match item.split_once(':') {
+                    Some((name, n)) => (name, Some(n)),
+                    None => (item, None),
+                }
+            };
+            let slots = match count {
+                None => None,
+                Some(n) => match n.parse::<u32>() {
+                    Ok(0) => return Err(bad(format!("\"{item}\" gives the host no slots"))),
+                    Ok(n) => Some(n),
+                    Err(_) => {
+                        return Err(bad(format!("\"{item}\" has an invalid slot count \"{n}\"")))
+                    }
+                },
             };
             if !valid_host_name(name) {
-                return Err(HostError(format!(
-                    "--host {value}: \"{item}\" is not a host name (expected NAME or NAME:SLOTS, separated by commas)"
-                )));
+                return Err(bad(format!("\"{item}\" is not a host name")));
             }
-            add(
-                &mut hosts,
-                HostEntry {
-                    name: name.to_string(),
+            items.push(HostItem {
+                name: name.to_string(),
+                slots,
+            });
+        }
+    }
+    Ok(items)
+}
+
+/// Parses the values of `--host` options into hosts, each once in order of
+/// first appearance: no `:N` counts 1 slot, duplicates add up, `max_slots`
+/// is unlimited.
+pub fn parse_host_option(values: &[String]) -> Result<Vec<HostEntry>, HostError> {
+    let mut hosts: Vec<HostEntry> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for item in parse_host_items(values)? {
+        let slots = item.slots.unwrap_or(1);
+        match index.get(&item.name) {
+            Some(&i) => hosts[i].slots = hosts[i].slots.saturating_add(slots),
+            None => {
+                index.insert(item.name.clone(), hosts.len());
+                hosts.push(HostEntry {
+                    name: item.name,
                     slots,
                     max_slots: None,
-                },
-            );
+                });
+            }
         }
     }
     Ok(hosts)
 }
 
-/// Parses a hostfile's text.
+/// Parses a hostfile's text into hosts, each once in order of first
+/// appearance, lines added up as [`Hostfile::nodes`] describes;
+/// `default_slots` is what a host on a single line without `slots=` gets
+/// (its processor cores). Errors name `path` and the line.
 pub fn parse_hostfile(
     path: &Path,
     text: &str,
     default_slots: u32,
 ) -> Result<Vec<HostEntry>, HostError> {
-    let mut hosts = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.split('#').next().unwrap_or("").trim();
-        if line.is_empty() {
-            continue;
-        }
-        let err = |what: String| {
-            HostError(format!(
-                "{}:{}: {what}: \"{}\". Hostfile lines are `NAME [slots=N] [max_slots=M]`.",
-                path.display(),
-                i + 1,
-                raw.trim()
-            ))
-        };
-        let mut words = line.split_whitespace();
-        let name = words.next().unwrap_or_default();
-        if !valid_host_name(name) || name.contains('=') {
-            return Err(err(format!("\"{name}\" is not a host name")));
-        }
-        let (mut slots, mut max_slots) = (None, None);
-        for word in words {
-            let Some((key, value)) = word.split_once('=') else {
-                return Err(err(format!("unexpected \"{word}\"")));
-            };
-            if !matches!(key, "slots" | "cpu" | "count" | "max_slots" | "max-slots") {
-                return Err(err(format!(
-                    "unknown attribute \"{key}\" (known: slots, max_slots)"
-                )));
-            }
-            let number = value
-                .parse::<i64>()
-                .map_err(|_| err(format!("{key} needs a whole number, not \"{value}\"")))?;
-            if number < 0 {
-                return Err(err(format!("{key} cannot be negative")));
-            }
-            let number = u32::try_from(number).map_err(|_| err(format!("{key} is too large")))?;
-            match key {
-                "slots" | "cpu" | "count" => slots = Some(number),
-                _ => max_slots = Some(number),
-            }
-        }
-        let slots = slots.unwrap_or(default_slots);
-        if let Some(max) = max_slots {
-            if max < slots {
-                return Err(err(format!("max_slots={max} is less than slots={slots}")));
-            }
-        }
-        add(
-            &mut hosts,
-            HostEntry {
-                name: name.to_string(),
-                slots,
-                max_slots,
-            },
-        );
-    }
-    Ok(hosts)
+    Ok(Hostfile::parse(path, text)?
+        .nodes(default_slots)
+        .into_iter()
+        .map(|n| HostEntry {
+            name: n.name,
+            slots: n.slots,
+            max_slots: n.max_slots,
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -164,22 +211,66 @@ mod tests {
         }
     }
 
+    fn item(name: &str, slots: Option<u32>) -> HostItem {
+        HostItem {
+            name: name.into(),
+            slots,
+        }
+    }
+
     #[test]
     fn host_option_counts_and_adds_up() {
+        // Reference: `--host a,b:2,c:3` gives a 1, b 2, c 3 slots.
+        let hosts = parse_host_option(&["a,b:2,c:3".into()]).unwrap();
+        assert_eq!(
+            hosts,
+            vec![h("a", 1, None), h("b", 2, None), h("c", 3, None)]
+        );
         let hosts = parse_host_option(&["a,b:2,c:3".into(), "a".into()]).unwrap();
         assert_eq!(
             hosts,
             vec![h("a", 2, None), h("b", 2, None), h("c", 3, None)]
         );
-        assert!(parse_host_option(&["a:x".into()])
-            .unwrap_err()
-            .0
-            .contains("invalid slot count"));
-        assert!(parse_host_option(&["a,,b".into()]).is_err());
+        // Reference: `--host node01.example.com:2,node01.example.com` gives 3.
+        let hosts = parse_host_option(&["node01.example.com:2,node01.example.com".into()]).unwrap();
+        assert_eq!(hosts, vec![h("node01.example.com", 3, None)]);
     }
 
     #[test]
-    fn hostfile_grammar() {
+    fn host_items_keep_order_and_ipv6() {
+        assert_eq!(
+            parse_host_items(&["b:2, a ,b".into(), "[fe80::1]:3,[::1],fe80::2".into()]).unwrap(),
+            vec![
+                item("b", Some(2)),
+                item("a", None),
+                item("b", None),
+                item("fe80::1", Some(3)),
+                item("::1", None),
+                item("fe80::2", None),
+            ]
+        );
+    }
+
+    #[test]
+    fn host_option_errors() {
+        for (value, what) in [
+            ("a:x", "invalid slot count \"x\""),
+            ("a:-1", "invalid slot count"),
+            ("a:0", "no slots"),
+            ("a,,b", "\"\" is not a host name"),
+            ("a b", "\"a b\" is not a host name"),
+            ("[::1", "no closing ]"),
+            ("[::1]x", "text after ]"),
+            (":2", "not a host name"),
+        ] {
+            let e = parse_host_option(&[value.into()]).unwrap_err().0;
+            assert!(e.starts_with(&format!("--host {value}: ")), "{e}");
+            assert!(e.contains(what), "{value}: {e}");
+        }
+    }
+
+    #[test]
+    fn hostfile_compat() {
         let text = "# cluster\nnode0 slots=2 max_slots=20\nnode1 slots=2 max_slots=20\n\nnode2\nnode0 slots=1 max_slots=1 # again\n";
         let hosts = parse_hostfile(Path::new("hf"), text, 4).unwrap();
         assert_eq!(
@@ -190,22 +281,54 @@ mod tests {
                 h("node2", 4, None)
             ]
         );
+        let e = parse_hostfile(Path::new("/h/hosts"), "# c\na slots=-1\n", 1)
+            .unwrap_err()
+            .0;
+        assert!(e.starts_with("/h/hosts:2: "), "{e}");
     }
 
     #[test]
-    fn hostfile_errors_name_file_and_line() {
-        for (text, what) in [
-            ("a slots=x\n", "whole number"),
-            ("a slots=-1\n", "negative"),
-            ("a slots=4 max_slots=2\n", "less than"),
-            ("a color=red\n", "unknown attribute"),
-            ("a b\n", "unexpected"),
+    fn same_host_rules() {
+        assert!(same_host("node03", "node03"));
+        assert!(same_host("Node03", "node03"));
+        assert!(same_host("node03", "node03.cluster.example"));
+        assert!(same_host("node03.cluster.example", "node03"));
+        assert!(!same_host("node03.a.example", "node03.b.example"));
+        assert!(!same_host("node03", "node3"));
+        assert!(!same_host("10.0.0.1", "10"));
+        assert!(same_host("10.0.0.1", "10.0.0.1"));
+    }
+
+    #[test]
+    fn host_index_agrees_with_same_host() {
+        let names = [
+            "node03",
+            "Node04.cluster.example",
+            "10.0.0.1",
+            "login",
+            "login.b.example",
+            "fe80::1",
+        ];
+        let mut index = HostIndex::default();
+        for (i, n) in names.iter().enumerate() {
+            index.insert(n, i);
+        }
+        for probe in [
+            "node03",
+            "NODE03",
+            "node03.cluster.example",
+            "node04",
+            "node04.cluster.example",
+            "node04.other.example",
+            "10.0.0.1",
+            "10",
+            "login",
+            "login.a.example",
+            "fe80::1",
+            "nothere",
         ] {
-            let e = parse_hostfile(Path::new("/h/hosts"), &format!("# c\n{text}"), 1)
-                .unwrap_err()
-                .0;
-            assert!(e.starts_with("/h/hosts:2: "), "{e}");
-            assert!(e.contains(what), "{e}");
+            let linear = names.iter().position(|n| same_host(n, probe));
+            assert_eq!(index.find(probe), linear, "{probe}");
         }
     }
 }

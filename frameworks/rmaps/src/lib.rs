@@ -1,11 +1,68 @@
-//! The `rmaps` framework: Resource mapping: places a job's processes on nodes and slots.
+//! The `rmaps` framework: resource mapping places a job's processes on
+//! nodes and slots.
 //!
-//! Selection: one mapper per job, the usable one with the highest priority. The core declares the selection parameter `rmaps` and
-//! `rmaps_base_verbose` for it; this crate declares the rest of the
-//! framework-wide parameters and, as components arrive, the module interface
-//! they implement.
+//! This crate is the framework's pure mapping library: no I/O beyond the
+//! hostfile text handed in, no process spawning, the environment passed in
+//! as a map (so tests can fake a scheduler). The pipeline `mpirun` runs:
+//!
+//! 1. parse options: [`policy::parse_map_by`], [`policy::parse_rank_by`],
+//!    [`policy::parse_default_mapping_policy`] →
+//!    [`MapPolicy::resolve`]; [`hosts::parse_host_items`] (`--host`),
+//!    [`Hostfile::parse`] (`--hostfile`);
+//! 2. the allocation: [`allocation::resolve`] (scheduler environment,
+//!    hostfiles, `--host`, else the local host; per-app host lists);
+//! 3. map: [`MapRequest::new`] then [`mapper::map_job`] (selects the
+//!    round_robin, seq or ppr component by priority);
+//! 4. show it: [`display::text`], [`display::json`]; every node's
+//!    [`MappedNode::yield_when_idle`] gives its ranks'
+//!    `mpi_yield_when_idle`.
+//!
+//! **Oversubscription** (more processes on a node than slots) follows the
+//! reference text, with two decisions written down here:
+//!
+//! - With no host list and no scheduler, the implicit local host may be
+//!   oversubscribed (as with MPICH); `:NOOVERSUBSCRIBE` refuses.
+//! - With an explicit host list, nodes take at most their slots unless
+//!   `:OVERSUBSCRIBE` is given — except that a hostfile's `max_slots`
+//!   above `slots` is itself permission to go up to `max_slots`. This is
+//!   what makes the reference's worked examples (`node0 slots=2
+//!   max_slots=20`, `-n 8` by slot and by node, without `:OVERSUBSCRIBE`)
+//!   map as shown there. `:NOOVERSUBSCRIBE` refuses that too.
+//!
+//! A node with more processes than slots is marked oversubscribed and its
+//! ranks run in degraded mode (`mpi_yield_when_idle=1`).
+//!
+//! Selection: one mapper per job, the usable one with the highest priority.
+//! The core declares the selection parameter `rmaps` and
+//! `rmaps_base_verbose`.
 
+pub mod allocation;
+mod base;
+pub mod display;
+pub mod error;
+pub mod hostfile;
 pub mod hosts;
+pub mod jobmap;
+pub mod mapper;
+pub mod policy;
+pub mod ppr;
+pub mod request;
+pub mod round_robin;
+pub mod seq;
+pub mod slurm;
+pub mod topology;
+
+pub use allocation::{
+    AllocError, Allocation, AllocationRequest, AllocationSource, AppHosts, HostFilter, LocalHost,
+    NodeSpec, ResolvedHosts,
+};
+pub use error::{MapError, MapErrorKind};
+pub use hostfile::{HostLine, Hostfile};
+pub use jobmap::{JobMap, MappedNode, MappedProc, ObjectRef};
+pub use mapper::{map_job, Mapper};
+pub use policy::{MapBy, MapDirective, MapPolicy, PolicyError, RankBy};
+pub use request::{AppRequest, MapRequest};
+pub use topology::{Resource, Topology};
 
 use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
 
@@ -14,6 +71,14 @@ pub const INTERFACE_VERSION: Version = Version::new(1, 0, 0);
 
 /// Framework-wide parameters beyond the selection and verbosity ones.
 pub const BASE_PARAMS: &[ParamDecl] = &[];
+
+/// Name of the parameter giving the default mapping policy (same grammar
+/// as `--map-by`, parsed by [`policy::parse_default_mapping_policy`]).
+pub const DEFAULT_MAPPING_POLICY_PARAM: &str = "rmaps_default_mapping_policy";
+
+/// Name of the parameter giving the default ranking policy (parsed by
+/// [`policy::parse_default_ranking_policy`]).
+pub const DEFAULT_RANKING_POLICY_PARAM: &str = "rmaps_default_ranking_policy";
 
 /// Description of the rmaps framework for the core.
 pub static FRAMEWORK: FrameworkInfo = FrameworkInfo {

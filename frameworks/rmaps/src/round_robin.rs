@@ -1,0 +1,67 @@
+//! The round_robin mapper: `--map-by slot | node | core | hwthread |
+//! package | numa`.
+//!
+//! - **slot** (default): fill each node's slots before the next node.
+//!   When every node's slots are used and processes remain (allowed only
+//!   with oversubscription, see [`crate::base`]), go round the nodes again
+//!   giving each up to its slot count more, skipping nodes at their limit.
+//!   With `node0 slots=2 max_slots=20` and `node1` likewise, `-n 8` places
+//!   ranks 0,1 on node0, 2,3 on node1, 4,5 on node0, 6,7 on node1.
+//! - **node**: one process per node in turn, skipping nodes whose slots are
+//!   used up; once all are, one more per node in turn, skipping nodes at
+//!   their limit. The same hostfile with `-n 8` alternates node0, node1.
+//! - **core, hwthread, package, numa**: across nodes like slot; inside a
+//!   node each process goes to the next object of that kind in turn
+//!   ([`crate::MappedProc::object`]). With `:SPAN`, like node instead,
+//!   giving each node one process per object per visit.
+//!
+//! `-n` defaults to the free slots of the app's hosts.
+
+use crate::base::{run, Ctx, Placement};
+use crate::error::MapError;
+use crate::jobmap::JobMap;
+use crate::mapper::Mapper;
+use crate::policy::{MapBy, MapPolicy};
+use crate::request::MapRequest;
+
+/// The round_robin component.
+pub struct RoundRobin;
+
+fn place(ctx: &mut Ctx, app: usize, nodes: &[usize]) -> Result<Vec<Placement>, MapError> {
+    let n = ctx.np_or_slots(app, nodes)?;
+    ctx.check_capacity(app, nodes, n)?;
+    let policy = ctx.req.policy;
+    Ok(match policy.map_by {
+        MapBy::Node => ctx.deal(nodes, n, None),
+        other => match other.object() {
+            Some(kind) if policy.span => ctx.deal(nodes, n, Some(kind)),
+            object => ctx.fill(nodes, n, object),
+        },
+    })
+}
+
+impl Mapper for RoundRobin {
+    fn name(&self) -> &'static str {
+        "round_robin"
+    }
+
+    fn priority(&self) -> u32 {
+        10
+    }
+
+    fn accepts(&self, policy: &MapPolicy) -> bool {
+        matches!(
+            policy.map_by,
+            MapBy::Slot
+                | MapBy::Node
+                | MapBy::Core
+                | MapBy::Hwthread
+                | MapBy::Package
+                | MapBy::Numa
+        )
+    }
+
+    fn map(&self, req: &MapRequest) -> Result<JobMap, MapError> {
+        run(req, self.name(), place)
+    }
+}
