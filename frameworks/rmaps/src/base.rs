@@ -315,10 +315,11 @@ Give fewer ranks with -n, or raise max_slots in the hostfile.",
             MapError::new(
                 MapErrorKind::NotEnoughSlots,
                 format!(
-                    "{label}not enough slots: {why} {wanted} ranks on {}, which has {} slots{}{}; nothing was launched. \
+                    "{label}not enough slots: {why} {wanted} ranks on {}, which has {} slot{}{}{}; nothing was launched. \
 To go on, {}; or give fewer ranks with -n.",
                     node.name,
                     state.slots,
+                    if state.slots == 1 { "" } else { "s" },
                     self.source_note(),
                     self.pe_note(),
                     self.oversubscribe_advice()
@@ -366,13 +367,19 @@ Give fewer ranks with -n, or raise max_slots in the hostfile.",
                     None => (0, total),
                 };
                 let width = hi - lo;
-                let cursor = self
-                    .cpu_cursor
-                    .entry((i, object.map_or(u32::MAX, |o| o.index)))
-                    .or_insert(0);
-                let cpus = (0..pe).map(|k| lo + (*cursor + k) % width).collect();
-                *cursor = (*cursor + pe) % width;
-                cpus
+                if width < pe {
+                    // The object is smaller than PE: take the processors
+                    // that follow it too.
+                    (0..pe).map(|k| (lo + k) % total).collect()
+                } else {
+                    let cursor = self
+                        .cpu_cursor
+                        .entry((i, object.map_or(u32::MAX, |o| o.index)))
+                        .or_insert(0);
+                    let cpus = (0..pe).map(|k| lo + (*cursor + k) % width).collect();
+                    *cursor = (*cursor + pe) % width;
+                    cpus
+                }
             }
         };
         Placement {
@@ -380,6 +387,19 @@ Give fewer ranks with -n, or raise max_slots in the hostfile.",
             object,
             cpus,
         }
+    }
+
+    /// How many objects of `kind` apart consecutive processes on node `i`
+    /// go: 1, or with `:PE=n` enough objects to hold n processors (2 cores
+    /// apart with `core:PE=2`).
+    fn step(&self, i: usize, kind: Resource) -> u32 {
+        let Some(pe) = self.req.policy.pe else {
+            return 1;
+        };
+        let topo = self.nodes[i].topology;
+        let cpus = u64::from(topo.cpus(self.req.policy.hwtcpus));
+        let objects = u64::from(topo.count(kind));
+        (u64::from(pe) * objects).div_ceil(cpus).clamp(1, objects) as u32
     }
 
     /// Places processes up to `n` on `nodes`, one node at a time: first up
@@ -390,9 +410,13 @@ Give fewer ranks with -n, or raise max_slots in the hostfile.",
     pub fn fill(&mut self, nodes: &[usize], n: u32, object: Option<Resource>) -> Vec<Placement> {
         let mut out = Vec::with_capacity(n as usize);
         let obj = |ctx: &Ctx, i: usize| {
-            object.map(|kind| ObjectRef {
-                kind,
-                index: ctx.nodes[i].used % ctx.nodes[i].topology.count(kind),
+            object.map(|kind| {
+                let count = u64::from(ctx.nodes[i].topology.count(kind));
+                let at = u64::from(ctx.nodes[i].used) * u64::from(ctx.step(i, kind));
+                ObjectRef {
+                    kind,
+                    index: (at % count) as u32,
+                }
             })
         };
         for &i in nodes {
@@ -424,8 +448,8 @@ Give fewer ranks with -n, or raise max_slots in the hostfile.",
     }
 
     /// Places processes up to `n` on `nodes`, going round the nodes and
-    /// giving each `per_visit` objects' worth per visit (one process per
-    /// object of kind `object`, or a single process): first skipping nodes
+    /// giving each, per visit, one process per object of kind `object`
+    /// (objects [`Ctx::step`] apart), or a single process: first skipping nodes
     /// whose slots are used up, then, if processes remain, nodes at their
     /// limit.
     pub fn deal(&mut self, nodes: &[usize], n: u32, object: Option<Resource>) -> Vec<Placement> {
@@ -441,8 +465,10 @@ Give fewer ranks with -n, or raise max_slots in the hostfile.",
             let mut active: Vec<usize> = nodes.iter().copied().filter(|&i| open(self, i)).collect();
             while out.len() < n as usize && !active.is_empty() {
                 for &i in &active {
-                    let per_visit = object.map_or(1, |k| self.nodes[i].topology.count(k));
-                    for index in 0..per_visit {
+                    let (count, step) = object.map_or((1, 1), |k| {
+                        (self.nodes[i].topology.count(k), self.step(i, k))
+                    });
+                    for index in (0..count).step_by(step as usize) {
                         if out.len() >= n as usize || !open(self, i) {
                             break;
                         }

@@ -29,6 +29,15 @@ fn place(ctx: &mut Ctx, app: usize, nodes: &[usize]) -> Result<Vec<Placement>, M
         None => total,
     };
     let policy = ctx.req.policy.map_by;
+    if n > u64::from(u32::MAX) {
+        return Err(MapError::new(
+            MapErrorKind::BadRequest,
+            format!(
+                "{}--map-by {policy} gives {n} ranks, more than a job can have; give -n",
+                ctx.app_label(app)
+            ),
+        ));
+    }
     if n > total {
         return Err(MapError::new(
             MapErrorKind::PprTooFew,
