@@ -192,6 +192,9 @@ pub struct ResolvedHosts {
     pub allocation: Allocation,
     /// Per app: its hosts, or `None` for all of the allocation.
     pub app_hosts: Vec<Option<HostFilter>>,
+    /// Hardware to assume for nodes whose topology is unknown: the local
+    /// host's.
+    pub default_topology: Topology,
 }
 
 /// An allocation error: a host outside the allocation, a bad scheduler
@@ -397,13 +400,14 @@ pub fn resolve(req: &AllocationRequest) -> Result<ResolvedHosts, AllocError> {
             source: sched.source.clone(),
             sequence: sched.sequence.clone(),
         };
-        return Ok(finish(allocation, lists));
+        return Ok(finish(allocation, lists, req.local.topology));
     }
 
     if req.apps.iter().all(AppHosts::is_empty) {
         return Ok(ResolvedHosts {
             allocation: Allocation::local(&req.local, req.hwtcpus),
             app_hosts: vec![None; req.apps.len()],
+            default_topology: req.local.topology,
         });
     }
 
@@ -478,7 +482,7 @@ pub fn resolve(req: &AllocationRequest) -> Result<ResolvedHosts, AllocError> {
         source: source.unwrap_or(AllocationSource::HostOption),
         sequence,
     };
-    Ok(finish(allocation, lists))
+    Ok(finish(allocation, lists, req.local.topology))
 }
 
 /// After `--host` filtered an app's hostfile: keep the hostfile's line
@@ -503,7 +507,11 @@ fn narrow_sequence(before: Option<&AppList>, picked: AppList) -> AppList {
 }
 
 /// Turns app lists into filters naming allocation nodes.
-fn finish(mut allocation: Allocation, lists: Vec<Option<AppList>>) -> ResolvedHosts {
+fn finish(
+    mut allocation: Allocation,
+    lists: Vec<Option<AppList>>,
+    default_topology: Topology,
+) -> ResolvedHosts {
     let mut index = HostIndex::default();
     for (i, n) in allocation.nodes.iter().enumerate() {
         index.insert(&n.name, i);
@@ -529,6 +537,7 @@ fn finish(mut allocation: Allocation, lists: Vec<Option<AppList>>) -> ResolvedHo
     ResolvedHosts {
         allocation,
         app_hosts,
+        default_topology,
     }
 }
 

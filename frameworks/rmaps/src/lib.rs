@@ -36,6 +36,8 @@
 //! The core declares the selection parameter `rmaps` and
 //! `rmaps_base_verbose`.
 
+#![warn(missing_docs)]
+
 pub mod allocation;
 mod base;
 pub mod display;

@@ -36,15 +36,11 @@ pub struct MapRequest {
 
 impl MapRequest {
     /// A request for `apps` over `hosts` (from [`crate::allocation::resolve`]),
-    /// one [`AppRequest`] per `np`, with no `--rank-by` and the default
-    /// topology taken from the first node that has one.
+    /// one [`AppRequest`] per `np` (apps beyond `hosts.app_hosts` get the
+    /// whole allocation), with no `--rank-by`, assuming the local host's
+    /// hardware for nodes whose topology is unknown.
     pub fn new(hosts: ResolvedHosts, nps: &[Option<u32>], policy: MapPolicy) -> MapRequest {
-        let default_topology = hosts
-            .allocation
-            .nodes
-            .iter()
-            .find_map(|n| n.topology)
-            .unwrap_or_default();
+        let default_topology = hosts.default_topology;
         let mut filters = hosts.app_hosts.into_iter();
         let apps = nps
             .iter()

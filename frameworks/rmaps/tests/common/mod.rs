@@ -108,7 +108,6 @@ pub fn run(job: &Job) -> Result<Value, Failure> {
     .map_err(|e| fail(e.0))?;
     let nps: Vec<Option<u32>> = job.apps.iter().map(|a| a.np).collect();
     let mut req = MapRequest::new(resolved, &nps, policy);
-    req.default_topology = job.local;
     req.rank_by = rank_by;
     let map = mapper::map_job(&req).map_err(|e| Failure {
         kind: Some(e.kind),
