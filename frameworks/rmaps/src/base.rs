@@ -22,6 +22,10 @@ use crate::request::MapRequest;
 use crate::topology::{Resource, Topology};
 use std::collections::HashMap;
 
+/// Most processes an app may ask for (guards against a mistyped `-n`
+/// exhausting memory).
+pub const MAX_PROCS: u32 = 1 << 24;
+
 /// How far a node may be filled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Oversub {
@@ -186,24 +190,26 @@ impl<'a> Ctx<'a> {
                 ),
             ));
         }
-        u32::try_from(slots).map_err(|_| {
-            MapError::new(
-                MapErrorKind::BadRequest,
-                format!(
-                    "{}{slots} slots is more ranks than a job can have; give -n",
-                    self.app_label(app)
-                ),
-            )
-        })
+        let n = u32::try_from(slots).unwrap_or(u32::MAX);
+        self.check_np(app, n)
     }
 
-    /// Rejects `-n 0`.
+    /// Rejects `-n 0` and more than [`MAX_PROCS`].
     pub fn check_np(&self, app: usize, n: u32) -> Result<u32, MapError> {
         if n == 0 {
             return Err(MapError::new(
                 MapErrorKind::BadRequest,
                 format!(
                     "{}-n 0: an app needs at least one rank",
+                    self.app_label(app)
+                ),
+            ));
+        }
+        if n > MAX_PROCS {
+            return Err(MapError::new(
+                MapErrorKind::BadRequest,
+                format!(
+                    "{}-n {n}: more than the {MAX_PROCS} ranks a job may have",
                     self.app_label(app)
                 ),
             ));
@@ -232,11 +238,15 @@ impl<'a> Ctx<'a> {
     fn slot_entry(&self, i: usize) -> String {
         let n = &self.nodes[i];
         let name = &self.req.allocation.nodes[i].name;
-        if n.used > 0 {
-            format!("{name} ({}, {} used by earlier apps)", n.slots, n.used)
-        } else {
-            format!("{name} ({})", n.slots)
+        let mut text = format!("{name} ({}", n.slots);
+        if let Some(limit) = n.limit.filter(|&l| l > n.slots) {
+            text.push_str(&format!(", up to {limit} with its max_slots"));
         }
+        if n.used > 0 {
+            text.push_str(&format!(", {} used by earlier apps", n.used));
+        }
+        text.push(')');
+        text
     }
 
     fn oversubscribe_advice(&self) -> &'static str {

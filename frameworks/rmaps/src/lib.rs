@@ -58,6 +58,7 @@ pub use allocation::{
     AllocError, Allocation, AllocationRequest, AllocationSource, AppHosts, HostFilter, LocalHost,
     NodeSpec, ResolvedHosts,
 };
+pub use base::MAX_PROCS;
 pub use error::{MapError, MapErrorKind};
 pub use hostfile::{HostLine, Hostfile};
 pub use jobmap::{JobMap, MappedNode, MappedProc, ObjectRef};

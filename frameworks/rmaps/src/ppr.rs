@@ -29,7 +29,7 @@ fn place(ctx: &mut Ctx, app: usize, nodes: &[usize]) -> Result<Vec<Placement>, M
         None => total,
     };
     let policy = ctx.req.policy.map_by;
-    if n > u64::from(u32::MAX) {
+    if n > u64::from(crate::base::MAX_PROCS) {
         return Err(MapError::new(
             MapErrorKind::BadRequest,
             format!(

@@ -472,6 +472,49 @@ fn hwtcpus_on_the_local_host() {
 }
 
 #[test]
+fn headroom_from_max_slots_is_shown_when_slots_run_out() {
+    let f = fails(&Job {
+        apps: app(
+            Some(30),
+            Some(("h", "node0 slots=2 max_slots=20\nnode1 slots=2\n")),
+            None,
+        ),
+        ..Job::default()
+    });
+    assert_eq!(f.kind, Some(MapErrorKind::NotEnoughSlots));
+    assert!(
+        f.message.starts_with("not enough slots: 30 ranks requested, 4 slots on node0 (2, up to 20 with its max_slots), node1 (2) (hosts from hostfile h)"),
+        "{}",
+        f.message
+    );
+    // 22 fit: node0 up to its max_slots, node1 its slots.
+    let v = map(&Job {
+        apps: app(
+            Some(22),
+            Some(("h", "node0 slots=2 max_slots=20\nnode1 slots=2\n")),
+            None,
+        ),
+        ..Job::default()
+    });
+    assert_eq!(node(&v, "node0")["num_procs"], 20);
+    assert_eq!(node(&v, "node1")["oversubscribed"], false);
+}
+
+#[test]
+fn absurd_rank_counts_are_refused() {
+    let f = fails(&Job {
+        apps: app(Some(oxmpi_framework_rmaps::MAX_PROCS + 1), None, None),
+        ..Job::default()
+    });
+    assert_eq!(f.kind, Some(MapErrorKind::BadRequest));
+    assert!(
+        f.message.contains("more than the 16777216 ranks"),
+        "{}",
+        f.message
+    );
+}
+
+#[test]
 fn zero_ranks_is_refused() {
     let f = fails(&Job {
         apps: app(Some(0), None, Some("a")),
