@@ -111,9 +111,10 @@ pub struct MapPolicy {
     /// false). Also makes hosts without a slot count get one slot per
     /// hardware thread.
     pub hwtcpus: bool,
-    /// For the by-object policies and ppr, spread processes over the
-    /// objects of all nodes at once instead of filling one node first
-    /// (default false; no effect on slot, node and seq).
+    /// For the by-object policies (core, hwthread, package, numa), go round
+    /// the nodes placing one process per object per visit instead of
+    /// filling one node first (default false; no effect on slot, node, seq
+    /// and ppr).
     pub span: bool,
 }
 
