@@ -29,7 +29,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 /// One host of an allocation.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NodeSpec {
     /// Host name.
     pub name: String,
@@ -48,7 +48,7 @@ pub struct NodeSpec {
 
 /// Where the allocation came from (for messages and for the default
 /// oversubscription rule).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum AllocationSource {
     /// A batch scheduler.
     Scheduler {
@@ -84,7 +84,7 @@ impl fmt::Display for AllocationSource {
 }
 
 /// The hosts a job may use.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Allocation {
     /// Hosts, each once, in order.
     pub nodes: Vec<NodeSpec>,
@@ -158,7 +158,7 @@ impl AppHosts {
 }
 
 /// The hosts one app may use, out of the allocation.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HostFilter {
     /// Allocation node names, each once, in the order the app listed them.
     pub nodes: Vec<String>,

@@ -613,7 +613,7 @@ pub(crate) fn run(
         .collect();
     Ok(JobMap {
         nodes,
-        mapper,
+        mapper: mapper.to_string(),
         policy: req.policy,
         rank_by: req.rank_by,
         app_sizes,

@@ -81,7 +81,7 @@ fn quoted(out: &mut String, s: &str) {
 pub fn json(map: &JobMap) -> String {
     let mut out = String::with_capacity(128 + 120 * map.size() as usize);
     out.push_str("{\"mapper\":");
-    quoted(&mut out, map.mapper);
+    quoted(&mut out, &map.mapper);
     out.push_str(",\"mapping_policy\":");
     quoted(&mut out, &map.policy.to_string());
     out.push_str(",\"ranking_policy\":");

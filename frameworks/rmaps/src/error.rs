@@ -4,7 +4,7 @@ use std::fmt;
 
 /// What kind of mapping failure (for callers that react differently; the
 /// message is for people).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum MapErrorKind {
     /// More processes than slots and oversubscription not allowed.
     NotEnoughSlots,
@@ -23,7 +23,7 @@ pub enum MapErrorKind {
 
 /// A job that cannot be mapped; nothing should be launched. The message
 /// says what was wrong, where it came from and what to do.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MapError {
     /// The kind of failure.
     pub kind: MapErrorKind,

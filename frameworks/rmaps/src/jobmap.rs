@@ -6,7 +6,7 @@ use std::fmt;
 
 /// An object of a node's hardware a process was placed on (the binding
 /// layer turns it into a cpu set).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct ObjectRef {
     /// Object kind.
     pub kind: Resource,
@@ -22,7 +22,7 @@ impl fmt::Display for ObjectRef {
 }
 
 /// One process.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MappedProc {
     /// Rank in `MPI_COMM_WORLD`.
     pub rank: u32,
@@ -48,7 +48,7 @@ pub struct MappedProc {
 }
 
 /// One node of the map.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MappedNode {
     /// Host name.
     pub name: String,
@@ -73,13 +73,13 @@ impl MappedNode {
 }
 
 /// The job map.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct JobMap {
     /// Nodes that got processes, in allocation order.
     pub nodes: Vec<MappedNode>,
     /// Name of the mapper component that made it (`round_robin`, `seq`,
     /// `ppr`).
-    pub mapper: &'static str,
+    pub mapper: String,
     /// The policy it followed.
     pub policy: MapPolicy,
     /// The ranking asked for (`None`: placement order).

@@ -46,6 +46,7 @@ pub mod hostfile;
 pub mod hosts;
 pub mod jobmap;
 pub mod mapper;
+pub mod module;
 pub mod policy;
 pub mod ppr;
 pub mod request;
@@ -67,13 +68,35 @@ pub use policy::{MapBy, MapDirective, MapPolicy, PolicyError, RankBy};
 pub use request::{AppRequest, MapRequest};
 pub use topology::{Resource, Topology};
 
-use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
+use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, ParamType, SelectionKind, Synonym, Version};
 
 /// Version of the interface between the rmaps framework and its components.
 pub const INTERFACE_VERSION: Version = Version::new(1, 0, 0);
 
-/// Framework-wide parameters beyond the selection and verbosity ones.
-pub const BASE_PARAMS: &[ParamDecl] = &[];
+const MAPPING_POLICY_ALIAS: &[Synonym] = &[Synonym::alias(DEFAULT_MAPPING_POLICY_PARAM)];
+const RANKING_POLICY_ALIAS: &[Synonym] = &[Synonym::alias(DEFAULT_RANKING_POLICY_PARAM)];
+
+/// Framework-wide parameters beyond the selection and verbosity ones:
+/// `rmaps_base_mapping_policy` (also named `rmaps_default_mapping_policy`)
+/// and `rmaps_base_ranking_policy` (also `rmaps_default_ranking_policy`).
+pub const BASE_PARAMS: &[ParamDecl] = &[
+    ParamDecl::new(
+        "mapping_policy",
+        ParamType::String,
+        "",
+        3,
+        "Default mapping policy, in the grammar of mpirun --map-by: slot, node, core, hwthread, package, numa, seq or ppr:N:RESOURCE, with modifiers such as :OVERSUBSCRIBE, :NOOVERSUBSCRIBE, :PE=n, :HWTCPUS, :SPAN; a modifier alone (\":oversubscribe\") changes the default policy. --map-by wins where both say something. Empty: by slot.",
+    )
+    .with_synonyms(MAPPING_POLICY_ALIAS),
+    ParamDecl::new(
+        "ranking_policy",
+        ParamType::String,
+        "",
+        3,
+        "Default ranking policy, in the grammar of mpirun --rank-by (slot, node, or an object such as core); empty: ranks follow the mapping.",
+    )
+    .with_synonyms(RANKING_POLICY_ALIAS),
+];
 
 /// Name of the parameter giving the default mapping policy (same grammar
 /// as `--map-by`, parsed by [`policy::parse_default_mapping_policy`]).

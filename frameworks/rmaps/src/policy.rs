@@ -19,7 +19,7 @@ use crate::topology::Resource;
 use std::fmt;
 
 /// Where processes go.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum MapBy {
     /// Fill each node's slots before moving to the next (the default).
     Slot,
@@ -95,7 +95,7 @@ pub struct MapDirective {
 
 /// The mapping policy of a job, after combining the parameter and the
 /// command line ([`MapPolicy::resolve`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MapPolicy {
     /// The policy. Default: [`MapBy::Slot`].
     pub map_by: MapBy,
@@ -187,7 +187,7 @@ impl fmt::Display for MapPolicy {
 }
 
 /// How ranks are numbered once processes are placed (`--rank-by`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum RankBy {
     /// Node by node: all processes of the first node, then the next (Open
     /// MPI's `slot`).

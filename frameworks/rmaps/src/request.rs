@@ -5,7 +5,7 @@ use crate::policy::{MapPolicy, RankBy};
 use crate::topology::Topology;
 
 /// One app (program) of the job.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AppRequest {
     /// `-n`: number of processes. `None` (default): the slots of the app's
     /// hosts that earlier apps left free (round_robin), the number of
@@ -17,7 +17,7 @@ pub struct AppRequest {
 }
 
 /// A job to map.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MapRequest {
     /// The job's hosts.
     pub allocation: Allocation,

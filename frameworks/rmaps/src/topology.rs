@@ -11,7 +11,9 @@ use std::fmt;
 
 /// Kinds of hardware objects a mapping can be expressed in (`--map-by
 /// package`, `ppr:2:numa`, `--rank-by core`, …).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Resource {
     /// The whole node.
     Node,
@@ -46,7 +48,7 @@ impl fmt::Display for Resource {
 
 /// Object counts of one node. Zero counts are read as one, so a partly
 /// filled summary never divides by zero.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Topology {
     /// Processor packages (sockets).
     pub packages: u32,

@@ -42,15 +42,29 @@ pub struct Cli {
     #[command(flatten)]
     pub app: AppOptions,
 
-    /// Mapping policy: slot (default), node, ... with modifiers such as
-    /// :OVERSUBSCRIBE. Until the rmaps framework lands, jobs map by slot on
-    /// the local host.
+    /// Mapping policy: slot (default), node, core, hwthread, package, numa,
+    /// seq or ppr:N:RESOURCE, with modifiers :OVERSUBSCRIBE,
+    /// :NOOVERSUBSCRIBE, :PE=n, :HWTCPUS, :SPAN. Default from the parameter
+    /// rmaps_default_mapping_policy.
     #[arg(long = "map-by", value_name = "POLICY")]
     pub map_by: Option<String>,
 
-    /// Bind each rank to: none, hwthread, core, package or numa.
+    /// Ranking policy: slot, node, or an object (core, package, ...);
+    /// default: ranks follow the mapping.
+    #[arg(long = "rank-by", value_name = "POLICY")]
+    pub rank_by: Option<String>,
+
+    /// Bind each rank to: none, hwthread, core, package (socket) or numa,
+    /// optionally with :overload-allowed or :if-supported. Default: core
+    /// when a node has at most 2 ranks, package above, none when the node
+    /// is oversubscribed.
     #[arg(long = "bind-to", value_name = "WHAT")]
     pub bind_to: Option<String>,
+
+    /// Restrict the job to these logical CPUs (such as 0,2-3); ranks are
+    /// bound within them.
+    #[arg(long = "cpu-set", value_name = "LIST")]
+    pub cpu_set: Option<String>,
 
     /// Print the binding of every rank before it starts.
     #[arg(long = "report-bindings")]
@@ -157,8 +171,10 @@ const LONG_OPTIONS: &[(&str, usize)] = &[
     ("wdir", 1),
     ("wd", 1),
     ("map-by", 1),
+    ("rank-by", 1),
     ("bind-to", 1),
     ("report-bindings", 0),
+    ("cpu-set", 1),
     ("display-map", 0),
     ("do-not-launch", 0),
     ("oversubscribe", 0),

@@ -1,20 +1,23 @@
 //! The job: its programs (app contexts), the allocation, and where each
-//! rank runs.
+//! rank runs, as mapped by an rmaps component.
 //!
-//! Until the rmaps framework lands, mapping is by slot (or by node with
-//! `--map-by node`) over the hosts of `--host`/`--hostfile`, or the local
-//! host with one slot per processor. Only local hosts can be launched on;
-//! `--do-not-launch` maps any host names.
-//!
-//! Oversubscription: a host list given with `--host` or `--hostfile`
-//! follows Open MPI (more ranks than slots is an error unless
-//! `--oversubscribe` or `--map-by :OVERSUBSCRIBE`). With no host list the
-//! local host may be oversubscribed (`mpirun -n 8 ./app` works on a
-//! 2-core laptop, as with MPICH); `--map-by :NOOVERSUBSCRIBE` refuses it.
-//! Oversubscribed ranks are told so (`mpi_yield_when_idle`, later).
+//! Allocation (scheduler environment, hostfiles, `--host`, else this
+//! machine) and the policy (`rmaps_base_mapping_policy` merged with
+//! `--map-by`) come from the rmaps framework crate; the mapping is done by
+//! the rmaps component selected for the job: the usable components are
+//! tried from the highest priority down (ppr 90, seq 60, round_robin 10 by
+//! default) and the first that accepts the policy maps the job. Only local
+//! hosts can be launched on; `--do-not-launch` maps any host names.
 
 use crate::cli::{AppOptions, Cli};
-use oxmpi_framework_rmaps::hosts::{parse_host_option, parse_hostfile, HostEntry};
+use oxmpi_framework_rmaps::module::{call_accepts, call_map, RmapsModule};
+use oxmpi_framework_rmaps::{
+    allocation, hosts, policy, AppHosts, Hostfile, JobMap, LocalHost, MapPolicy, MapRequest,
+    ObjectRef, Resource, Topology,
+};
+use oxmpi_mca::log;
+use oxmpi_mca::Mca;
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// One program of the job.
@@ -24,25 +27,23 @@ pub struct App {
     pub index: u32,
     /// Program and arguments.
     pub argv: Vec<String>,
-    /// Number of ranks.
-    pub np: u32,
     /// `-x` exports resolved to (name, value).
     pub exports: Vec<(String, String)>,
     /// Working directory.
     pub wdir: Option<PathBuf>,
 }
 
-/// A host of the allocation.
+/// A host of the job.
 #[derive(Clone, Debug)]
 pub struct Node {
     /// Host name.
     pub name: String,
     /// Slots.
     pub slots: u32,
-    /// Hard limit, `None` for unlimited.
-    pub max_slots: Option<u32>,
     /// Whether it is this machine.
     pub local: bool,
+    /// More ranks than slots on it (ranks there yield when idle).
+    pub oversubscribed: bool,
 }
 
 /// Where one rank runs.
@@ -56,6 +57,8 @@ pub struct Proc {
     pub node: usize,
     /// Rank among the job's processes on that node.
     pub local_rank: u32,
+    /// The object (core, package, ...) the mapper placed it on, if any.
+    pub object: Option<ObjectRef>,
 }
 
 /// A mapped job.
@@ -63,12 +66,12 @@ pub struct Proc {
 pub struct Job {
     /// Programs.
     pub apps: Vec<App>,
-    /// Hosts.
+    /// Hosts with ranks.
     pub nodes: Vec<Node>,
     /// Ranks, in rank order.
     pub procs: Vec<Proc>,
-    /// Whether some node has more ranks than slots.
-    pub oversubscribed: bool,
+    /// The map as the rmaps component returned it.
+    pub map: JobMap,
 }
 
 impl Job {
@@ -77,43 +80,15 @@ impl Job {
         self.procs.len() as u32
     }
 
-    /// Whether `node` has more of the job's ranks than slots.
-    pub fn node_oversubscribed(&self, node: usize) -> bool {
-        self.local_size(node) > self.nodes[node].slots
-    }
-
     /// Processes of the job on `node`.
     pub fn local_size(&self, node: usize) -> u32 {
         self.procs.iter().filter(|p| p.node == node).count() as u32
     }
-}
 
-/// Names this machine answers to.
-pub fn is_local_host(name: &str) -> bool {
-    if matches!(name, "localhost" | "127.0.0.1" | "::1") {
-        return true;
+    /// Whether `node` has more of the job's ranks than slots.
+    pub fn node_oversubscribed(&self, node: usize) -> bool {
+        self.nodes[node].oversubscribed
     }
-    let me = gethostname::gethostname().to_string_lossy().into_owned();
-    name == me || me.split('.').next() == Some(name) || name.split('.').next() == Some(me.as_str())
-}
-
-fn processors() -> u32 {
-    std::thread::available_parallelism()
-        .map(|n| n.get() as u32)
-        .unwrap_or(1)
-}
-
-fn allocation(app: &AppOptions) -> Result<Option<Vec<HostEntry>>, String> {
-    let mut hosts = Vec::new();
-    if let Some(path) = &app.hostfile {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read hostfile {}: {e}", path.display()))?;
-        hosts.extend(parse_hostfile(path, &text, processors()).map_err(|e| e.to_string())?);
-    }
-    if !app.host.is_empty() {
-        hosts.extend(parse_host_option(&app.host).map_err(|e| e.to_string())?);
-    }
-    Ok((!hosts.is_empty()).then_some(hosts))
 }
 
 /// Resolves `-x VAR` (copied from mpirun's environment) and `-x VAR=VALUE`.
@@ -130,45 +105,132 @@ pub fn resolve_exports(specs: &[String]) -> Result<Vec<(String, String)>, String
         .collect()
 }
 
+/// The rmaps view of this machine's topology.
+pub fn topology_summary(t: &oxmpi_topology::Topology) -> Topology {
+    Topology::new(
+        t.num_packages() as u32,
+        t.num_numa_nodes() as u32,
+        t.num_cores() as u32,
+        t.num_hwthreads() as u32,
+    )
+}
+
+fn policies(cli: &Cli, mca: &Mca) -> Result<(MapPolicy, Option<policy::RankBy>), String> {
+    let text = |name: &str| {
+        mca.value(name)
+            .map(|r| r.text.clone())
+            .filter(|t| !t.trim().is_empty())
+    };
+    let param = text("rmaps_base_mapping_policy")
+        .map(|t| {
+            policy::parse_default_mapping_policy(&t)
+                .map_err(|e| format!("rmaps_base_mapping_policy: {}", e.0))
+        })
+        .transpose()?;
+    let from_cli = cli
+        .map_by
+        .as_deref()
+        .map(|t| policy::parse_map_by(t).map_err(|e| format!("--map-by {t}: {}", e.0)))
+        .transpose()?;
+    let mut map_policy = MapPolicy::resolve(param.as_ref(), from_cli.as_ref());
+    if cli.oversubscribe {
+        map_policy.oversubscribe = Some(true);
+    }
+    let rank_by = match cli.rank_by.as_deref() {
+        Some(t) => Some(policy::parse_rank_by(t).map_err(|e| format!("--rank-by {t}: {}", e.0))?),
+        None => text("rmaps_base_ranking_policy")
+            .map(|t| {
+                policy::parse_default_ranking_policy(&t)
+                    .map_err(|e| format!("rmaps_base_ranking_policy: {}", e.0))
+            })
+            .transpose()?,
+    };
+    Ok((map_policy, rank_by))
+}
+
+fn app_hosts(app: &AppOptions) -> Result<AppHosts, String> {
+    let hostfile = match &app.hostfile {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read hostfile {}: {e}", path.display()))?;
+            Some(Hostfile::parse(path, &text).map_err(|e| e.0)?)
+        }
+        None => None,
+    };
+    let hosts = hosts::parse_host_items(&app.host).map_err(|e| e.0)?;
+    Ok(AppHosts { hostfile, hosts })
+}
+
+/// Maps the job with the first usable rmaps component that accepts the
+/// policy, trying them from the highest priority down.
+fn map_with_components(mca: &Mca, request: &MapRequest) -> Result<JobMap, String> {
+    let mut fw = mca.open_framework("rmaps").map_err(|e| e.to_string())?;
+    let mut usable: Vec<(String, i32)> = fw
+        .query()
+        .iter()
+        .filter_map(|c| c.priority.map(|p| (c.name.clone(), p)))
+        .collect();
+    usable.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let mut declined = Vec::new();
+    for (name, priority) in &usable {
+        let component = mca
+            .repository()
+            .components
+            .iter()
+            .find(|c| c.framework == "rmaps" && &c.name == name)
+            .expect("queried components are loaded");
+        let module = match component.module::<RmapsModule>() {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("mpirun: warning: {e}");
+                declined.push(format!("{name} (unusable)"));
+                continue;
+            }
+        };
+        if !call_accepts(module, &request.policy) {
+            log::log(
+                "rmaps",
+                name,
+                log::COMPONENT,
+                &format!("declined: does not map by {}", request.policy.map_by),
+            );
+            declined.push(name.clone());
+            continue;
+        }
+        log::log(
+            "rmaps",
+            name,
+            log::COMPONENT,
+            &format!(
+                "selected (priority {priority}) for --map-by {}",
+                request.policy.map_by
+            ),
+        );
+        let map = call_map(module, request).map_err(|e| e.message)?;
+        fw.close();
+        return Ok(map);
+    }
+    Err(if usable.is_empty() {
+        "no rmaps component is available to map the job; check `oxmpi_info --show-failed` and the rmaps parameter".into()
+    } else {
+        format!(
+            "no rmaps component maps by {} (tried: {})",
+            request.policy.map_by,
+            declined.join(", ")
+        )
+    })
+}
+
 /// Builds and maps the job.
 pub fn build(
     cli: &Cli,
     extra_apps: &[AppOptions],
     tune_exports: &[(String, String)],
+    mca: &Mca,
+    local_topology: Topology,
 ) -> Result<Job, String> {
     let all: Vec<&AppOptions> = std::iter::once(&cli.app).chain(extra_apps).collect();
     let mpmd = all.len() > 1;
-
-    // The allocation: the first app's hosts, then hosts of later apps.
-    let mut nodes: Vec<Node> = Vec::new();
-    for app in &all {
-        for h in allocation(app)?.unwrap_or_default() {
-            match nodes.iter_mut().find(|n| n.name == h.name) {
-                Some(n) => {
-                    n.slots = n.slots.max(h.slots);
-                }
-                None => nodes.push(Node {
-                    local: is_local_host(&h.name),
-                    name: h.name,
-                    slots: h.slots,
-                    max_slots: h.max_slots,
-                }),
-            }
-        }
-    }
-    // With no host list the job runs on this machine, one slot per
-    // processor, and may oversubscribe it (see docs/decisions.md).
-    let implicit = nodes.is_empty();
-    if implicit {
-        nodes.push(Node {
-            name: gethostname::gethostname().to_string_lossy().into_owned(),
-            slots: processors(),
-            max_slots: None,
-            local: true,
-        });
-    }
-    let total_slots: u32 = nodes.iter().map(|n| n.slots).sum();
-
     let mut apps = Vec::new();
     for (i, app) in all.iter().enumerate() {
         if app.command.is_empty() {
@@ -183,22 +245,12 @@ pub fn build(
                     .into()
             });
         }
-        let np = match app.np {
-            Some(0) => {
-                return Err(format!(
-                    "-n 0 for {}: a program needs at least one rank",
-                    app.command[0]
-                ))
-            }
-            Some(n) => n,
-            None if !mpmd => total_slots,
-            None => {
-                return Err(format!(
-                    "give -n for each program of an MPMD job ({} has none)",
-                    app.command[0]
-                ))
-            }
-        };
+        if app.np.is_none() && mpmd {
+            return Err(format!(
+                "give -n for each program of an MPMD job ({} has none)",
+                app.command[0]
+            ));
+        }
         let mut exports = tune_exports.to_vec();
         exports.extend(resolve_exports(&all[0].export)?);
         if i > 0 {
@@ -207,144 +259,69 @@ pub fn build(
         apps.push(App {
             index: i as u32,
             argv: app.command.clone(),
-            np,
             exports,
             wdir: app.wdir.clone().or_else(|| all[0].wdir.clone()),
         });
     }
 
-    let requested: u32 = apps.iter().map(|a| a.np).sum();
-    let (by_node, mut oversubscribe) = match cli.map_by.as_deref().map(str::to_ascii_lowercase) {
-        None => (false, cli.oversubscribe || implicit),
-        Some(policy) => {
-            let mut parts = policy.split(':');
-            let by_node = match parts.next().unwrap_or("") {
-                "" | "slot" => false,
-                "node" => true,
-                other => {
-                    return Err(format!(
-                        "--map-by {other}: only slot and node mapping are available until the rmaps framework lands"
-                    ))
-                }
-            };
-            let mut over = cli.oversubscribe || implicit;
-            for modifier in parts {
-                match modifier {
-                    "oversubscribe" => over = true,
-                    "nooversubscribe" => over = false,
-                    other => return Err(format!("--map-by {policy}: unknown modifier :{other}")),
-                }
-            }
-            (by_node, over)
-        }
+    let (map_policy, rank_by) = policies(cli, mca)?;
+    let hosts: Vec<AppHosts> = all.iter().map(|a| app_hosts(a)).collect::<Result<_, _>>()?;
+    let env: HashMap<String, String> = std::env::vars().collect();
+    let local = LocalHost {
+        name: gethostname::gethostname().to_string_lossy().into_owned(),
+        topology: local_topology,
     };
-    if requested > total_slots && !oversubscribe {
-        let hosts: Vec<String> = nodes
-            .iter()
-            .map(|n| format!("{} ({} slots)", n.name, n.slots))
-            .collect();
-        return Err(format!(
-            "not enough slots: the job asks for {requested} ranks and the allocation has {total_slots} slots ({}). \
-Give fewer ranks with -n, more slots with --host NAME:SLOTS or a hostfile, or allow more ranks than slots with --oversubscribe (or --map-by :OVERSUBSCRIBE).",
-            hosts.join(", ")
-        ));
-    }
-    let hard_limit: Option<u32> = nodes.iter().map(|n| n.max_slots).sum();
-    if let Some(limit) = hard_limit {
-        if requested > limit {
-            return Err(format!(
-                "the job asks for {requested} ranks but the hosts' max_slots allow only {limit}"
-            ));
-        }
-    }
-    oversubscribe |= requested > total_slots;
+    let local_for_check = local.clone();
+    let resolved = allocation::resolve(&allocation::AllocationRequest {
+        env: &env,
+        local,
+        hwtcpus: map_policy.hwtcpus,
+        apps: hosts,
+    })
+    .map_err(|e| e.0)?;
+    let nps: Vec<Option<u32>> = all.iter().map(|a| a.np).collect();
+    let mut request = MapRequest::new(resolved, &nps, map_policy);
+    request.rank_by = rank_by;
+    let map = map_with_components(mca, &request)?;
 
-    // Map: by slot fills each node's slots in order; by node deals ranks
-    // round-robin. Ranks beyond the slots go round-robin over the nodes.
-    let mut count = vec![0u32; nodes.len()];
-    let mut procs = Vec::with_capacity(requested as usize);
-    let mut next_node = 0usize;
-    for app in &apps {
-        for _ in 0..app.np {
-            let rank = procs.len() as u32;
-            let node = if by_node {
-                let n = next_node % nodes.len();
-                next_node += 1;
-                n
-            } else {
-                match (0..nodes.len()).find(|&i| count[i] < nodes[i].slots) {
-                    Some(i) => i,
-                    None => {
-                        let n = next_node % nodes.len();
-                        next_node += 1;
-                        n
-                    }
-                }
-            };
+    let mut nodes = Vec::new();
+    let mut procs = Vec::new();
+    for mapped in map.nodes.iter().filter(|n| !n.procs.is_empty()) {
+        let index = nodes.len();
+        nodes.push(Node {
+            name: mapped.name.clone(),
+            slots: mapped.slots,
+            local: local_for_check.is(&mapped.name),
+            oversubscribed: mapped.oversubscribed,
+        });
+        for p in &mapped.procs {
             procs.push(Proc {
-                rank,
-                app: app.index,
-                node,
-                local_rank: count[node],
+                rank: p.rank,
+                app: p.app,
+                node: index,
+                local_rank: p.local_rank,
+                object: p.object,
             });
-            count[node] += 1;
         }
     }
-    let oversubscribed = oversubscribe && (0..nodes.len()).any(|i| count[i] > nodes[i].slots);
+    procs.sort_by_key(|p| p.rank);
     Ok(Job {
         apps,
         nodes,
         procs,
-        oversubscribed,
+        map,
     })
 }
 
-/// The job map as text (`--display-map`).
-pub fn display_map(job: &Job) -> String {
-    let mut out = String::from(" ========================   JOB MAP   ========================\n");
-    for (i, node) in job.nodes.iter().enumerate() {
-        let max = node
-            .max_slots
-            .map(|m| m.to_string())
-            .unwrap_or_else(|| "unlimited".into());
-        out.push_str(&format!(
-            "\n Data for node: {}\tslots: {}\tmax slots: {}\tnum procs: {}\n",
-            node.name,
-            node.slots,
-            max,
-            job.local_size(i)
-        ));
-        for p in job.procs.iter().filter(|p| p.node == i) {
-            let app = &job.apps[p.app as usize];
-            out.push_str(&format!(
-                " \tProcess rank: {}\tapp: {} ({})\tlocal rank: {}\tbound: unbound\n",
-                p.rank, p.app, app.argv[0], p.local_rank
-            ));
-        }
-    }
-    out.push_str("\n =============================================================\n");
-    out
-}
-
-/// The job map as one JSON object (`--display-map=json`): `nodes`, each
-/// with `name`, `slots`, `max_slots` (null when unlimited) and `procs`
-/// (`rank`, `app`, `local_rank`).
-pub fn display_map_json(job: &Job) -> String {
-    let nodes: Vec<serde_json::Value> = job
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| {
-            let procs: Vec<serde_json::Value> = job
-                .procs
-                .iter()
-                .filter(|p| p.node == i)
-                .map(|p| serde_json::json!({"rank": p.rank, "app": p.app, "local_rank": p.local_rank}))
-                .collect();
-            serde_json::json!({"name": n.name, "slots": n.slots, "max_slots": n.max_slots, "procs": procs})
-        })
-        .collect();
-    let mut text = serde_json::json!({ "nodes": nodes }).to_string();
-    text.push('\n');
-    text
+/// The binding level of a mapped object.
+pub fn object_level(object: &ObjectRef) -> Option<(oxmpi_topology::ObjectLevel, usize)> {
+    use oxmpi_topology::ObjectLevel;
+    let level = match object.kind {
+        Resource::Hwthread => ObjectLevel::HwThread,
+        Resource::Core => ObjectLevel::Core,
+        Resource::Package => ObjectLevel::Package,
+        Resource::Numa => ObjectLevel::Numa,
+        Resource::Node => return None,
+    };
+    Some((level, object.index as usize))
 }

@@ -28,6 +28,7 @@ pub fn start(
     proc: &Proc,
     env: &[(String, String)],
     reads_stdin: bool,
+    binding: Option<oxmpi_topology::PreparedBinding>,
 ) -> Result<Started, String> {
     let app = &job.apps[proc.app as usize];
     let (ours, theirs) = socketpair(
@@ -85,6 +86,10 @@ pub fn start(
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             if libc::getppid() != parent {
                 libc::_exit(1);
+            }
+            // Bind before the program starts.
+            if let Some(b) = &binding {
+                b.apply_in_child()?;
             }
             Ok(())
         });

@@ -3,6 +3,7 @@
 //! The program lives in this library so that both binary names
 //! (`src/bin/mpirun.rs`, `src/bin/mpiexec.rs`) run the same code.
 
+pub mod binding;
 pub mod cli;
 pub mod guardian;
 pub mod job;
@@ -90,6 +91,10 @@ pub fn main() -> ExitCode {
         }
     }
 
+    // Reading the topology takes milliseconds: do it while the parameters
+    // are resolved. The thread is joined before mapping, so mpirun is
+    // single-threaded again before it forks anything.
+    let topology_thread = std::thread::spawn(oxmpi_topology::Topology::local);
     oxmpi_mca::log::init_stderr_logging();
     let mut inputs = McaInputs::from_process("mpirun");
     inputs.command_line = cli
@@ -116,19 +121,34 @@ pub fn main() -> ExitCode {
         Err(e) => return fail(&format!("in a tune file: {e}")),
     };
 
-    let job = match job::build(&cli, &extra, &tune_exports) {
+    let topology = match topology_thread.join() {
+        Ok(Ok(t)) => t,
+        Ok(Err(e)) => {
+            return fail(&format!(
+                "cannot read this machine's processor topology (hwloc): {e}"
+            ))
+        }
+        Err(_) => return fail("reading this machine's processor topology failed"),
+    };
+    let job = match job::build(
+        &cli,
+        &extra,
+        &tune_exports,
+        &mca,
+        job::topology_summary(topology),
+    ) {
         Ok(job) => job,
         Err(e) => return fail(&e),
     };
     if let Some(format) = &cli.display_map {
         match format.as_str() {
-            "json" => print!("{}", job::display_map_json(&job)),
-            "text" => print!("{}", job::display_map(&job)),
+            "json" => println!(
+                "{}",
+                oxmpi_framework_rmaps::display::json(&job.map).trim_end()
+            ),
+            "text" => print!("{}", oxmpi_framework_rmaps::display::text(&job.map)),
             other => return fail(&format!("--display-map={other}: expected text or json")),
         }
-    }
-    if let Some(bind) = cli.bind_to.as_deref().filter(|b| *b != "none") {
-        eprintln!("mpirun: warning: --bind-to {bind}: binding is not available yet (it arrives with the rmaps framework); ranks are not bound");
     }
     if cli.do_not_launch {
         return ExitCode::SUCCESS;
@@ -143,21 +163,37 @@ pub fn main() -> ExitCode {
             remote.name
         ));
     }
+    ExitCode::from(launch_and_run(&cli, &mca, &job, stdin_target, topology) as u8)
+}
+
+fn launch_and_run(
+    cli: &Cli,
+    mca: &Mca,
+    job: &job::Job,
+    stdin_target: StdinTarget,
+    topology: &oxmpi_topology::Topology,
+) -> i32 {
+    let host = gethostname::gethostname().to_string_lossy().into_owned();
+    let plan = match binding::plan(
+        job,
+        topology,
+        cli.bind_to.as_deref(),
+        cli.cpu_set.as_deref(),
+    ) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("mpirun: error: {e}");
+            return 1;
+        }
+    };
     if cli.report_bindings {
         for p in &job.procs {
             eprintln!(
-                "[{}:{}] MCW rank {} is not bound (binding arrives with the rmaps framework)",
-                gethostname::gethostname().to_string_lossy(),
-                std::process::id(),
-                p.rank
+                "{}",
+                binding::report(topology, &host, p.rank, &plan.cpus[p.rank as usize])
             );
         }
     }
-    ExitCode::from(launch_and_run(&cli, &mca, &job, stdin_target) as u8)
-}
-
-fn launch_and_run(cli: &Cli, mca: &Mca, job: &job::Job, stdin_target: StdinTarget) -> i32 {
-    let host = gethostname::gethostname().to_string_lossy().into_owned();
     let guardian = match guardian::start() {
         Ok(g) => Some(g),
         Err(e) => {
@@ -178,7 +214,9 @@ fn launch_and_run(cli: &Cli, mca: &Mca, job: &job::Job, stdin_target: StdinTarge
         kvsname: format!("oxmpi_{}_0", std::process::id()),
         universe_size: size,
         appnum_of_rank: job.procs.iter().map(|p| p.app).collect(),
-        process_mapping: format!("(vector,(0,1,{size}))"),
+        process_mapping: oxmpi_pmi::mapping::process_mapping(
+            &job.procs.iter().map(|p| p.node as u32).collect::<Vec<_>>(),
+        ),
     });
     let sink = output::Sink::new(size as usize, cli.tag_output, cli.output_filename.clone());
     let forward_stdin = job.procs.iter().any(|p| stdin_target.includes(p.rank));
@@ -193,7 +231,8 @@ fn launch_and_run(cli: &Cli, mca: &Mca, job: &job::Job, stdin_target: StdinTarge
     );
     let env = forwarded_env(mca);
     for p in &job.procs {
-        match launch::start(job, p, &env, stdin_target.includes(p.rank)) {
+        let mask = plan.masks[p.rank as usize].clone();
+        match launch::start(job, p, &env, stdin_target.includes(p.rank), mask) {
             Ok(started) => runner.add(run::Rank::new(p.rank, started)),
             Err(message) => {
                 runner.fail(report::Failure::Launch { message });

@@ -76,11 +76,16 @@ fn too_many_ranks_without_oversubscribe_launch_nothing() {
     assert_eq!(run.stdout, "");
     assert!(
         run.stderr
-            .contains("not enough slots: the job asks for 3 ranks and the allocation has 2 slots"),
+            .contains("not enough slots: 3 ranks requested, 2 slots"),
         "{}",
         run.stderr
     );
-    assert!(run.stderr.contains("--oversubscribe"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("nothing was launched"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains(":OVERSUBSCRIBE"), "{}", run.stderr);
 }
 
 #[test]
