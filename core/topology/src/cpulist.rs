@@ -284,3 +284,21 @@ mod tests {
         );
     }
 }
+
+impl serde::Serialize for CpuList {
+    /// As its text form (`0,2-3`).
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CpuList {
+    /// From its text form; an empty string is the empty list.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        if text.trim().is_empty() {
+            return Ok(CpuList::new());
+        }
+        CpuList::parse(&text).map_err(serde::de::Error::custom)
+    }
+}

@@ -16,6 +16,7 @@
 
 pub mod apply;
 pub mod binding;
+pub mod cache;
 pub mod cpulist;
 pub mod report;
 pub mod topology;

@@ -53,7 +53,7 @@ impl fmt::Display for ObjectLevel {
 }
 
 /// A hardware thread (hwloc PU).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct HwThread {
     /// hwloc's logical index: 0.. in topology order, over the whole machine
     /// (what `--cpu-set` and `hwloc-ls` `L#` use).
@@ -64,7 +64,7 @@ pub struct HwThread {
 }
 
 /// A core and its hardware threads.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Core {
     /// hwloc's logical index of the core over the whole machine (Open MPI's
     /// reports print this one: `socket 1[core 14[...]]`). For a machine
@@ -79,7 +79,7 @@ pub struct Core {
 }
 
 /// A package (socket) and its cores.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Package {
     /// hwloc's logical index. For a machine that reports no packages, one
     /// pseudo-package with index 0 holds every core.
@@ -91,7 +91,7 @@ pub struct Package {
 }
 
 /// A NUMA node and the CPUs close to it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct NumaNode {
     /// hwloc's logical index.
     pub logical_index: usize,
@@ -118,7 +118,7 @@ pub struct PuLocation {
 /// A machine's topology, summarized. Build it with [`Topology::load`] (this
 /// machine), [`Topology::local`] (this machine, loaded once per process) or
 /// [`Topology::synthetic`] (an imagined machine, for tests).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Topology {
     packages: Vec<Package>,
     numa_nodes: Vec<NumaNode>,
@@ -166,7 +166,9 @@ impl Topology {
     }
 
     /// This machine's topology, loaded by the first call and shared by every
-    /// later one (a failure is remembered too).
+    /// later one (a failure is remembered too). Discovery is cached per boot
+    /// (see [`crate::cache`]), so only the first process after a change of
+    /// the machine pays for it.
     ///
     /// # Errors
     ///
@@ -174,7 +176,7 @@ impl Topology {
     pub fn local() -> Result<&'static Topology, TopologyError> {
         static LOCAL: OnceLock<Result<Topology, TopologyError>> = OnceLock::new();
         LOCAL
-            .get_or_init(Topology::load)
+            .get_or_init(crate::cache::load_local)
             .as_ref()
             .map_err(Clone::clone)
     }

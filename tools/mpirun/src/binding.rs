@@ -6,8 +6,8 @@
 
 use crate::job::Job;
 use oxmpi_topology::{
-    compute_bindings_with, report_line, BindPolicy, BindRequest, CpuList, PreparedBinding,
-    ProcPlacement, Topology,
+    binding_report, compute_bindings_with, report_line, BindPolicy, BindRequest, BindingReport,
+    CpuList, PreparedBinding, ProcPlacement, Topology,
 };
 
 /// What to apply to each rank, and what to report.
@@ -74,6 +74,28 @@ pub fn plan(
         }
     }
     Ok(Plan { masks, cpus })
+}
+
+/// Writes each local rank's binding into the job map (for `--display-map`):
+/// `socket 0[core 1[hwt 0]]`, or `unbound`.
+pub fn annotate(job: &mut Job, topology: &Topology, plan: &Plan) {
+    for node in job.map.nodes.iter_mut() {
+        for p in node.procs.iter_mut() {
+            let local = job
+                .procs
+                .get(p.rank as usize)
+                .is_some_and(|q| job.nodes[q.node].local);
+            if !local {
+                continue;
+            }
+            p.binding = Some(
+                match binding_report(topology, &plan.cpus[p.rank as usize]) {
+                    BindingReport::NotBound => "unbound".to_string(),
+                    BindingReport::Bound { description, .. } => description,
+                },
+            );
+        }
+    }
 }
 
 /// The `--report-bindings` line of `rank`.

@@ -130,7 +130,7 @@ pub fn main() -> ExitCode {
         }
         Err(_) => return fail("reading this machine's processor topology failed"),
     };
-    let job = match job::build(
+    let mut job = match job::build(
         &cli,
         &extra,
         &tune_exports,
@@ -140,6 +140,18 @@ pub fn main() -> ExitCode {
         Ok(job) => job,
         Err(e) => return fail(&e),
     };
+    // Bindings of the ranks on this machine (shown in the map, applied at
+    // launch).
+    let plan = match binding::plan(
+        &job,
+        topology,
+        cli.bind_to.as_deref(),
+        cli.cpu_set.as_deref(),
+    ) {
+        Ok(p) => p,
+        Err(e) => return fail(&e),
+    };
+    binding::annotate(&mut job, topology, &plan);
     if let Some(format) = &cli.display_map {
         match format.as_str() {
             "json" => println!(
@@ -163,7 +175,7 @@ pub fn main() -> ExitCode {
             remote.name
         ));
     }
-    ExitCode::from(launch_and_run(&cli, &mca, &job, stdin_target, topology) as u8)
+    ExitCode::from(launch_and_run(&cli, &mca, &job, stdin_target, topology, plan) as u8)
 }
 
 fn launch_and_run(
@@ -172,20 +184,9 @@ fn launch_and_run(
     job: &job::Job,
     stdin_target: StdinTarget,
     topology: &oxmpi_topology::Topology,
+    plan: binding::Plan,
 ) -> i32 {
     let host = gethostname::gethostname().to_string_lossy().into_owned();
-    let plan = match binding::plan(
-        job,
-        topology,
-        cli.bind_to.as_deref(),
-        cli.cpu_set.as_deref(),
-    ) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("mpirun: error: {e}");
-            return 1;
-        }
-    };
     if cli.report_bindings {
         for p in &job.procs {
             eprintln!(
