@@ -219,6 +219,24 @@ pub(crate) fn write_ranges(out: &mut impl fmt::Write, sorted: &[usize]) -> fmt::
     Ok(())
 }
 
+impl serde::Serialize for CpuList {
+    /// As its text form (`0,2-3`).
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CpuList {
+    /// From its text form; an empty string is the empty list.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        if text.trim().is_empty() {
+            return Ok(CpuList::new());
+        }
+        CpuList::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,23 +300,5 @@ mod tests {
             [5, 3, 4].into_iter().collect::<CpuList>().to_string(),
             "3-5"
         );
-    }
-}
-
-impl serde::Serialize for CpuList {
-    /// As its text form (`0,2-3`).
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for CpuList {
-    /// From its text form; an empty string is the empty list.
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        if text.trim().is_empty() {
-            return Ok(CpuList::new());
-        }
-        CpuList::parse(&text).map_err(serde::de::Error::custom)
     }
 }
