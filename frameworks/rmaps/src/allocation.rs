@@ -169,6 +169,10 @@ pub struct HostFilter {
     /// Allocation node name of every line/item of the app's list, in order
     /// (for the seq mapper).
     pub sequence: Vec<String>,
+    /// Where this app's own list came from (its hostfile or `--host`), for
+    /// messages; `None` under a scheduler, whose allocation is named.
+    #[serde(default)]
+    pub source: Option<AllocationSource>,
 }
 
 /// Everything [`resolve`] needs.
@@ -258,6 +262,7 @@ pub(crate) fn name_list<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> St
 struct AppList {
     nodes: Vec<NodeSpec>,
     sequence: Vec<String>,
+    source: Option<AllocationSource>,
 }
 
 /// Picks the `wanted` hosts out of `base` (exclusionary filter).
@@ -304,7 +309,11 @@ fn filter(base: &AppList, base_desc: &str, wanted: &[Wanted]) -> Result<AppList,
             node
         })
         .collect();
-    Ok(AppList { nodes, sequence })
+    Ok(AppList {
+        nodes,
+        sequence,
+        source: None,
+    })
 }
 
 /// Nodes with an index by host name.
@@ -346,6 +355,7 @@ pub fn resolve(req: &AllocationRequest) -> Result<ResolvedHosts, AllocError> {
 
     if let Some(sched) = crate::slurm::allocation_from_env(req.env)? {
         let base = AppList {
+            source: None,
             nodes: sched.nodes.clone(),
             sequence: sched.sequence.clone(),
         };
@@ -426,6 +436,9 @@ pub fn resolve(req: &AllocationRequest) -> Result<ResolvedHosts, AllocError> {
             list = Some(AppList {
                 nodes,
                 sequence: hf.lines.iter().map(|l| l.name.clone()).collect(),
+                source: Some(AllocationSource::Hostfile {
+                    path: hf.path.clone(),
+                }),
             });
             source.get_or_insert(AllocationSource::Hostfile {
                 path: hf.path.clone(),
@@ -458,6 +471,7 @@ pub fn resolve(req: &AllocationRequest) -> Result<ResolvedHosts, AllocError> {
                     AppList {
                         nodes: nodes.nodes,
                         sequence: app.hosts.iter().map(|i| i.name.clone()).collect(),
+                        source: Some(AllocationSource::HostOption),
                     }
                 }
             });
@@ -494,6 +508,7 @@ fn narrow_sequence(before: Option<&AppList>, picked: AppList) -> AppList {
             let kept: std::collections::HashSet<&str> =
                 picked.nodes.iter().map(|n| n.name.as_str()).collect();
             AppList {
+                source: b.source.clone(),
                 sequence: b
                     .sequence
                     .iter()
@@ -530,6 +545,7 @@ fn finish(
                 nodes: l.nodes.iter().map(|n| canonical(&n.name)).collect(),
                 slots: l.nodes.iter().map(|n| n.slots).collect(),
                 sequence: l.sequence.iter().map(|s| canonical(s)).collect(),
+                source: l.source,
             })
         })
         .collect();

@@ -217,8 +217,19 @@ impl<'a> Ctx<'a> {
         Ok(n)
     }
 
-    fn source_note(&self) -> String {
-        format!(" (hosts from {})", self.req.allocation.source)
+    /// Where app `app`'s hosts came from: its own hostfile or --host, else
+    /// the job's allocation.
+    fn source_note(&self, app: usize) -> String {
+        let own = self
+            .req
+            .apps
+            .get(app)
+            .and_then(|a| a.hosts.as_ref())
+            .and_then(|h| h.source.as_ref());
+        format!(
+            " (hosts from {})",
+            own.unwrap_or(&self.req.allocation.source)
+        )
     }
 
     fn pe_note(&self) -> String {
@@ -286,7 +297,7 @@ impl<'a> Ctx<'a> {
                 format!(
                     "{label}not enough slots: {n} ranks requested, {free} slots on {list}{}{}; nothing was launched. \
 To go on, {}; or give fewer ranks with -n, or more slots (slots=N in a hostfile, --host NAME:N).",
-                    self.source_note(),
+                    self.source_note(app),
                     self.pe_note(),
                     self.oversubscribe_advice()
                 ),
@@ -310,7 +321,7 @@ To go on, {}; or give fewer ranks with -n, or more slots (slots=N in a hostfile,
                 "{label}all max_slots exhausted: {n} ranks requested, the hosts allow at most {total} more: {}{}; nothing was launched. \
 Give fewer ranks with -n, or raise max_slots in the hostfile.",
                 name_list(entries.iter().map(String::as_str)),
-                self.source_note()
+                self.source_note(app)
             ),
         ))
     }
@@ -330,7 +341,7 @@ To go on, {}; or give fewer ranks with -n.",
                     node.name,
                     state.slots,
                     if state.slots == 1 { "" } else { "s" },
-                    self.source_note(),
+                    self.source_note(app),
                     self.pe_note(),
                     self.oversubscribe_advice()
                 ),
@@ -343,7 +354,7 @@ To go on, {}; or give fewer ranks with -n.",
 Give fewer ranks with -n, or raise max_slots in the hostfile.",
                     node.name,
                     node.max_slots.unwrap_or(node.slots),
-                    self.source_note()
+                    self.source_note(app)
                 ),
             )
         }

@@ -638,6 +638,7 @@ fn app_filter_naming_an_unknown_host_is_rejected() {
         nodes: strings(&["node9"]),
         slots: vec![1],
         sequence: strings(&["node9"]),
+        source: None,
     });
     let e = map_job(&req).unwrap_err();
     assert_eq!(e.kind, MapErrorKind::BadRequest);

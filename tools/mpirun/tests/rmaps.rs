@@ -714,7 +714,6 @@ fn hostfile_per_app_mpmd_two_ranks_each() {
 /// The not-enough-slots message of an MPMD app names where that app's
 /// hosts came from: its own hostfile or `--host`, not the first app's.
 #[test]
-#[ignore = "bug: in MPMD, `app 1: not enough slots ... (hosts from hostfile h1)` names app 0's hostfile (or --host source) instead of app 1's own host list (rmaps base.rs uses the job-wide allocation.source)"]
 fn hostfile_per_app_mpmd_error_names_the_apps_own_hostfile() {
     let f = Files::new();
     let h1 = f.write("h1", "node01.example.com slots=2\n");
