@@ -246,6 +246,44 @@ pub fn normalize(args: &[String]) -> Vec<Vec<String>> {
     segments
 }
 
+/// The first word before a segment's program that looks like an option but
+/// is none of `command`'s (such as `--hostname`), so it is reported instead
+/// of being run as the program.
+pub fn unknown_option(segment: &[String], command: &clap::Command) -> Option<String> {
+    let known = |word: &str| -> bool {
+        if let Some(long) = word.strip_prefix("--") {
+            let name = long.split('=').next().unwrap_or("");
+            return command.get_arguments().any(|a| {
+                a.get_long() == Some(name)
+                    || a.get_all_aliases().is_some_and(|al| al.contains(&name))
+            });
+        }
+        let mut chars = word.chars().skip(1);
+        match (chars.next(), chars.next()) {
+            (Some(c), None) => command.get_arguments().any(|a| a.get_short() == Some(c)),
+            _ => false,
+        }
+    };
+    let mut pending = 0;
+    for word in segment {
+        if pending > 0 {
+            pending -= 1;
+            continue;
+        }
+        if !word.starts_with('-') || word == "-" {
+            return None;
+        }
+        if word == "--" || matches!(word.as_str(), "-h" | "--help") {
+            return None;
+        }
+        if !known(word) {
+            return Some(word.clone());
+        }
+        pending = arity(word);
+    }
+    None
+}
+
 /// Where mpirun's standard input goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StdinTarget {
@@ -323,6 +361,32 @@ mod tests {
         assert_eq!(
             n(&["--timeout", "5", "sleep", "1"]),
             vec![vec!["--timeout", "5", "sleep", "1"]]
+        );
+    }
+
+    #[test]
+    fn unknown_options_are_found_before_the_program_only() {
+        use clap::CommandFactory;
+        let cmd = Cli::command();
+        let seg = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            unknown_option(&seg(&["--hostname", "h", "-n", "2", "true"]), &cmd),
+            Some("--hostname".into())
+        );
+        assert_eq!(
+            unknown_option(
+                &seg(&["-n", "2", "--mca", "a", "b", "prog", "--bogus"]),
+                &cmd
+            ),
+            None
+        );
+        assert_eq!(
+            unknown_option(&seg(&["--machinefile", "f", "-q", "prog"]), &cmd),
+            Some("-q".into())
+        );
+        assert_eq!(
+            unknown_option(&seg(&["--display-map=json", "prog"]), &cmd),
+            None
         );
     }
 

@@ -63,6 +63,18 @@ fn forwarded_env(mca: &Mca) -> Vec<(String, String)> {
 pub fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let segments = cli::normalize(&args);
+    {
+        use clap::CommandFactory;
+        let command = Cli::command();
+        if let Some(word) = segments
+            .iter()
+            .find_map(|s| cli::unknown_option(s, &command))
+        {
+            return fail(&format!(
+                "unknown option {word}; `mpirun --help` lists the options (a program whose name starts with - must follow --)"
+            ));
+        }
+    }
     let first = std::iter::once("mpirun".to_string()).chain(segments[0].iter().cloned());
     let cli = match Cli::try_parse_from(first) {
         Ok(cli) => cli,

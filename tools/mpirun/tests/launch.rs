@@ -380,3 +380,18 @@ fn oversubscribed_ranks_yield_when_idle() {
     ]);
     assert_eq!(run.sorted_lines(), vec!["0", "0"]);
 }
+
+#[test]
+fn an_unknown_option_is_an_error_not_a_program() {
+    let run = mpirun(&["--hostname", "my-hosts", "-n", "2", "true"]);
+    assert_eq!(run.code(), 1);
+    assert!(
+        run.stderr.contains("unknown option --hostname"),
+        "{}",
+        run.stderr
+    );
+    // Options after the program belong to the program.
+    let run = mpirun(&["-n", "1", "printf", "%s\n", "--hostname"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "--hostname\n");
+}
