@@ -26,9 +26,10 @@ pub fn plan(
     bind_to: Option<&str>,
     cpu_set: Option<&str>,
 ) -> Result<Plan, String> {
-    let cpu_set = cpu_set
-        .map(|text| CpuList::parse(text).map_err(|e| format!("--cpu-set {text}: {e}")))
-        .transpose()?;
+    let cpu_set = match cpu_set {
+        Some(text) => Some(CpuList::parse(text).map_err(|e| format!("--cpu-set {text}: {e}"))?),
+        None => own_cpus_if_restricted(topology),
+    };
     let explicit = bind_to
         .map(|text| BindRequest::parse(text).map_err(|e| format!("--bind-to {text}: {e}")))
         .transpose()?;
@@ -74,6 +75,23 @@ pub fn plan(
         }
     }
     Ok(Plan { masks, cpus })
+}
+
+/// mpirun's own CPUs as logical indexes, when it may not use all of the
+/// machine's (started under `taskset` or a restricted cpuset): ranks stay
+/// within them.
+fn own_cpus_if_restricted(topology: &Topology) -> Option<CpuList> {
+    let own = oxmpi_topology::current_binding().ok()?;
+    if own.includes(topology.cpus()) {
+        return None;
+    }
+    let logical: CpuList = topology
+        .hwthreads()
+        .iter()
+        .filter(|t| own.contains(t.os_index))
+        .map(|t| t.logical_index)
+        .collect();
+    (!logical.is_empty()).then_some(logical)
 }
 
 /// Writes each local rank's binding into the job map (for `--display-map`):

@@ -525,3 +525,39 @@ fn cpu_set_out_of_range_is_refused() {
         "--cpu-set 1-0: bad CPU list token `1-0`: the range's start is above its end"
     );
 }
+
+/// Started under `taskset -c 1`, mpirun keeps its ranks within CPU 1 (it
+/// never binds a rank to a CPU it may not use itself).
+#[test]
+fn ranks_stay_within_mpiruns_own_cpus() {
+    if std::process::Command::new("taskset")
+        .arg("-V")
+        .output()
+        .is_err()
+        || std::thread::available_parallelism().map_or(1, |n| n.get()) < 2
+    {
+        eprintln!("skipped: needs taskset and at least 2 CPUs");
+        return;
+    }
+    use std::os::unix::process::CommandExt;
+    let marker = format!("oxmpi-test-taskset-{}", std::process::id());
+    let mut cmd = std::process::Command::new("taskset");
+    cmd.args(["-c", "1"])
+        .arg(mpirun_path())
+        .args([
+            "-n",
+            "2",
+            "sh",
+            "-c",
+            "grep Cpus_allowed_list /proc/self/status | cut -f2",
+        ])
+        .env("OXMPI_TEST_MARKER", &marker)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0);
+    let run = wait_with_timeout(cmd.spawn().unwrap(), HARD_TIMEOUT, &marker);
+    assert_no_survivors(&marker);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    assert_eq!(run.sorted_lines(), vec!["1", "1"]);
+}
