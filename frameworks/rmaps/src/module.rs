@@ -101,3 +101,74 @@ pub fn call_map(module: &RmapsModule, request: &MapRequest) -> Result<JobMap, Ma
         })),
     }
 }
+
+/// Defines a complete rmaps component around a [`Mapper`] of this crate:
+/// its `priority` parameter (`rmaps_<name>_priority`), a query answering
+/// that priority, the [`RmapsModule`] and the exported root module. The
+/// component crate depends on `abi_stable`, `oxmpi-plugin-api` and this
+/// crate.
+///
+/// ```ignore
+/// oxmpi_framework_rmaps::export_mapper_component! {
+///     mapper: oxmpi_framework_rmaps::seq::Seq,
+///     name: "seq",
+///     priority: 60,
+///     description: "Sequential mapper",
+/// }
+/// ```
+#[macro_export]
+macro_rules! export_mapper_component {
+    (mapper: $mapper:expr, name: $name:literal, priority: $prio:literal, description: $desc:literal $(,)?) => {
+        /// The component's parameters.
+        pub static PARAMS: &[::oxmpi_plugin_api::ParamDecl] = &[::oxmpi_plugin_api::ParamDecl::new(
+            "priority",
+            ::oxmpi_plugin_api::ParamType::Int,
+            concat!($prio),
+            9,
+            concat!(
+                "Selection priority of the ",
+                $name,
+                " mapper: usable mappers are tried from the highest priority down, and the first that accepts the job's mapping policy maps it."
+            ),
+        )];
+
+        /// The component's lifecycle.
+        pub struct Component;
+
+        impl ::oxmpi_plugin_api::Lifecycle for Component {
+            fn query(
+                ctx: &::oxmpi_plugin_api::ComponentContext,
+            ) -> Result<::oxmpi_plugin_api::QueryReply, ::oxmpi_plugin_api::ComponentError> {
+                let priority = match ctx.param("priority") {
+                    Some(::oxmpi_plugin_api::ParamValue::Int(p)) => i32::try_from(p).unwrap_or(i32::MAX),
+                    _ => $prio,
+                };
+                Ok(::oxmpi_plugin_api::QueryReply::Usable { priority })
+            }
+        }
+
+        extern "C" fn accepts(policy_json: ::abi_stable::std_types::RStr<'_>) -> bool {
+            $crate::module::serve_accepts(&$mapper, policy_json)
+        }
+
+        extern "C" fn map(
+            request_json: ::abi_stable::std_types::RStr<'_>,
+        ) -> ::abi_stable::std_types::RResult<::abi_stable::std_types::RString, ::abi_stable::std_types::RString> {
+            $crate::module::serve_map(&$mapper, request_json)
+        }
+
+        /// The component's rmaps module.
+        pub static MODULE: $crate::module::RmapsModule = $crate::module::RmapsModule { accepts, map };
+
+        ::oxmpi_plugin_api::export_component! {
+            lifecycle: Component,
+            framework: "rmaps",
+            component: $name,
+            version: ::oxmpi_plugin_api::Version::new(1, 0, 0),
+            interface: $crate::INTERFACE_VERSION,
+            description: $desc,
+            params: PARAMS,
+            module: &MODULE,
+        }
+    };
+}
