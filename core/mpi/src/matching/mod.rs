@@ -1,0 +1,861 @@
+//! MPI message matching: which receive gets which message.
+//!
+//! [`Matcher`] is a pure data structure — no I/O, no threads, no locks —
+//! that the pml drives: it calls [`Matcher::incoming`] with the header of
+//! each message that arrives and [`Matcher::post_recv`] for each receive the
+//! application posts, and delivers the data of the matches they return.
+//!
+//! # The rules (MPI 4.1 §3.5, §3.8)
+//!
+//! - A message matches a receive when they have the same **context id**
+//!   (communicator), the receive's [`Source`] accepts the sender's rank and
+//!   its [`Tag`] accepts the message's tag. [`Source::Any`] accepts every
+//!   rank; [`Tag::Any`] accepts every tag ≥ 0 but **never a negative
+//!   (internal) tag**.
+//! - An arriving message matches the **oldest posted receive** that fits, in
+//!   posting order; a receive being posted matches the **oldest unexpected
+//!   message** that fits, in arrival order. Otherwise the message is queued
+//!   as unexpected, or the receive as posted.
+//! - **Non-overtaking:** messages from one sender on one context match in
+//!   the order they were sent. Each carries a sequence number (0, 1, 2, …
+//!   per sender and context, see [`Envelope::sequence`]); one that arrives
+//!   early (a transport striping over several links can reorder) is held
+//!   back, invisible to receives and probes, until all its predecessors have
+//!   arrived. Then it is matched or queued, and the outcome is handed out
+//!   by [`Matcher::next_released`].
+//! - A message longer than the receive's buffer still matches; the
+//!   [`Match`] says [`truncated`](Match::truncated) and its
+//!   [`status`](Match::status) carries [`MatchError::Truncated`]
+//!   (`MPI_ERR_TRUNCATE`).
+//! - A probe ([`Matcher::probe`]) finds the message a receive would match,
+//!   without taking it; a matched probe ([`Matcher::mprobe`]) takes it out
+//!   of matching and leaves it to [`Matcher::take_unexpected`].
+//! - Cancelling ([`Matcher::cancel_recv`]) removes a receive that has not
+//!   matched yet; a matched receive cannot be cancelled.
+//!
+//! # Design
+//!
+//! Open MPI's ob1 keeps, per communicator and per peer, a queue of posted
+//! receives and a queue of unexpected fragments, plus one queue of
+//! wildcard receives per communicator. This matcher does the same, with
+//! intrusive doubly-linked lists through four slabs (peers, contexts,
+//! posted receives, unexpected messages), so that every node is removed in
+//! O(1) and freed slots are reused — a steady state allocates nothing:
+//!
+//! - per (context, sender): the posted receives naming that sender, the
+//!   unexpected messages from it (arrival order), the next expected
+//!   sequence number and the held-back messages (sorted by sequence);
+//! - per context: the `ANY_SOURCE` receives, and all its unexpected
+//!   messages in arrival order (each unexpected message is in both lists);
+//! - posted receives carry a posting stamp; an arriving message takes the
+//!   first fitting receive of its sender's list and of the wildcard list
+//!   and keeps the older of the two (the wildcard scan stops at the first
+//!   stamp newer than the sender's candidate);
+//! - a receive naming its source scans that sender's unexpected list; an
+//!   `ANY_SOURCE` receive scans the context's arrival list.
+//!
+//! (Context, sender) is found through one hash lookup (a multiply-rotate
+//! hash of a `u64` key). The common cases — exact source and tag, a
+//! receive posted before or after its message, no wildcards — cost one
+//! lookup and a few list operations; a scan is as long as the number of
+//! entries ahead that do not fit (other tags from the same sender, or
+//! older wildcard receives with other tags).
+//!
+//! Costs: `incoming` and `post_recv` O(1) plus the scans above; `probe` and
+//! `mprobe` the same as `post_recv`; `cancel_recv` O(posted receives) (it
+//! searches by id, and cancelling is rare); `take_unexpected` O(1).
+
+mod slab;
+#[cfg(test)]
+mod tests;
+mod types;
+
+use std::collections::hash_map::{Entry, HashMap};
+use std::collections::VecDeque;
+use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use slab::{Links, List, Slab, NIL};
+pub use types::{
+    ContextId, Envelope, Incoming, Match, MatchError, PostedRecv, RecvId, Source, Status, Tag,
+    UnexpectedId, ANY_SOURCE, ANY_SOURCE_RAW, ANY_TAG, ANY_TAG_RAW,
+};
+
+/// A multiply-rotate hasher for the matcher's integer keys (the idea of
+/// rustc's FxHash): much cheaper than SipHash, and the keys are not chosen
+/// by an adversary.
+#[derive(Default, Clone, Copy)]
+struct KeyHasher(u64);
+
+const HASH_K: u64 = 0xf135_7aea_2e62_a9c5;
+
+impl Hasher for KeyHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        // The high bits of the product mix every input bit; move them down
+        // to where the table takes its bucket index.
+        self.0.rotate_left(26)
+    }
+
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    #[inline]
+    fn write_u32(&mut self, x: u32) {
+        self.write_u64(u64::from(x));
+    }
+
+    #[inline]
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0 ^ x).wrapping_mul(HASH_K);
+    }
+}
+
+type BuildKeyHasher = BuildHasherDefault<KeyHasher>;
+
+#[inline]
+fn peer_key(context: ContextId, rank: i32) -> u64 {
+    (u64::from(context.0) << 32) | u64::from(rank as u32)
+}
+
+/// One (context, sender) pair.
+struct Peer {
+    /// The context's slot.
+    context: u32,
+    rank: i32,
+    /// The sequence number the next in-order message carries.
+    expected: u64,
+    /// Receives naming this sender, oldest first.
+    posted: List,
+    /// Unexpected messages from this sender, in arrival order.
+    unexpected: List,
+    /// Messages that arrived early: (sequence, unexpected slot), sorted by
+    /// sequence, **highest first** (the next to release is at the end).
+    held: Vec<(u64, u32)>,
+}
+
+/// One communicator (context id).
+struct Context {
+    /// `ANY_SOURCE` receives, oldest first.
+    wild: List,
+    /// All unexpected messages of the context, in arrival order.
+    unexpected: List,
+    /// The peers' slots (for [`Matcher::remove_context`]).
+    peers: Vec<u32>,
+}
+
+struct PostedNode {
+    recv: PostedRecv,
+    /// Posting order across all lists.
+    stamp: u64,
+    links: Links,
+    /// The peer's slot (a receive naming its source) or the context's slot
+    /// (an `ANY_SOURCE` receive).
+    owner: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// In the peer's and the context's unexpected lists.
+    Queued,
+    /// Waiting for its predecessors; in the peer's `held`, in no list.
+    Held,
+    /// Taken out of matching by `mprobe`; in no list.
+    Claimed,
+}
+
+struct UnexpectedNode<T> {
+    envelope: Envelope,
+    payload: T,
+    /// The peer's slot.
+    peer: u32,
+    state: State,
+    peer_links: Links,
+    context_links: Links,
+}
+
+fn posted_links(n: &mut PostedNode) -> &mut Links {
+    &mut n.links
+}
+
+fn peer_links<T>(n: &mut UnexpectedNode<T>) -> &mut Links {
+    &mut n.peer_links
+}
+
+fn context_links<T>(n: &mut UnexpectedNode<T>) -> &mut Links {
+    &mut n.context_links
+}
+
+/// What [`Matcher::remove_context`] discarded.
+#[derive(Debug, PartialEq, Eq)]
+pub struct RemovedContext<T> {
+    /// The receives that were still posted, in posting order.
+    pub posted: Vec<PostedRecv>,
+    /// The messages that were waiting: the unexpected queue in arrival
+    /// order, then held-back messages (per sender, by sequence). Messages
+    /// claimed by [`Matcher::mprobe`] are not included: their handles stay
+    /// valid.
+    pub unexpected: Vec<(Envelope, T)>,
+}
+
+/// The matching engine of one process: posted receives, unexpected
+/// messages and per-sender sequence state of every communicator. See the
+/// [module documentation](self) for the rules and the design.
+///
+/// `T` is what the caller keeps with each unexpected message (its eager
+/// data, a rendezvous handle, a fragment index…); the matcher hands it back
+/// with the match. It defaults to `()`.
+///
+/// Communicators need no registration: the first receive or message
+/// naming a context creates its state (probes and queries create nothing).
+/// [`Matcher::remove_context`] drops it when the communicator is freed.
+///
+/// # Example
+///
+/// ```
+/// use oxmpi_mpi_core::matching::*;
+///
+/// let mut m: Matcher<Vec<u8>> = Matcher::new();
+/// let world = ContextId(0);
+/// // Rank 1 sent two messages; the second arrives first (another link).
+/// let msg = |sequence, tag: i32, data: &[u8]| {
+///     let len = data.len();
+///     let e = Envelope { context: world, source: 1, tag, sequence, len, sync: false };
+///     (e, data.to_vec())
+/// };
+/// let (e1, p1) = msg(1, 7, b"second");
+/// assert_eq!(m.incoming(e1, p1), Incoming::HeldBack);
+/// // A receive for tag 7 from anyone, with a 4-byte buffer.
+/// let r = PostedRecv {
+///     context: world,
+///     source: ANY_SOURCE,
+///     tag: Tag::Value(7),
+///     capacity: 4,
+///     id: RecvId(42),
+/// };
+/// assert!(m.post_recv(r).is_none()); // nothing visible yet: posted
+/// let (e0, p0) = msg(0, 7, b"first");
+/// let Incoming::Matched(got) = m.incoming(e0, p0) else { panic!() };
+/// assert_eq!((got.recv, got.payload.as_slice()), (RecvId(42), &b"first"[..]));
+/// assert!(got.truncated); // 5 bytes for a 4-byte buffer: MPI_ERR_TRUNCATE
+/// assert_eq!(got.status().count, 4);
+/// // Sequence 0 released sequence 1: it is queued as unexpected now.
+/// let Some(Incoming::Queued(_)) = m.next_released() else { panic!() };
+/// assert_eq!(m.probe(world, Source::Rank(1), ANY_TAG).unwrap().sequence, 1);
+/// ```
+pub struct Matcher<T = ()> {
+    peer_index: HashMap<u64, u32, BuildKeyHasher>,
+    context_index: HashMap<u32, u32, BuildKeyHasher>,
+    peers: Slab<Peer>,
+    contexts: Slab<Context>,
+    posted: Slab<PostedNode>,
+    unexpected: Slab<UnexpectedNode<T>>,
+    next_stamp: u64,
+    released: VecDeque<Incoming<T>>,
+    queued: usize,
+    held: usize,
+    claimed: usize,
+}
+
+impl<T> Default for Matcher<T> {
+    fn default() -> Self {
+        Matcher::new()
+    }
+}
+
+impl<T> fmt::Debug for Matcher<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Matcher")
+            .field("contexts", &self.contexts.len())
+            .field("peers", &self.peers.len())
+            .field("posted", &self.posted.len())
+            .field("unexpected", &self.queued)
+            .field("held_back", &self.held)
+            .field("claimed", &self.claimed)
+            .field("released", &self.released.len())
+            .finish()
+    }
+}
+
+impl<T> Matcher<T> {
+    /// An empty matcher: no communicators, nothing posted or queued.
+    pub fn new() -> Matcher<T> {
+        Matcher {
+            peer_index: HashMap::default(),
+            context_index: HashMap::default(),
+            peers: Slab::new(),
+            contexts: Slab::new(),
+            posted: Slab::new(),
+            unexpected: Slab::new(),
+            next_stamp: 0,
+            released: VecDeque::new(),
+            queued: 0,
+            held: 0,
+            claimed: 0,
+        }
+    }
+
+    // ----- the two matching operations -----
+
+    /// Posts a receive. If an unexpected message fits (the **oldest** one in
+    /// arrival order), the receive matches it at once: the message leaves
+    /// the unexpected queue and the match (with its payload, and
+    /// `truncated` if it is longer than `recv.capacity`) is returned, and
+    /// the receive is not posted. Otherwise the receive is posted (after
+    /// every receive posted before it) and `None` is returned.
+    ///
+    /// Held-back messages (which arrived before their predecessors) are not
+    /// candidates.
+    pub fn post_recv(&mut self, recv: PostedRecv) -> Option<Match<T>> {
+        match recv.source {
+            Source::Rank(rank) => {
+                let p = self.peer_slot(recv.context, rank);
+                let found = self.scan_peer_unexpected(p, recv.tag);
+                if found != NIL {
+                    let (envelope, payload) = self.remove_queued(found);
+                    return Some(Match::new(&recv, envelope, payload));
+                }
+                let stamp = self.stamp();
+                let (i, _) = self.posted.insert(PostedNode {
+                    recv,
+                    stamp,
+                    links: Links::UNLINKED,
+                    owner: p,
+                });
+                self.peers[p]
+                    .posted
+                    .push_back(&mut self.posted, i, posted_links);
+                None
+            }
+            Source::Any => {
+                let c = self.context_slot(recv.context);
+                let found = self.scan_context_unexpected(c, recv.tag);
+                if found != NIL {
+                    let (envelope, payload) = self.remove_queued(found);
+                    return Some(Match::new(&recv, envelope, payload));
+                }
+                let stamp = self.stamp();
+                let (i, _) = self.posted.insert(PostedNode {
+                    recv,
+                    stamp,
+                    links: Links::UNLINKED,
+                    owner: c,
+                });
+                self.contexts[c]
+                    .wild
+                    .push_back(&mut self.posted, i, posted_links);
+                None
+            }
+        }
+    }
+
+    /// Handles an arriving message (its header and the caller's `payload`).
+    ///
+    /// - In order (`envelope.sequence` is the sequence expected from that
+    ///   sender on that context): it matches the **oldest** posted receive
+    ///   that fits, in posting order ([`Incoming::Matched`]; the receive is
+    ///   no longer posted), or is queued as unexpected
+    ///   ([`Incoming::Queued`]). Then any held-back messages it was the
+    ///   missing predecessor of are matched or queued in sequence order,
+    ///   and their outcomes wait in [`Matcher::next_released`] — **drain it
+    ///   after every call**.
+    /// - Early (a higher sequence): held back ([`Incoming::HeldBack`]).
+    /// - Already seen (a lower sequence, or one already held back):
+    ///   [`Incoming::Duplicate`], nothing stored.
+    pub fn incoming(&mut self, envelope: Envelope, payload: T) -> Incoming<T> {
+        let p = self.peer_slot(envelope.context, envelope.source);
+        let peer = &mut self.peers[p];
+        if envelope.sequence != peer.expected {
+            return self.out_of_order(p, envelope, payload);
+        }
+        peer.expected += 1;
+        let outcome = self.deliver(p, envelope, payload);
+        if !self.peers[p].held.is_empty() {
+            self.release(p);
+        }
+        outcome
+    }
+
+    /// The next outcome of a held-back message that became in order
+    /// (only [`Incoming::Matched`] or [`Incoming::Queued`]), oldest first;
+    /// `None` when there is none. The matcher's queues already reflect
+    /// these outcomes; this only reports them.
+    pub fn next_released(&mut self) -> Option<Incoming<T>> {
+        self.released.pop_front()
+    }
+
+    /// How many released outcomes wait in [`Matcher::next_released`].
+    pub fn released_len(&self) -> usize {
+        self.released.len()
+    }
+
+    // ----- probes, unexpected messages, cancel -----
+
+    /// The message a receive for (`context`, `source`, `tag`) would match
+    /// now — the oldest fitting unexpected message — without taking it
+    /// (`MPI_Iprobe`). `None` if there is none; held-back messages are not
+    /// visible. [`Envelope::probe_status`] gives its status.
+    pub fn probe(&self, context: ContextId, source: Source, tag: Tag) -> Option<&Envelope> {
+        let i = self.find_unexpected(context, source, tag)?;
+        Some(&self.unexpected[i].envelope)
+    }
+
+    /// Matched probe (`MPI_Improbe`): like [`Matcher::probe`], but the
+    /// message leaves matching — no receive or probe sees it again — and
+    /// stays stored under the returned handle until
+    /// [`Matcher::take_unexpected`] (`MPI_Mrecv`).
+    pub fn mprobe(
+        &mut self,
+        context: ContextId,
+        source: Source,
+        tag: Tag,
+    ) -> Option<(UnexpectedId, Envelope)> {
+        let i = self.find_unexpected(context, source, tag)?;
+        self.unlink_queued(i);
+        self.claimed += 1;
+        let node = &mut self.unexpected[i];
+        node.state = State::Claimed;
+        let id = UnexpectedId {
+            index: i,
+            generation: self.unexpected.generation(i),
+        };
+        Some((id, self.unexpected[i].envelope))
+    }
+
+    /// Removes an unexpected message (queued, or claimed by
+    /// [`Matcher::mprobe`]) and returns its header and payload. `None` if
+    /// the handle is stale: the message was matched, taken or its context
+    /// removed.
+    pub fn take_unexpected(&mut self, id: UnexpectedId) -> Option<(Envelope, T)> {
+        let state = self.unexpected.get_checked(id.index, id.generation)?.state;
+        match state {
+            State::Held => None,
+            State::Queued => Some(self.remove_queued(id.index)),
+            State::Claimed => {
+                self.claimed -= 1;
+                let node = self.unexpected.remove(id.index);
+                Some((node.envelope, node.payload))
+            }
+        }
+    }
+
+    /// The header and payload of an unexpected message (queued or claimed),
+    /// without removing it; `None` if the handle is stale.
+    pub fn unexpected(&self, id: UnexpectedId) -> Option<(&Envelope, &T)> {
+        let node = self.unexpected.get_checked(id.index, id.generation)?;
+        (node.state != State::Held).then_some((&node.envelope, &node.payload))
+    }
+
+    /// The payload of an unexpected message (queued or claimed), for
+    /// updating it in place (e.g. as more fragments arrive); `None` if the
+    /// handle is stale.
+    pub fn unexpected_payload_mut(&mut self, id: UnexpectedId) -> Option<&mut T> {
+        let node = self.unexpected.get_checked_mut(id.index, id.generation)?;
+        (node.state != State::Held).then_some(&mut node.payload)
+    }
+
+    /// Cancels a posted receive (`MPI_Cancel` on a receive request): `true`
+    /// if a receive with this id was still posted — it is removed and will
+    /// never match (complete it with [`Status::cancelled`]); `false` if
+    /// there is none (it already matched, was never posted or was already
+    /// cancelled): MPI then lets the receive complete normally.
+    ///
+    /// With several posted receives under one id, the oldest is cancelled.
+    /// Cost: O(posted receives).
+    pub fn cancel_recv(&mut self, id: RecvId) -> bool {
+        let oldest = self
+            .posted
+            .iter()
+            .filter(|(_, n)| n.recv.id == id)
+            .min_by_key(|(_, n)| n.stamp)
+            .map(|(i, _)| i);
+        match oldest {
+            Some(i) => {
+                self.remove_posted(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    // ----- sequence state and sizes -----
+
+    /// The sequence number the next in-order message from `source` on
+    /// `context` must carry: 0 for a sender never heard from, then one more
+    /// per message delivered in order (held-back messages do not count
+    /// until released).
+    pub fn expected_sequence(&self, context: ContextId, source: i32) -> u64 {
+        self.peer_index
+            .get(&peer_key(context, source))
+            .map_or(0, |&p| self.peers[p].expected)
+    }
+
+    /// How many messages from `source` on `context` are held back waiting
+    /// for a predecessor.
+    pub fn held_back(&self, context: ContextId, source: i32) -> usize {
+        self.peer_index
+            .get(&peer_key(context, source))
+            .map_or(0, |&p| self.peers[p].held.len())
+    }
+
+    /// Number of posted receives (all communicators).
+    pub fn posted_len(&self) -> usize {
+        self.posted.len()
+    }
+
+    /// Number of messages in the unexpected queues (all communicators; not
+    /// counting held-back or claimed ones).
+    pub fn unexpected_len(&self) -> usize {
+        self.queued
+    }
+
+    /// Number of held-back messages (all communicators).
+    pub fn held_back_len(&self) -> usize {
+        self.held
+    }
+
+    /// Number of messages claimed by [`Matcher::mprobe`] and not yet taken.
+    pub fn claimed_len(&self) -> usize {
+        self.claimed
+    }
+
+    /// Drops every state of a communicator (when it is freed): its posted
+    /// receives, unexpected and held-back messages (returned, so the caller
+    /// can complete or free them) and its per-sender sequence numbers, which
+    /// restart at 0 if the context id is used again. Messages claimed by
+    /// [`Matcher::mprobe`] stay available through their handles; handles
+    /// of the discarded messages become stale, including `Queued` handles
+    /// still waiting in [`Matcher::next_released`]. An unknown context
+    /// gives empty lists.
+    pub fn remove_context(&mut self, context: ContextId) -> RemovedContext<T> {
+        let mut removed = RemovedContext {
+            posted: Vec::new(),
+            unexpected: Vec::new(),
+        };
+        let Some(c) = self.context_index.remove(&context.0) else {
+            return removed;
+        };
+        let ctx = self.contexts.remove(c);
+
+        let mut posted: Vec<u32> = Vec::new();
+        collect_list(&ctx.wild, &self.posted, |n| n.links, &mut posted);
+        for &p in &ctx.peers {
+            collect_list(
+                &self.peers[p].posted,
+                &self.posted,
+                |n| n.links,
+                &mut posted,
+            );
+        }
+        posted.sort_by_key(|&i| self.posted[i].stamp);
+        removed.posted = posted
+            .into_iter()
+            .map(|i| self.posted.remove(i).recv)
+            .collect();
+
+        let mut queued: Vec<u32> = Vec::new();
+        collect_list(
+            &ctx.unexpected,
+            &self.unexpected,
+            |n| n.context_links,
+            &mut queued,
+        );
+        self.queued -= queued.len();
+        for i in queued {
+            let node = self.unexpected.remove(i);
+            removed.unexpected.push((node.envelope, node.payload));
+        }
+        for &p in &ctx.peers {
+            let peer = self.peers.remove(p);
+            self.peer_index.remove(&peer_key(context, peer.rank));
+            self.held -= peer.held.len();
+            for &(_, i) in peer.held.iter().rev() {
+                let node = self.unexpected.remove(i);
+                removed.unexpected.push((node.envelope, node.payload));
+            }
+        }
+        removed
+    }
+
+    // ----- internals -----
+
+    #[inline]
+    fn stamp(&mut self) -> u64 {
+        let s = self.next_stamp;
+        self.next_stamp += 1;
+        s
+    }
+
+    /// The slot of `context`, created if new.
+    #[inline]
+    fn context_slot(&mut self, context: ContextId) -> u32 {
+        match self.context_index.entry(context.0) {
+            Entry::Occupied(e) => *e.get(),
+            Entry::Vacant(e) => {
+                let (c, _) = self.contexts.insert(Context {
+                    wild: List::EMPTY,
+                    unexpected: List::EMPTY,
+                    peers: Vec::new(),
+                });
+                e.insert(c);
+                c
+            }
+        }
+    }
+
+    /// The slot of (`context`, `rank`), created if new.
+    #[inline]
+    fn peer_slot(&mut self, context: ContextId, rank: i32) -> u32 {
+        match self.peer_index.get(&peer_key(context, rank)) {
+            Some(&p) => p,
+            None => self.new_peer(context, rank),
+        }
+    }
+
+    #[cold]
+    fn new_peer(&mut self, context: ContextId, rank: i32) -> u32 {
+        let c = self.context_slot(context);
+        let (p, _) = self.peers.insert(Peer {
+            context: c,
+            rank,
+            expected: 0,
+            posted: List::EMPTY,
+            unexpected: List::EMPTY,
+            held: Vec::new(),
+        });
+        self.contexts[c].peers.push(p);
+        self.peer_index.insert(peer_key(context, rank), p);
+        p
+    }
+
+    /// The oldest queued message from peer `p` whose tag `tag` accepts, or NIL.
+    #[inline]
+    fn scan_peer_unexpected(&self, p: u32, tag: Tag) -> u32 {
+        let mut i = self.peers[p].unexpected.head;
+        while i != NIL {
+            let node = &self.unexpected[i];
+            if tag.matches(node.envelope.tag) {
+                return i;
+            }
+            i = node.peer_links.next;
+        }
+        NIL
+    }
+
+    /// The oldest queued message of context `c` whose tag `tag` accepts, or NIL.
+    #[inline]
+    fn scan_context_unexpected(&self, c: u32, tag: Tag) -> u32 {
+        let mut i = self.contexts[c].unexpected.head;
+        while i != NIL {
+            let node = &self.unexpected[i];
+            if tag.matches(node.envelope.tag) {
+                return i;
+            }
+            i = node.context_links.next;
+        }
+        NIL
+    }
+
+    /// The oldest queued message fitting (`context`, `source`, `tag`),
+    /// creating nothing.
+    fn find_unexpected(&self, context: ContextId, source: Source, tag: Tag) -> Option<u32> {
+        let i = match source {
+            Source::Rank(rank) => {
+                let &p = self.peer_index.get(&peer_key(context, rank))?;
+                self.scan_peer_unexpected(p, tag)
+            }
+            Source::Any => {
+                let &c = self.context_index.get(&context.0)?;
+                self.scan_context_unexpected(c, tag)
+            }
+        };
+        (i != NIL).then_some(i)
+    }
+
+    /// The oldest posted receive that fits `envelope` (from peer `p`), or NIL.
+    #[inline]
+    fn find_posted(&self, p: u32, envelope: &Envelope) -> u32 {
+        let peer = &self.peers[p];
+        let mut best = NIL;
+        let mut best_stamp = u64::MAX;
+        let mut i = peer.posted.head;
+        while i != NIL {
+            let node = &self.posted[i];
+            if node.recv.tag.matches(envelope.tag) {
+                best = i;
+                best_stamp = node.stamp;
+                break;
+            }
+            i = node.links.next;
+        }
+        let mut i = self.contexts[peer.context].wild.head;
+        while i != NIL {
+            let node = &self.posted[i];
+            if node.stamp > best_stamp {
+                break;
+            }
+            if node.recv.tag.matches(envelope.tag) {
+                return i;
+            }
+            i = node.links.next;
+        }
+        best
+    }
+
+    /// Unlinks and frees posted receive `i`.
+    #[inline]
+    fn remove_posted(&mut self, i: u32) -> PostedRecv {
+        let node = &self.posted[i];
+        let owner = node.owner;
+        match node.recv.source {
+            Source::Rank(_) => self.peers[owner]
+                .posted
+                .unlink(&mut self.posted, i, posted_links),
+            Source::Any => self.contexts[owner]
+                .wild
+                .unlink(&mut self.posted, i, posted_links),
+        }
+        self.posted.remove(i).recv
+    }
+
+    /// Matches an in-order message from peer `p`, or queues it.
+    #[inline]
+    fn deliver(&mut self, p: u32, envelope: Envelope, payload: T) -> Incoming<T> {
+        let r = self.find_posted(p, &envelope);
+        if r != NIL {
+            let recv = self.remove_posted(r);
+            return Incoming::Matched(Match::new(&recv, envelope, payload));
+        }
+        let (i, generation) = self.unexpected.insert(UnexpectedNode {
+            envelope,
+            payload,
+            peer: p,
+            state: State::Queued,
+            peer_links: Links::UNLINKED,
+            context_links: Links::UNLINKED,
+        });
+        self.link_queued(p, i);
+        Incoming::Queued(UnexpectedId {
+            index: i,
+            generation,
+        })
+    }
+
+    /// Appends unexpected node `i` (from peer `p`) to its two queues.
+    #[inline]
+    fn link_queued(&mut self, p: u32, i: u32) {
+        let peer = &mut self.peers[p];
+        peer.unexpected
+            .push_back(&mut self.unexpected, i, peer_links::<T>);
+        self.contexts[peer.context].unexpected.push_back(
+            &mut self.unexpected,
+            i,
+            context_links::<T>,
+        );
+        self.queued += 1;
+    }
+
+    /// Takes queued node `i` out of its two queues (the node stays).
+    #[inline]
+    fn unlink_queued(&mut self, i: u32) {
+        let p = self.unexpected[i].peer;
+        let peer = &mut self.peers[p];
+        peer.unexpected
+            .unlink(&mut self.unexpected, i, peer_links::<T>);
+        self.contexts[peer.context]
+            .unexpected
+            .unlink(&mut self.unexpected, i, context_links::<T>);
+        self.queued -= 1;
+    }
+
+    /// Unlinks and frees queued node `i`.
+    #[inline]
+    fn remove_queued(&mut self, i: u32) -> (Envelope, T) {
+        self.unlink_queued(i);
+        let node = self.unexpected.remove(i);
+        (node.envelope, node.payload)
+    }
+
+    /// A message whose sequence is not the expected one: hold it back or
+    /// refuse it.
+    #[cold]
+    fn out_of_order(&mut self, p: u32, envelope: Envelope, payload: T) -> Incoming<T> {
+        let peer = &self.peers[p];
+        let expected = peer.expected;
+        if envelope.sequence < expected {
+            return Incoming::Duplicate {
+                envelope,
+                payload,
+                expected,
+            };
+        }
+        // `held` is sorted highest sequence first.
+        match peer
+            .held
+            .binary_search_by(|&(s, _)| envelope.sequence.cmp(&s))
+        {
+            Ok(_) => Incoming::Duplicate {
+                envelope,
+                payload,
+                expected,
+            },
+            Err(pos) => {
+                let (i, _) = self.unexpected.insert(UnexpectedNode {
+                    envelope,
+                    payload,
+                    peer: p,
+                    state: State::Held,
+                    peer_links: Links::UNLINKED,
+                    context_links: Links::UNLINKED,
+                });
+                self.peers[p].held.insert(pos, (envelope.sequence, i));
+                self.held += 1;
+                Incoming::HeldBack
+            }
+        }
+    }
+
+    /// Delivers peer `p`'s held-back messages that are now in order.
+    fn release(&mut self, p: u32) {
+        loop {
+            let peer = &mut self.peers[p];
+            let Some(&(sequence, i)) = peer.held.last() else {
+                return;
+            };
+            if sequence != peer.expected {
+                return;
+            }
+            peer.held.pop();
+            peer.expected += 1;
+            self.held -= 1;
+            let envelope = self.unexpected[i].envelope;
+            let r = self.find_posted(p, &envelope);
+            let outcome = if r != NIL {
+                let recv = self.remove_posted(r);
+                let node = self.unexpected.remove(i);
+                Incoming::Matched(Match::new(&recv, node.envelope, node.payload))
+            } else {
+                self.unexpected[i].state = State::Queued;
+                self.link_queued(p, i);
+                Incoming::Queued(UnexpectedId {
+                    index: i,
+                    generation: self.unexpected.generation(i),
+                })
+            };
+            self.released.push_back(outcome);
+        }
+    }
+}
+
+/// Appends the slots of `list` (following `links`) to `out`.
+fn collect_list<N>(list: &List, slab: &Slab<N>, links: fn(&N) -> Links, out: &mut Vec<u32>) {
+    let mut i = list.head;
+    while i != NIL {
+        out.push(i);
+        i = links(&slab[i]).next;
+    }
+}
