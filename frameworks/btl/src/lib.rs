@@ -9,6 +9,7 @@ use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
 
 pub mod if_list;
 pub mod interfaces;
+pub mod reachability;
 
 /// Version of the interface between the btl framework and its components.
 pub const INTERFACE_VERSION: Version = Version::new(1, 0, 0);
