@@ -1,28 +1,14 @@
-//! Host lists: `--host a,b:2` items, host name rules, and the simple
-//! aggregated forms ([`parse_host_option`], [`parse_hostfile`]) that
-//! `mpirun` used before the allocation layer ([`crate::allocation`]).
+//! Host lists: `--host a,b:2` items and host name rules; the allocation
+//! layer ([`crate::allocation`]) adds them up.
 //!
 //! `--host` entries are `NAME` (1 slot) or `NAME:N` (N slots); a host named
 //! more than once adds up its slots (`--host a:2,a` gives `a` 3 slots).
 //! IPv6 addresses are written `[fe80::1]` or `[fe80::1]:2`. Errors name the
 //! option and the value.
 
-use crate::hostfile::Hostfile;
 use std::collections::HashMap;
 use std::fmt;
 use std::net::IpAddr;
-use std::path::Path;
-
-/// One host with its slot counts (aggregated over a host list).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HostEntry {
-    /// Host name as written.
-    pub name: String,
-    /// Slots (processes that fit without oversubscribing).
-    pub slots: u32,
-    /// Hard limit on processes, `None` for unlimited.
-    pub max_slots: Option<u32>,
-}
 
 /// A host list error: what is wrong and where (option and value, or
 /// `file:line`).
@@ -156,84 +142,15 @@ pub fn parse_host_items(values: &[String]) -> Result<Vec<HostItem>, HostError> {
     Ok(items)
 }
 
-/// Parses the values of `--host` options into hosts, each once in order of
-/// first appearance: no `:N` counts 1 slot, duplicates add up, `max_slots`
-/// is unlimited.
-pub fn parse_host_option(values: &[String]) -> Result<Vec<HostEntry>, HostError> {
-    let mut hosts: Vec<HostEntry> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    for item in parse_host_items(values)? {
-        let slots = item.slots.unwrap_or(1);
-        match index.get(&item.name) {
-            Some(&i) => hosts[i].slots = hosts[i].slots.saturating_add(slots),
-            None => {
-                index.insert(item.name.clone(), hosts.len());
-                hosts.push(HostEntry {
-                    name: item.name,
-                    slots,
-                    max_slots: None,
-                });
-            }
-        }
-    }
-    Ok(hosts)
-}
-
-/// Parses a hostfile's text into hosts, each once in order of first
-/// appearance, lines added up as [`Hostfile::nodes`] describes;
-/// `default_slots` is what a host on a single line without `slots=` gets
-/// (its processor cores). Errors name `path` and the line.
-pub fn parse_hostfile(
-    path: &Path,
-    text: &str,
-    default_slots: u32,
-) -> Result<Vec<HostEntry>, HostError> {
-    Ok(Hostfile::parse(path, text)?
-        .nodes(default_slots)
-        .into_iter()
-        .map(|n| HostEntry {
-            name: n.name,
-            slots: n.slots,
-            max_slots: n.max_slots,
-        })
-        .collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn h(name: &str, slots: u32, max: Option<u32>) -> HostEntry {
-        HostEntry {
-            name: name.into(),
-            slots,
-            max_slots: max,
-        }
-    }
 
     fn item(name: &str, slots: Option<u32>) -> HostItem {
         HostItem {
             name: name.into(),
             slots,
         }
-    }
-
-    #[test]
-    fn host_option_counts_and_adds_up() {
-        // Reference: `--host a,b:2,c:3` gives a 1, b 2, c 3 slots.
-        let hosts = parse_host_option(&["a,b:2,c:3".into()]).unwrap();
-        assert_eq!(
-            hosts,
-            vec![h("a", 1, None), h("b", 2, None), h("c", 3, None)]
-        );
-        let hosts = parse_host_option(&["a,b:2,c:3".into(), "a".into()]).unwrap();
-        assert_eq!(
-            hosts,
-            vec![h("a", 2, None), h("b", 2, None), h("c", 3, None)]
-        );
-        // Reference: `--host node01.example.com:2,node01.example.com` gives 3.
-        let hosts = parse_host_option(&["node01.example.com:2,node01.example.com".into()]).unwrap();
-        assert_eq!(hosts, vec![h("node01.example.com", 3, None)]);
     }
 
     #[test]
@@ -263,28 +180,10 @@ mod tests {
             ("[::1]x", "text after ]"),
             (":2", "not a host name"),
         ] {
-            let e = parse_host_option(&[value.into()]).unwrap_err().0;
+            let e = parse_host_items(&[value.into()]).unwrap_err().0;
             assert!(e.starts_with(&format!("--host {value}: ")), "{e}");
             assert!(e.contains(what), "{value}: {e}");
         }
-    }
-
-    #[test]
-    fn hostfile_compat() {
-        let text = "# cluster\nnode0 slots=2 max_slots=20\nnode1 slots=2 max_slots=20\n\nnode2\nnode0 slots=1 max_slots=1 # again\n";
-        let hosts = parse_hostfile(Path::new("hf"), text, 4).unwrap();
-        assert_eq!(
-            hosts,
-            vec![
-                h("node0", 3, Some(21)),
-                h("node1", 2, Some(20)),
-                h("node2", 4, None)
-            ]
-        );
-        let e = parse_hostfile(Path::new("/h/hosts"), "# c\na slots=-1\n", 1)
-            .unwrap_err()
-            .0;
-        assert!(e.starts_with("/h/hosts:2: "), "{e}");
     }
 
     #[test]
