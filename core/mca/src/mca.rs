@@ -667,7 +667,7 @@ impl Mca {
     }
 
     fn report_unknown_names(&self) {
-        if self.int_value(WARN_UNKNOWN) == Some(0) || self.bool_value(WARN_UNKNOWN) == Some(false) {
+        if self.bool_value(WARN_UNKNOWN) == Some(false) {
             return;
         }
         let mut warned = HashSet::new();

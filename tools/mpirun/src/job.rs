@@ -38,8 +38,6 @@ pub struct App {
 pub struct Node {
     /// Host name.
     pub name: String,
-    /// Slots.
-    pub slots: u32,
     /// Whether it is this machine.
     pub local: bool,
     /// More ranks than slots on it (ranks there yield when idle).
@@ -290,7 +288,6 @@ pub fn build(
         let index = nodes.len();
         nodes.push(Node {
             name: mapped.name.clone(),
-            slots: mapped.slots,
             local: local_for_check.is(&mapped.name),
             oversubscribed: mapped.oversubscribed,
         });
