@@ -13,10 +13,4 @@
 
 #![warn(missing_docs)]
 
-pub mod matching;
 pub mod modex;
-
-pub use matching::{
-    ContextId, Envelope, Incoming, Match, MatchError, Matcher, PostedRecv, RecvId, Source, Status,
-    Tag, UnexpectedId, ANY_SOURCE, ANY_TAG,
-};

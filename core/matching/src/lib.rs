@@ -1,3 +1,5 @@
+#![warn(missing_docs)]
+
 //! MPI message matching: which receive gets which message.
 //!
 //! [`Matcher`] is a pure data structure — no I/O, no threads, no locks —
@@ -217,7 +219,7 @@ pub struct RemovedContext<T> {
 /// # Example
 ///
 /// ```
-/// use oxmpi_mpi_core::matching::*;
+/// use oxmpi_matching::*;
 ///
 /// let mut m: Matcher<Vec<u8>> = Matcher::new();
 /// let world = ContextId(0);

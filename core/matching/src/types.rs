@@ -28,7 +28,7 @@ pub const ANY_TAG: Tag = Tag::Any;
 /// communicator is freed requires [`Matcher::remove_context`] first, so
 /// that per-peer sequence numbers restart at 0.
 ///
-/// [`Matcher::remove_context`]: crate::matching::Matcher::remove_context
+/// [`Matcher::remove_context`]: crate::Matcher::remove_context
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ContextId(pub u32);
 
@@ -191,7 +191,7 @@ impl Envelope {
 /// receives posted at one time; with duplicates, cancelling cancels the
 /// oldest of them.
 ///
-/// [`Matcher::cancel_recv`]: crate::matching::Matcher::cancel_recv
+/// [`Matcher::cancel_recv`]: crate::Matcher::cancel_recv
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RecvId(pub u64);
 
@@ -229,7 +229,7 @@ impl PostedRecv {
 /// taken or its context removed; after that every use of it is refused
 /// (`None`), even if its slot is reused.
 ///
-/// [`Matcher::mprobe`]: crate::matching::Matcher::mprobe
+/// [`Matcher::mprobe`]: crate::Matcher::mprobe
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct UnexpectedId {
     pub(crate) index: u32,
@@ -350,8 +350,8 @@ impl<T> Match<T> {
 /// held-back message released later ([`Matcher::next_released`], which
 /// yields only `Matched` and `Queued`).
 ///
-/// [`Matcher::incoming`]: crate::matching::Matcher::incoming
-/// [`Matcher::next_released`]: crate::matching::Matcher::next_released
+/// [`Matcher::incoming`]: crate::Matcher::incoming
+/// [`Matcher::next_released`]: crate::Matcher::next_released
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Incoming<T> {
     /// It matched the oldest posted receive that fits, which is no longer
@@ -360,14 +360,14 @@ pub enum Incoming<T> {
     /// No posted receive fits: it waits in the unexpected queue (with its
     /// payload) for a receive, a probe or [`Matcher::take_unexpected`].
     ///
-    /// [`Matcher::take_unexpected`]: crate::matching::Matcher::take_unexpected
+    /// [`Matcher::take_unexpected`]: crate::Matcher::take_unexpected
     Queued(UnexpectedId),
     /// It arrived before an earlier message from the same sender on the same
     /// context: it is held back (with its payload) until its predecessors
     /// have arrived, then matched or queued; the outcome comes out of
     /// [`Matcher::next_released`].
     ///
-    /// [`Matcher::next_released`]: crate::matching::Matcher::next_released
+    /// [`Matcher::next_released`]: crate::Matcher::next_released
     HeldBack,
     /// Its sequence number was already delivered or is already held back:
     /// a transport delivered it twice (a bug below the pml). Nothing was

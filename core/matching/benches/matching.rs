@@ -1,6 +1,6 @@
 //! Matching engine benchmark: ns per operation for the common cases.
 //!
-//! `cargo bench -p oxmpi-mpi-core --bench matching` (add `-- --quick` for
+//! `cargo bench -p oxmpi-matching --bench matching` (add `-- --quick` for
 //! 100k pairs instead of 1M). Each scenario runs a number of pairs — one
 //! receive posted plus one message arriving, which match each other — and
 //! reports ns per pair and per operation (half a pair), the best and the
@@ -10,8 +10,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use oxmpi_mpi_core::matching::{ContextId, Envelope, Incoming, Matcher, PostedRecv, RecvId};
-use oxmpi_mpi_core::{Source, Tag};
+use oxmpi_matching::{ContextId, Envelope, Incoming, Matcher, PostedRecv, RecvId};
+use oxmpi_matching::{Source, Tag};
 
 const CTX: ContextId = ContextId(3);
 /// Senders, round robin (so the per-peer lookup is not always the same).
