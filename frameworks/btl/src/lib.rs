@@ -10,6 +10,7 @@ use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
 pub mod if_list;
 pub mod interfaces;
 pub mod matching;
+pub mod module;
 pub mod reachability;
 #[cfg(test)]
 mod tests;

@@ -7,6 +7,8 @@
 
 use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
 
+pub mod module;
+
 /// Version of the interface between the pml framework and its components.
 pub const INTERFACE_VERSION: Version = Version::new(1, 0, 0);
 

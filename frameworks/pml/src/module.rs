@@ -1,0 +1,221 @@
+//! The pml module: what a pml component hands the MPI layer (through
+//! [`oxmpi_plugin_api::ModuleTable`], layout-checked), and what the MPI
+//! layer hands it.
+//!
+//! # The contract
+//!
+//! - **Threads.** The MPI layer calls every entry point under its lock:
+//!   never two at once.
+//! - **Ranks.** The pml works in job ranks (`MPI_COMM_WORLD` ranks) and
+//!   context ids; the MPI layer translates communicator ranks.
+//! - **Init.** [`init`](PmlModule::init) receives the btl components the
+//!   MPI layer selected ([`BtlCandidate`]), initializes those it uses
+//!   (registering its receiver), publishes their contact cards through
+//!   [`PmlCore::modex_put`] and registers their progress functions with
+//!   [`PmlCore::register_progress`]. The MPI layer then fences the modex;
+//!   peers' cards are read lazily with [`PmlCore::modex_get`] when a peer is
+//!   first used.
+//! - **Requests.** [`isend`](PmlModule::isend) and
+//!   [`irecv`](PmlModule::irecv) start an operation and hand out a request
+//!   handle; [`test`](PmlModule::test) reports completion with a
+//!   [`RequestStatus`]; [`free`](PmlModule::free) releases a handle (a
+//!   completed one, or a send the caller no longer watches: it still
+//!   completes). The buffers must stay valid until the request completes.
+//! - **Errors.** Entry points that can fail return false and fill an
+//!   `error` string: one or more sentences naming the peer and what went
+//!   wrong. A request that completes in error says which in
+//!   [`RequestStatus::error`]; [`request_error`](PmlModule::request_error)
+//!   gives the sentence.
+
+use abi_stable::std_types::{RSlice, RStr, RString, RVec};
+use abi_stable::StableAbi;
+use oxmpi_framework_btl::module::{BtlComponentModule, JobIdentity};
+use oxmpi_plugin_api::ComponentContext;
+use std::ffi::c_void;
+
+/// The source of a receive that accepts every sender (`MPI_ANY_SOURCE`).
+pub const ANY_SOURCE: i32 = -1;
+/// The tag of a receive that accepts every tag ≥ 0 (`MPI_ANY_TAG`).
+pub const ANY_TAG: i32 = -1;
+
+/// How a send completes.
+#[repr(u8)]
+#[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SendMode {
+    /// `MPI_Send`: complete when the buffer may be reused.
+    Standard = 0,
+    /// `MPI_Ssend`: complete only once the receiver has matched it.
+    Synchronous = 1,
+}
+
+/// Why a request completed in error.
+#[repr(u8)]
+#[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum RequestError {
+    /// No error.
+    #[default]
+    None = 0,
+    /// The message was longer than the receive buffer (`MPI_ERR_TRUNCATE`);
+    /// the buffer holds its first bytes.
+    Truncated = 1,
+    /// The peer failed or its connection broke (`MPI_ERR_PROC_FAILED`).
+    PeerFailed = 2,
+    /// Another failure; see [`PmlModule::request_error`].
+    Other = 3,
+}
+
+/// The outcome of a completed request (an `MPI_Status`).
+#[repr(C)]
+#[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct RequestStatus {
+    /// Job rank of the sender (receives and probes).
+    pub source: i32,
+    /// Tag of the message (receives and probes).
+    pub tag: i32,
+    /// Bytes received (receives), or the message's length (probes).
+    pub count: usize,
+    /// Whether the request was cancelled.
+    pub cancelled: bool,
+    /// Error, if any.
+    pub error: RequestError,
+}
+
+/// A send to start.
+#[repr(C)]
+#[derive(StableAbi, Copy, Clone, Debug)]
+pub struct SendArgs {
+    /// The message (valid until the request completes).
+    pub buf: *const u8,
+    /// Its length in bytes.
+    pub len: usize,
+    /// Job rank of the receiver.
+    pub dest: u32,
+    /// Tag (≥ 0 for applications; negative tags are internal).
+    pub tag: i32,
+    /// Context id of the communicator.
+    pub context: u32,
+    /// Completion mode.
+    pub mode: SendMode,
+}
+
+/// A receive to post.
+#[repr(C)]
+#[derive(StableAbi, Copy, Clone, Debug)]
+pub struct RecvArgs {
+    /// Where the message goes (valid until the request completes).
+    pub buf: *mut u8,
+    /// Capacity in bytes.
+    pub len: usize,
+    /// Job rank of the sender, or [`ANY_SOURCE`].
+    pub source: i32,
+    /// Tag, or [`ANY_TAG`].
+    pub tag: i32,
+    /// Context id of the communicator.
+    pub context: u32,
+}
+
+/// Answer of [`PmlCore::modex_get`].
+#[repr(u8)]
+#[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ModexLookup {
+    /// The card was found.
+    Found = 0,
+    /// The peer published no card under that name.
+    Missing = 1,
+    /// The lookup failed (the error says why).
+    Failed = 2,
+}
+
+/// What the MPI layer offers a pml.
+#[repr(C)]
+#[derive(StableAbi, Copy, Clone)]
+pub struct PmlCore {
+    /// Opaque pointer passed back to every function.
+    pub ctx: *mut c_void,
+    /// Publishes this process's card under `name` (before the fence).
+    /// Returns false with `error` set on failure.
+    pub modex_put: unsafe extern "C" fn(
+        ctx: *mut c_void,
+        name: RStr<'_>,
+        card: RSlice<'_, u8>,
+        error: &mut RString,
+    ) -> bool,
+    /// Reads `rank`'s card published under `name` (cached after the first
+    /// lookup).
+    pub modex_get: unsafe extern "C" fn(
+        ctx: *mut c_void,
+        rank: u32,
+        name: RStr<'_>,
+        card: &mut RVec<u8>,
+        error: &mut RString,
+    ) -> ModexLookup,
+    /// Adds a function to the progress engine (polled by every wait and
+    /// test, in registration order).
+    pub register_progress: unsafe extern "C" fn(ctx: *mut c_void, poll: ProgressFn),
+}
+
+/// A progress function (a btl's `progress`): returns the number of events.
+#[repr(transparent)]
+#[derive(StableAbi, Copy, Clone)]
+pub struct ProgressFn {
+    /// The function.
+    pub poll: unsafe extern "C" fn() -> usize,
+}
+
+/// A btl component the MPI layer selected, for the pml to use.
+#[repr(C)]
+#[derive(StableAbi, Copy, Clone)]
+pub struct BtlCandidate {
+    /// The component's name (`self`, `tcp`, …).
+    pub name: RStr<'static>,
+    /// Its entry points.
+    pub module: &'static BtlComponentModule,
+    /// Its context (parameters and logging), for its `init`.
+    pub context: ComponentContext,
+}
+
+/// Entry points of a pml component.
+#[repr(C)]
+#[derive(StableAbi)]
+pub struct PmlModule {
+    /// Initializes the pml over the given btls (see the module docs).
+    /// Returns false with `error` set if it cannot run.
+    pub init: unsafe extern "C" fn(
+        context: &ComponentContext,
+        identity: &JobIdentity,
+        core: PmlCore,
+        btls: RSlice<'_, BtlCandidate>,
+        error: &mut RString,
+    ) -> bool,
+    /// Starts a send. False (with `error`) if it cannot start, e.g. no btl
+    /// reaches the peer: the sentence names the peer and each btl's reason.
+    pub isend:
+        unsafe extern "C" fn(args: &SendArgs, request: &mut u64, error: &mut RString) -> bool,
+    /// Posts a receive. False (with `error`) if it cannot be posted.
+    pub irecv:
+        unsafe extern "C" fn(args: &RecvArgs, request: &mut u64, error: &mut RString) -> bool,
+    /// Whether the request is complete; if so, fills `status`. Makes no
+    /// progress itself.
+    pub test: unsafe extern "C" fn(request: u64, status: &mut RequestStatus) -> bool,
+    /// The sentence describing a request that completed in error.
+    pub request_error: unsafe extern "C" fn(request: u64, error: &mut RString),
+    /// Releases a handle (see the module docs).
+    pub free: unsafe extern "C" fn(request: u64),
+    /// Cancels a receive that has not matched yet; true if it was cancelled
+    /// (it then completes with `cancelled`). Sends cannot be cancelled.
+    pub cancel: unsafe extern "C" fn(request: u64) -> bool,
+    /// Whether a message that a receive with these arguments would match has
+    /// arrived; if so, fills `status` (source, tag, length).
+    pub iprobe: unsafe extern "C" fn(
+        context: u32,
+        source: i32,
+        tag: i32,
+        status: &mut RequestStatus,
+    ) -> bool,
+    /// Work the pml does itself (retrying sends a btl could not take).
+    /// Returns the number of events.
+    pub progress: unsafe extern "C" fn() -> usize,
+    /// Shuts down the btls it initialized. Called once, after every request
+    /// completed and all ranks reached finalize.
+    pub finalize: unsafe extern "C" fn(),
+}
