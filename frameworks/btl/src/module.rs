@@ -37,6 +37,9 @@
 //!   the payload in its own memory). Then [`on_fragment`](BtlReceiver::on_fragment)
 //!   delivers the fragment, with the payload pointer being the pml's
 //!   destination or the btl's buffer (valid for the call only).
+//! - **No re-entry.** A pml never calls a btl entry point from inside one
+//!   of its callbacks; work a callback causes (an acknowledgement, the next
+//!   fragment) is queued and done from the pml's own progress function.
 //! - **Failure.** A peer whose connection fails before `finalize` is
 //!   reported once through [`on_peer_failed`](BtlReceiver::on_peer_failed);
 //!   queued sends to it are dropped without `on_send_done`.
