@@ -52,7 +52,7 @@ impl InstallPaths {
         let exe_dir = exe
             .and_then(Path::parent)
             .map(|d| {
-                if d.ends_with("deps") {
+                if d.ends_with("deps") || d.ends_with("examples") {
                     d.parent().unwrap_or(d)
                 } else {
                     d

@@ -75,6 +75,7 @@
 pub mod client;
 pub mod error;
 pub mod frame;
+pub mod identity;
 pub mod kvs;
 pub mod launch;
 pub mod local;

@@ -242,7 +242,15 @@ fn launch_and_run(
         cli.timeout,
         forward_stdin,
     );
-    let env = forwarded_env(mca);
+    let mut env = forwarded_env(mca);
+    // Every job gets its own id and secret; transports authenticate peers with it.
+    match oxmpi_pmi::identity::JobIdentity::generate() {
+        Ok(identity) => env.extend(identity.to_env()),
+        Err(message) => {
+            eprintln!("mpirun: error: {message}");
+            return 1;
+        }
+    }
     for p in &job.procs {
         let mask = plan.masks[p.rank as usize].clone();
         match launch::start(job, p, &env, stdin_target.includes(p.rank), mask) {
