@@ -1,16 +1,20 @@
-//! The MPI layer of oxmpi, below the C API and above the pml.
+//! The MPI layer of oxmpi, below the Rust API (`oxmpi`) and above the pml.
 //!
-//! - [`matching`]: the matching engine — which receive gets which message,
-//!   per communicator (context id), source and tag, with `ANY_SOURCE`,
-//!   `ANY_TAG`, MPI's non-overtaking order, posted and unexpected queues,
-//!   probes, cancel and truncation. A pure data structure the pml drives.
+//! - [`runtime`]: initialization (MCA parameters, PMI wire-up, btl and pml
+//!   selection, the modex), the communicators `WORLD` and `SELF`, requests,
+//!   the progress engine, thread levels, finalize and abort.
 //! - [`modex`]: the exchange of transports' contact cards over PMI (put,
 //!   fence, lazy cached get; binary cards encoded and chunked to fit PMI's
 //!   value limits).
 //!
-//! Requests and communicators join this crate with the point-to-point
-//! issue.
+//! Message matching is the pml's business (crate `oxmpi-matching`).
 
 #![warn(missing_docs)]
 
 pub mod modex;
+pub mod runtime;
+
+pub use runtime::{
+    init, runtime, wtick, wtime, Comm, Error, ErrorClass, RequestId, Runtime, SendMode, Status,
+    ThreadLevel, ANY_SOURCE, ANY_TAG, TAG_UB,
+};

@@ -1,0 +1,303 @@
+//! Initialization: parameters, wire-up with the launcher, btl and pml
+//! selection, the modex.
+
+use super::{Error, ErrorClass, Runtime, State, ThreadLevel};
+use crate::modex::Modex;
+use abi_stable::std_types::{RSlice, RStr, RString, RVec};
+use oxmpi_framework_btl::module::{BtlComponentModule, JobIdentity};
+use oxmpi_framework_pml::module::{BtlCandidate, ModexLookup, PmlCore, PmlModule, ProgressFn};
+use oxmpi_mca::framework::OpenFramework;
+use oxmpi_mca::mca::{Mca, McaInputs, Severity};
+use oxmpi_pmi::PmiClient;
+use std::ffi::c_void;
+use std::sync::Mutex;
+
+/// What the pml reaches through [`PmlCore`]: the modex, and the progress
+/// functions it registers during its `init`.
+pub(crate) struct CoreShared {
+    pub(crate) modex: Mutex<Modex>,
+    pub(crate) progress: Mutex<Vec<ProgressFn>>,
+}
+
+fn init_error(message: impl Into<String>) -> Error {
+    Error::new(ErrorClass::Init, message)
+}
+
+fn shared(ctx: *mut c_void) -> &'static CoreShared {
+    // SAFETY: `ctx` is the leaked `CoreShared` this module handed to the pml.
+    unsafe { &*(ctx as *const CoreShared) }
+}
+
+unsafe extern "C" fn modex_put(
+    ctx: *mut c_void,
+    name: RStr<'_>,
+    card: RSlice<'_, u8>,
+    error: &mut RString,
+) -> bool {
+    let mut modex = shared(ctx).modex.lock().unwrap_or_else(|e| e.into_inner());
+    match modex.put(name.as_str(), card.as_slice()) {
+        Ok(()) => true,
+        Err(e) => {
+            *error = e.to_string().into();
+            false
+        }
+    }
+}
+
+unsafe extern "C" fn modex_get(
+    ctx: *mut c_void,
+    rank: u32,
+    name: RStr<'_>,
+    card: &mut RVec<u8>,
+    error: &mut RString,
+) -> ModexLookup {
+    let mut modex = shared(ctx).modex.lock().unwrap_or_else(|e| e.into_inner());
+    match modex.get(rank, name.as_str()) {
+        Ok(Some(bytes)) => {
+            card.clear();
+            card.extend_from_slice(bytes);
+            ModexLookup::Found
+        }
+        Ok(None) => ModexLookup::Missing,
+        Err(e) => {
+            *error = e.to_string().into();
+            ModexLookup::Failed
+        }
+    }
+}
+
+unsafe extern "C" fn register_progress(ctx: *mut c_void, poll: ProgressFn) {
+    shared(ctx)
+        .progress
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(poll);
+}
+
+/// The program name for messages (`argv[0]`'s file name).
+fn program_name() -> String {
+    std::env::args()
+        .next()
+        .and_then(|a| {
+            std::path::Path::new(&a)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "oxmpi".to_string())
+}
+
+/// The job identity: from mpirun's environment; made up for a singleton;
+/// for another launcher, rank 0's, shared through PMI.
+fn job_identity(modex: &mut Modex) -> Result<oxmpi_pmi::identity::JobIdentity, Error> {
+    use oxmpi_pmi::identity::JobIdentity as Identity;
+    if let Some(id) = Identity::from_env(|k| std::env::var(k).ok()).map_err(init_error)? {
+        return Ok(id);
+    }
+    if modex.size() == 1 {
+        return Identity::generate().map_err(init_error);
+    }
+    const KEY: &str = "job-identity";
+    if modex.rank() == 0 {
+        let id = Identity::generate().map_err(init_error)?;
+        let mut bytes = id.job_id.to_le_bytes().to_vec();
+        bytes.extend(id.secret[0].to_le_bytes());
+        bytes.extend(id.secret[1].to_le_bytes());
+        modex
+            .put(KEY, &bytes)
+            .map_err(|e| init_error(e.to_string()))?;
+    }
+    modex.fence().map_err(|e| init_error(e.to_string()))?;
+    let bytes = modex
+        .get(0, KEY)
+        .map_err(|e| init_error(e.to_string()))?
+        .filter(|b| b.len() == 24)
+        .ok_or_else(|| {
+            init_error("rank 0 published no job identity; are all ranks running oxmpi?")
+        })?;
+    let word = |i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+    Ok(Identity {
+        job_id: word(0),
+        secret: [word(1), word(2)],
+    })
+}
+
+/// Finds the module table of a loaded component.
+fn module_of<T: abi_stable::StableAbi>(
+    mca: &'static Mca,
+    framework: &str,
+    name: &str,
+) -> Result<(&'static T, RStr<'static>, RStr<'static>), String> {
+    let component = mca
+        .repository()
+        .components
+        .iter()
+        .find(|c| c.framework == framework && c.name == name)
+        .ok_or_else(|| format!("the {framework} component {name} is not loaded"))?;
+    let module = component.module::<T>()?;
+    Ok((
+        module,
+        component.root.framework(),
+        component.root.component(),
+    ))
+}
+
+/// Why `self` is not among the btls, as a hint for send-to-self failures.
+fn self_hint(mca: &Mca, selected: &[String]) -> Option<String> {
+    if selected.iter().any(|n| n == "self") {
+        return None;
+    }
+    let installed = mca
+        .repository()
+        .components
+        .iter()
+        .any(|c| c.framework == "btl" && c.name == "self");
+    Some(if !installed {
+        "The self btl, which carries a process's messages to itself, is not installed.".to_string()
+    } else {
+        let why = match mca.value("btl") {
+            Some(r) => format!(" (btl = \"{}\", from {})", r.text, r.source),
+            None => String::new(),
+        };
+        format!(
+            "The self btl, which carries a process's messages to itself, is not in use{why}; \
+             add it, e.g. --mca btl self,tcp."
+        )
+    })
+}
+
+pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
+    oxmpi_mca::log::init_stderr_logging();
+    let program = program_name();
+    let mca: &'static Mca = Box::leak(Box::new(Mca::init(McaInputs::from_process(&program))));
+    let under_mpirun = std::env::var_os(oxmpi_pmi::identity::JOB_ID_VAR).is_some();
+    if under_mpirun {
+        // mpirun resolved the same files and environment and already showed
+        // the warnings; errors still stop the rank.
+        let errors: Vec<String> = mca
+            .take_diagnostics()
+            .into_iter()
+            .filter(|d| d.severity == Severity::Error)
+            .map(|d| d.message)
+            .collect();
+        if !errors.is_empty() {
+            return Err(init_error(errors.join("\n")));
+        }
+    } else if mca.print_diagnostics() {
+        return Err(init_error(
+            "the MCA parameters above are wrong; fix them and run again",
+        ));
+    }
+
+    let client = PmiClient::from_env().map_err(|e| {
+        init_error(format!(
+            "cannot connect to the launcher: {e}. Start the program with mpirun, or alone (as a singleton)."
+        ))
+    })?;
+    let mut modex = Modex::new(client);
+    let (rank, size) = (modex.rank(), modex.size());
+    let identity = job_identity(&mut modex)?;
+
+    // btls: every usable one; the pml decides per peer.
+    let mut btl_fw: OpenFramework<'static> = mca
+        .open_framework("btl")
+        .map_err(|e| init_error(e.to_string()))?;
+    let selected = btl_fw.select().map_err(|e| init_error(e.to_string()))?;
+    let mut candidates = Vec::new();
+    let mut btl_names = Vec::new();
+    for s in &selected {
+        match module_of::<BtlComponentModule>(mca, "btl", &s.name) {
+            Ok((module, fw, comp)) => {
+                candidates.push(BtlCandidate {
+                    name: comp,
+                    module,
+                    context: oxmpi_mca::services::context(fw, comp),
+                });
+                btl_names.push(s.name.clone());
+            }
+            Err(e) => eprintln!("{program}: warning: {e}"),
+        }
+    }
+    let hint = self_hint(mca, &btl_names);
+
+    // The pml: one, the usable one with the highest priority.
+    let mut pml_fw: OpenFramework<'static> = mca
+        .open_framework("pml")
+        .map_err(|e| init_error(e.to_string()))?;
+    let chosen = pml_fw.select().map_err(|e| init_error(e.to_string()))?;
+    let pml_name = chosen
+        .first()
+        .map(|s| s.name.clone())
+        .ok_or_else(|| init_error("no pml component is usable"))?;
+    let (pml, pml_fw_name, pml_comp) =
+        module_of::<PmlModule>(mca, "pml", &pml_name).map_err(init_error)?;
+
+    let shared: &'static CoreShared = Box::leak(Box::new(CoreShared {
+        modex: Mutex::new(modex),
+        progress: Mutex::new(Vec::new()),
+    }));
+    let core = PmlCore {
+        ctx: shared as *const CoreShared as *mut c_void,
+        modex_put,
+        modex_get,
+        register_progress,
+    };
+    let job = JobIdentity {
+        job_id: identity.job_id,
+        secret: identity.secret,
+        rank,
+        size,
+    };
+    let mut error = RString::new();
+    let pml_context = oxmpi_mca::services::context(pml_fw_name, pml_comp);
+    // SAFETY: the candidates' modules and contexts are 'static, `core`'s
+    // context outlives the process; no other thread uses the pml yet.
+    let started = unsafe {
+        (pml.init)(
+            &pml_context,
+            &job,
+            core,
+            RSlice::from_slice(&candidates),
+            &mut error,
+        )
+    };
+    if !started {
+        return Err(init_error(format!(
+            "the {pml_name} pml could not start: {error}"
+        )));
+    }
+    {
+        let mut modex = shared.modex.lock().unwrap_or_else(|e| e.into_inner());
+        let wire_up = |e: crate::modex::ModexError| init_error(format!("wire-up failed: {e}"));
+        modex.put("pml", pml_name.as_bytes()).map_err(wire_up)?;
+        modex.fence().map_err(wire_up)?;
+        if rank != 0 {
+            let theirs = modex
+                .get(0, "pml")
+                .map_err(wire_up)?
+                .map(|b| String::from_utf8_lossy(b).into_owned());
+            if theirs.as_deref() != Some(pml_name.as_str()) {
+                return Err(init_error(format!(
+                    "rank 0 uses the {} pml and rank {rank} the {pml_name} pml; every rank of a job must use the same one: choose it with --mca pml <name>",
+                    theirs.unwrap_or_else(|| "(none)".into())
+                )));
+            }
+        }
+    }
+    let progress = std::mem::take(&mut *shared.progress.lock().unwrap_or_else(|e| e.into_inner()));
+
+    Ok(Runtime {
+        rank,
+        size,
+        level: required,
+        main_thread: std::thread::current().id(),
+        pml,
+        pml_name,
+        progress,
+        yield_when_idle: mca.bool_value("mpi_yield_when_idle").unwrap_or(false),
+        state: Mutex::new(State::default()),
+        shared,
+        self_hint: hint,
+        frameworks: Mutex::new(Some((btl_fw, pml_fw))),
+        program,
+    })
+}

@@ -1,0 +1,752 @@
+//! The MPI layer: one [`Runtime`] per process, between the Rust API and the
+//! pml.
+//!
+//! - [`init`] resolves the MCA parameters, wires up with the launcher over
+//!   PMI (or runs as a singleton), opens the btl framework (every usable
+//!   btl) and the pml framework (the best one), starts the pml over the
+//!   btls, and exchanges contact cards through the modex. Every rank checks
+//!   that it runs the same pml as rank 0.
+//! - Communicators `WORLD` (context id 0) and `SELF` (context id 1); the pml
+//!   works in job ranks, this layer translates.
+//! - Requests are the pml's handles. [`Runtime::wait`] and friends drive one
+//!   progress engine: the functions the pml registered (its btls'), then the
+//!   pml's own; when nothing happened and `mpi_yield_when_idle` is on (mpirun
+//!   sets it on oversubscribed nodes), the waiting thread yields the CPU.
+//! - Thread levels: every call into the pml holds one lock. At `MULTIPLE`
+//!   threads queue on it and waits release it between polls; below
+//!   `MULTIPLE` a call that finds it taken is an error (two threads at once),
+//!   and at `SINGLE`/`FUNNELED` calls from a thread other than the one that
+//!   initialized are errors. An uncontended lock costs one atomic operation.
+//! - [`Runtime::finalize`] waits for detached sends, runs a barrier through
+//!   the pml (so acknowledgements still owed are delivered), then a PMI
+//!   barrier (nobody sends any more), and shuts the components down.
+
+mod error;
+mod init;
+
+pub use error::{Error, ErrorClass};
+pub use oxmpi_framework_pml::module::SendMode;
+
+use abi_stable::std_types::RString;
+use oxmpi_framework_pml::module::{
+    PmlModule, ProgressFn, RecvArgs, RequestError, RequestStatus, SendArgs,
+};
+use oxmpi_mca::framework::OpenFramework;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
+use std::thread::ThreadId;
+
+/// The source of a receive that accepts every sender (`MPI_ANY_SOURCE`).
+pub const ANY_SOURCE: i32 = -1;
+/// The tag of a receive that accepts every tag (`MPI_ANY_TAG`).
+pub const ANY_TAG: i32 = -1;
+/// The largest tag (`MPI_TAG_UB`); tags are `0..=TAG_UB`.
+pub const TAG_UB: i32 = i32::MAX;
+
+/// Tag of the messages of the barrier in [`Runtime::finalize`] (negative:
+/// no application receive can match it).
+const FINALIZE_TAG: i32 = -2;
+
+/// Thread support levels (`MPI_THREAD_*`), in increasing order.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ThreadLevel {
+    /// One thread.
+    Single,
+    /// Several threads; only the one that initialized calls MPI.
+    Funneled,
+    /// Several threads call MPI, never two at once.
+    Serialized,
+    /// Any thread, any time.
+    Multiple,
+}
+
+/// The predefined communicators.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Comm {
+    /// `MPI_COMM_WORLD`: every rank of the job (context id 0).
+    World,
+    /// `MPI_COMM_SELF`: this process alone (context id 1).
+    SelfComm,
+}
+
+impl Comm {
+    fn context(self) -> u32 {
+        match self {
+            Comm::World => 0,
+            Comm::SelfComm => 1,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Comm::World => "MPI_COMM_WORLD",
+            Comm::SelfComm => "MPI_COMM_SELF",
+        }
+    }
+}
+
+/// The outcome of a receive or probe (`MPI_Status`); sends report zeros.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Status {
+    /// Rank of the sender in the communicator used.
+    pub source: i32,
+    /// Tag of the message.
+    pub tag: i32,
+    /// Bytes received (a probe: the message's length).
+    pub count: usize,
+    /// Whether the request was cancelled.
+    pub cancelled: bool,
+}
+
+/// A request of this process (a pml handle).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RequestId(pub u64);
+
+/// State behind the lock.
+#[derive(Default)]
+struct State {
+    /// Sends the application stopped watching; finalize waits for them.
+    detached: Vec<u64>,
+    /// Outstanding requests on `SELF` (their sources are translated to 0).
+    on_self: Vec<u64>,
+}
+
+/// The MPI layer of this process. Obtain it with [`init`].
+pub struct Runtime {
+    rank: u32,
+    size: u32,
+    level: ThreadLevel,
+    main_thread: ThreadId,
+    pml: &'static PmlModule,
+    pml_name: String,
+    progress: Vec<ProgressFn>,
+    yield_when_idle: bool,
+    state: Mutex<State>,
+    shared: &'static init::CoreShared,
+    self_hint: Option<String>,
+    frameworks: Mutex<Option<(OpenFramework<'static>, OpenFramework<'static>)>>,
+    program: String,
+}
+
+// SAFETY: every use of the pml and btl entry points goes through `state`'s
+// lock (see `enter`); the remaining fields are read-only after `init`.
+unsafe impl Sync for Runtime {}
+// SAFETY: as above.
+unsafe impl Send for Runtime {}
+
+const PHASE_NONE: u8 = 0;
+const PHASE_STARTING: u8 = 1;
+const PHASE_RUNNING: u8 = 2;
+const PHASE_FINALIZED: u8 = 3;
+
+static PHASE: AtomicU8 = AtomicU8::new(PHASE_NONE);
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+
+/// Initializes the MPI layer of this process with thread support
+/// `required` (granted as asked: every level is supported).
+///
+/// # Errors
+/// Class `Init`: called twice or after finalize, wrong MCA parameters, the
+/// launcher cannot be reached, no usable pml, the pml cannot start, or
+/// ranks disagree on the pml. The message says what and what to do.
+pub fn init(required: ThreadLevel) -> Result<&'static Runtime, Error> {
+    match PHASE.compare_exchange(
+        PHASE_NONE,
+        PHASE_STARTING,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
+        Ok(_) => {}
+        Err(PHASE_FINALIZED) => {
+            return Err(Error::new(
+                ErrorClass::Init,
+                "oxmpi was already finalized in this process; it can be initialized only once",
+            ))
+        }
+        Err(_) => {
+            return Err(Error::new(
+                ErrorClass::Init,
+                "oxmpi is already initialized in this process; initialize it only once",
+            ))
+        }
+    }
+    match init::initialize(required) {
+        Ok(runtime) => {
+            let runtime = RUNTIME.get_or_init(|| runtime);
+            PHASE.store(PHASE_RUNNING, Ordering::Release);
+            Ok(runtime)
+        }
+        Err(e) => {
+            PHASE.store(PHASE_FINALIZED, Ordering::Release);
+            Err(e)
+        }
+    }
+}
+
+/// The runtime, if initialized and not finalized.
+pub fn runtime() -> Option<&'static Runtime> {
+    (PHASE.load(Ordering::Acquire) == PHASE_RUNNING)
+        .then(|| RUNTIME.get())
+        .flatten()
+}
+
+fn clock(id: libc::clockid_t) -> libc::timespec {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer.
+    unsafe { libc::clock_gettime(id, &mut ts) };
+    ts
+}
+
+/// Seconds on a monotonic clock (`MPI_Wtime`); only differences mean
+/// anything.
+pub fn wtime() -> f64 {
+    let ts = clock(libc::CLOCK_MONOTONIC);
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// Resolution of [`wtime`] in seconds (`MPI_Wtick`).
+pub fn wtick() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer.
+    unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9).max(1e-9)
+}
+
+impl Runtime {
+    /// This process's rank in `WORLD`.
+    pub fn rank(&self) -> i32 {
+        self.rank as i32
+    }
+
+    /// The number of ranks in `WORLD`.
+    pub fn size(&self) -> i32 {
+        self.size as i32
+    }
+
+    /// This process's rank in `comm`.
+    pub fn comm_rank(&self, comm: Comm) -> i32 {
+        match comm {
+            Comm::World => self.rank as i32,
+            Comm::SelfComm => 0,
+        }
+    }
+
+    /// The size of `comm`.
+    pub fn comm_size(&self, comm: Comm) -> i32 {
+        match comm {
+            Comm::World => self.size as i32,
+            Comm::SelfComm => 1,
+        }
+    }
+
+    /// The thread level in effect.
+    pub fn thread_level(&self) -> ThreadLevel {
+        self.level
+    }
+
+    /// The pml in use.
+    pub fn pml_name(&self) -> &str {
+        &self.pml_name
+    }
+
+    /// Takes the lock, checking the thread level's rules.
+    fn enter(&self) -> Result<MutexGuard<'_, State>, Error> {
+        if PHASE.load(Ordering::Acquire) != PHASE_RUNNING {
+            return Err(Error::new(
+                ErrorClass::Finalized,
+                "oxmpi is finalized; no MPI call may follow finalize",
+            ));
+        }
+        if self.level == ThreadLevel::Multiple {
+            return Ok(self.state.lock().unwrap_or_else(|e| e.into_inner()));
+        }
+        if self.level <= ThreadLevel::Funneled && std::thread::current().id() != self.main_thread {
+            return Err(Error::new(
+                ErrorClass::ThreadLevel,
+                format!(
+                    "an MPI call came from a thread other than the one that initialized oxmpi, which thread level {:?} does not allow; initialize with a higher level (e.g. Multiple)",
+                    self.level
+                ),
+            ));
+        }
+        match self.state.try_lock() {
+            Ok(g) => Ok(g),
+            Err(TryLockError::Poisoned(e)) => Ok(e.into_inner()),
+            Err(TryLockError::WouldBlock) => Err(Error::new(
+                ErrorClass::ThreadLevel,
+                format!(
+                    "two threads made MPI calls at the same time, which thread level {:?} does not allow; initialize with Multiple",
+                    self.level
+                ),
+            )),
+        }
+    }
+
+    fn world_rank(&self, comm: Comm, rank: i32, what: &str) -> Result<u32, Error> {
+        let size = self.comm_size(comm);
+        if rank < 0 || rank >= size {
+            return Err(Error::new(
+                ErrorClass::Rank,
+                format!(
+                    "{what} rank {rank} is not in {} (ranks 0 to {})",
+                    comm.name(),
+                    size - 1
+                ),
+            ));
+        }
+        Ok(match comm {
+            Comm::World => rank as u32,
+            Comm::SelfComm => self.rank,
+        })
+    }
+
+    fn check_tag(tag: i32, wildcard: bool) -> Result<(), Error> {
+        if (0..=TAG_UB).contains(&tag) || (wildcard && tag == ANY_TAG) {
+            Ok(())
+        } else {
+            Err(Error::new(
+                ErrorClass::Tag,
+                format!(
+                    "tag {tag} is not valid: tags go from 0 to {TAG_UB}{}",
+                    if wildcard { " (or ANY_TAG)" } else { "" }
+                ),
+            ))
+        }
+    }
+
+    /// Starts a send of `len` bytes at `buf` to rank `dest` of `comm`.
+    ///
+    /// # Safety
+    /// `buf..buf + len` stays valid and unchanged until the request
+    /// completes (a wait or test returns it).
+    ///
+    /// # Errors
+    /// `Rank`, `Tag`, `Unreachable` (the message names the peer and each
+    /// btl's reason, and says when the `self` btl is missing), `ProcFailed`,
+    /// `Finalized`, `ThreadLevel`.
+    pub unsafe fn isend(
+        &self,
+        comm: Comm,
+        dest: i32,
+        tag: i32,
+        buf: *const u8,
+        len: usize,
+        mode: SendMode,
+    ) -> Result<RequestId, Error> {
+        Self::check_tag(tag, false)?;
+        let dest_world = self.world_rank(comm, dest, "destination")?;
+        let mut state = self.enter()?;
+        self.start_send(&mut state, comm, dest_world, tag, buf, len, mode)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start_send(
+        &self,
+        state: &mut State,
+        comm: Comm,
+        dest: u32,
+        tag: i32,
+        buf: *const u8,
+        len: usize,
+        mode: SendMode,
+    ) -> Result<RequestId, Error> {
+        let args = SendArgs {
+            buf,
+            len,
+            dest,
+            tag,
+            context: comm.context(),
+            mode,
+        };
+        let mut handle = 0u64;
+        let mut error = RString::new();
+        // SAFETY: under the lock; the caller guarantees the buffer.
+        if unsafe { (self.pml.isend)(&args, &mut handle, &mut error) } {
+            if comm == Comm::SelfComm {
+                state.on_self.push(handle);
+            }
+            return Ok(RequestId(handle));
+        }
+        let mut message = format!("send to rank {dest} failed: {error}");
+        let class = if message.contains("failed") && !message.contains("reach") {
+            ErrorClass::ProcFailed
+        } else {
+            ErrorClass::Unreachable
+        };
+        if dest == self.rank {
+            if let Some(hint) = &self.self_hint {
+                message.push(' ');
+                message.push_str(hint);
+            }
+        }
+        Err(Error::new(class, message))
+    }
+
+    /// Posts a receive into `len` bytes at `buf` from rank `source` of
+    /// `comm` (or [`ANY_SOURCE`]) with `tag` (or [`ANY_TAG`]).
+    ///
+    /// # Safety
+    /// `buf..buf + len` stays valid and is not accessed until the request
+    /// completes.
+    ///
+    /// # Errors
+    /// `Rank`, `Tag`, `Finalized`, `ThreadLevel`, or the pml's refusal.
+    pub unsafe fn irecv(
+        &self,
+        comm: Comm,
+        source: i32,
+        tag: i32,
+        buf: *mut u8,
+        len: usize,
+    ) -> Result<RequestId, Error> {
+        Self::check_tag(tag, true)?;
+        let source_world = if source == ANY_SOURCE {
+            ANY_SOURCE
+        } else {
+            self.world_rank(comm, source, "source")? as i32
+        };
+        let mut state = self.enter()?;
+        self.start_recv(&mut state, comm, source_world, tag, buf, len)
+    }
+
+    fn start_recv(
+        &self,
+        state: &mut State,
+        comm: Comm,
+        source: i32,
+        tag: i32,
+        buf: *mut u8,
+        len: usize,
+    ) -> Result<RequestId, Error> {
+        let args = RecvArgs {
+            buf,
+            len,
+            source,
+            tag,
+            context: comm.context(),
+        };
+        let mut handle = 0u64;
+        let mut error = RString::new();
+        // SAFETY: under the lock; the caller guarantees the buffer.
+        if unsafe { (self.pml.irecv)(&args, &mut handle, &mut error) } {
+            if comm == Comm::SelfComm {
+                state.on_self.push(handle);
+            }
+            Ok(RequestId(handle))
+        } else {
+            Err(Error::new(
+                ErrorClass::Other,
+                format!("cannot post the receive: {error}"),
+            ))
+        }
+    }
+
+    /// One round of the progress engine (under the lock).
+    fn poll(&self, state: &mut State) -> usize {
+        let mut events = 0;
+        for p in &self.progress {
+            // SAFETY: under the lock; registered by the pml during init.
+            events += unsafe { (p.poll)() };
+        }
+        // SAFETY: under the lock.
+        events += unsafe { (self.pml.progress)() };
+        if !state.detached.is_empty() {
+            let mut status = RequestStatus::default();
+            let pml = self.pml;
+            state.detached.retain(|&h| {
+                // SAFETY: under the lock; `h` is a live detached handle.
+                let done = unsafe { (pml.test)(h, &mut status) };
+                if done {
+                    // SAFETY: as above; completed, so released once here.
+                    unsafe { (pml.free)(h) };
+                }
+                !done
+            });
+        }
+        events
+    }
+
+    /// One round of the progress engine; returns the number of events.
+    pub fn progress(&self) -> usize {
+        match self.enter() {
+            Ok(mut state) => self.poll(&mut state),
+            Err(_) => 0,
+        }
+    }
+
+    /// If `req` is complete: releases it and returns its outcome.
+    fn complete(&self, state: &mut State, req: RequestId) -> Option<Result<Status, Error>> {
+        let mut st = RequestStatus::default();
+        // SAFETY: under the lock.
+        if !unsafe { (self.pml.test)(req.0, &mut st) } {
+            return None;
+        }
+        let on_self = match state.on_self.iter().position(|&h| h == req.0) {
+            Some(i) => {
+                state.on_self.swap_remove(i);
+                true
+            }
+            None => false,
+        };
+        let result = match st.error {
+            RequestError::None => Ok(Status {
+                source: if on_self { 0 } else { st.source },
+                tag: st.tag,
+                count: st.count,
+                cancelled: st.cancelled,
+            }),
+            other => {
+                let mut text = RString::new();
+                // SAFETY: under the lock; the request is complete.
+                unsafe { (self.pml.request_error)(req.0, &mut text) };
+                let class = match other {
+                    RequestError::Truncated => ErrorClass::Truncate,
+                    RequestError::PeerFailed => ErrorClass::ProcFailed,
+                    _ => ErrorClass::Other,
+                };
+                Err(Error::new(class, text.to_string()))
+            }
+        };
+        // SAFETY: complete, released exactly once.
+        unsafe { (self.pml.free)(req.0) };
+        Some(result)
+    }
+
+    /// Checks `req` once (after one round of progress); `Some` once it is
+    /// complete, and then the request is released.
+    pub fn test(&self, req: RequestId) -> Option<Result<Status, Error>> {
+        let mut state = match self.enter() {
+            Ok(s) => s,
+            Err(e) => return Some(Err(e)),
+        };
+        if let Some(r) = self.complete(&mut state, req) {
+            return Some(r);
+        }
+        self.poll(&mut state);
+        self.complete(&mut state, req)
+    }
+
+    /// Waits for `req` and releases it.
+    ///
+    /// # Errors
+    /// The request's error (`Truncate`: the buffer holds the message's
+    /// first bytes; `ProcFailed`; …), or `Finalized`/`ThreadLevel`.
+    pub fn wait(&self, req: RequestId) -> Result<Status, Error> {
+        loop {
+            let mut state = self.enter()?;
+            if let Some(r) = self.complete(&mut state, req) {
+                return r;
+            }
+            let events = self.poll(&mut state);
+            if let Some(r) = self.complete(&mut state, req) {
+                return r;
+            }
+            drop(state);
+            if events == 0 && self.yield_when_idle {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// Waits until one of `reqs` completes; returns its index and outcome
+    /// (that request is released, the others are not).
+    ///
+    /// # Errors
+    /// `Request` for an empty slice; `Finalized`/`ThreadLevel`.
+    pub fn wait_any(&self, reqs: &[RequestId]) -> Result<(usize, Result<Status, Error>), Error> {
+        if reqs.is_empty() {
+            return Err(Error::new(
+                ErrorClass::Request,
+                "wait_any needs at least one request",
+            ));
+        }
+        loop {
+            let mut state = self.enter()?;
+            for (i, &r) in reqs.iter().enumerate() {
+                if let Some(result) = self.complete(&mut state, r) {
+                    return Ok((i, result));
+                }
+            }
+            let events = self.poll(&mut state);
+            drop(state);
+            if events == 0 && self.yield_when_idle {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// Cancels a receive that has not matched yet: `Ok(true)` if cancelled
+    /// (complete it with wait or test; its status says `cancelled`).
+    /// `Ok(false)` when too late, or for a send.
+    pub fn cancel(&self, req: RequestId) -> Result<bool, Error> {
+        let _state = self.enter()?;
+        // SAFETY: under the lock.
+        Ok(unsafe { (self.pml.cancel)(req.0) })
+    }
+
+    /// Stops watching a send: it still completes, and finalize waits for it.
+    pub fn free(&self, req: RequestId) {
+        if let Ok(mut state) = self.enter() {
+            if let Some(r) = self.complete(&mut state, req) {
+                drop(r);
+            } else {
+                state.detached.push(req.0);
+            }
+        }
+    }
+
+    /// Whether a message that a receive from `source` with `tag` on `comm`
+    /// would match has arrived (after one round of progress).
+    ///
+    /// # Errors
+    /// `Rank`, `Tag`, `Finalized`, `ThreadLevel`.
+    pub fn iprobe(&self, comm: Comm, source: i32, tag: i32) -> Result<Option<Status>, Error> {
+        Self::check_tag(tag, true)?;
+        let source_world = if source == ANY_SOURCE {
+            ANY_SOURCE
+        } else {
+            self.world_rank(comm, source, "source")? as i32
+        };
+        let mut state = self.enter()?;
+        if let Some(s) = self.probe_once(comm, source_world, tag) {
+            return Ok(Some(s));
+        }
+        self.poll(&mut state);
+        Ok(self.probe_once(comm, source_world, tag))
+    }
+
+    fn probe_once(&self, comm: Comm, source: i32, tag: i32) -> Option<Status> {
+        let mut st = RequestStatus::default();
+        // SAFETY: called with the lock held.
+        unsafe { (self.pml.iprobe)(comm.context(), source, tag, &mut st) }.then_some(Status {
+            source: if comm == Comm::SelfComm { 0 } else { st.source },
+            tag: st.tag,
+            count: st.count,
+            cancelled: false,
+        })
+    }
+
+    /// Waits until [`iprobe`](Runtime::iprobe) finds a message.
+    ///
+    /// # Errors
+    /// As `iprobe`.
+    pub fn probe(&self, comm: Comm, source: i32, tag: i32) -> Result<Status, Error> {
+        loop {
+            if let Some(s) = self.iprobe(comm, source, tag)? {
+                return Ok(s);
+            }
+            if self.yield_when_idle {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// Ends the job: prints `message` with the code, tells the launcher
+    /// (which stops every rank and reports it), and exits with `code`.
+    pub fn abort(&self, code: i32, message: &str) -> ! {
+        eprintln!(
+            "{}: rank {} called abort with code {code}: {message}",
+            self.program, self.rank
+        );
+        if let Ok(mut modex) = self.shared.modex.lock() {
+            let _ = modex.client().abort(code, message);
+        }
+        std::process::exit(code)
+    }
+
+    /// Finalizes: waits for detached sends, synchronizes every rank (a
+    /// barrier through the pml, then one through the launcher), and shuts
+    /// the components down. No MPI call may follow.
+    ///
+    /// # Errors
+    /// `Finalized` if called twice; a failure of the final barriers (a peer
+    /// died: the message names it).
+    pub fn finalize(&self) -> Result<(), Error> {
+        let mut state = self.enter()?;
+        // Detached sends first.
+        while !state.detached.is_empty() {
+            let events = self.poll(&mut state);
+            if events == 0 && self.yield_when_idle {
+                std::thread::yield_now();
+            }
+        }
+        let barrier = self.pml_barrier(&mut state);
+        PHASE.store(PHASE_FINALIZED, Ordering::Release);
+        barrier?;
+        let mut modex = self.shared.modex.lock().unwrap_or_else(|e| e.into_inner());
+        let pmi = modex
+            .client()
+            .barrier()
+            .map_err(|e| Error::new(ErrorClass::Other, format!("finalize: {e}")));
+        // SAFETY: under the lock; every rank has passed the pml barrier, so
+        // nobody sends any more.
+        unsafe { (self.pml.finalize)() };
+        let done = modex
+            .client()
+            .finalize()
+            .map_err(|e| Error::new(ErrorClass::Other, format!("finalize: {e}")));
+        drop(modex);
+        if let Some((btl, pml)) = self
+            .frameworks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            pml.close();
+            btl.close();
+        }
+        drop(state);
+        pmi.and(done)
+    }
+
+    /// A dissemination barrier over the pml with an internal tag, driving
+    /// progress so that acknowledgements still owed go out.
+    fn pml_barrier(&self, state: &mut State) -> Result<(), Error> {
+        let n = self.size;
+        let mut step = 1;
+        let token = [0u8; 1];
+        let mut sink = [0u8; 1];
+        while step < n {
+            let to = (self.rank + step) % n;
+            let from = ((self.rank + n - step) % n) as i32;
+            let send = self.start_send(
+                state,
+                Comm::World,
+                to,
+                FINALIZE_TAG,
+                token.as_ptr(),
+                0,
+                SendMode::Standard,
+            )?;
+            let recv =
+                self.start_recv(state, Comm::World, from, FINALIZE_TAG, sink.as_mut_ptr(), 0)?;
+            let mut pending = vec![send, recv];
+            while !pending.is_empty() {
+                let events = self.poll(state);
+                let mut failure = None;
+                pending.retain(|&r| match self.complete(state, r) {
+                    None => true,
+                    Some(Ok(_)) => false,
+                    Some(Err(e)) => {
+                        failure = Some(e);
+                        false
+                    }
+                });
+                if let Some(e) = failure {
+                    return Err(Error::new(e.class, format!("finalize: {e}")));
+                }
+                if events == 0 && self.yield_when_idle {
+                    std::thread::yield_now();
+                }
+            }
+            step *= 2;
+        }
+        Ok(())
+    }
+}
