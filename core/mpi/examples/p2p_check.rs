@@ -22,6 +22,10 @@
 //! - `killed`: rank 1 kills itself while rank 0 sends it 64 MiB messages.
 //! - `stdin_go`: rank 0 waits for a line on stdin, then ranks exchange
 //!   messages; rank 0 checks that nothing else arrived (the stranger test).
+//! - `errors`: a bad rank and a bad tag are refused with their classes; an
+//!   unmatched receive is cancelled.
+//! - `funneled`: at FUNNELED, a call from another thread is refused.
+//! - `threads`: at MULTIPLE, four threads per rank ping-pong at once.
 
 use oxmpi_mpi_core::{self as mpi, Comm, ErrorClass, Runtime, SendMode, ANY_SOURCE, ANY_TAG};
 use std::process::exit;
@@ -381,17 +385,101 @@ fn scenario_stdin_go(rt: &Runtime) {
     }
 }
 
+fn scenario_errors(rt: &Runtime) {
+    let me = rt.rank();
+    let data = [0u8; 4];
+    let size = rt.size();
+    // SAFETY: no request is created on these error paths.
+    let bad_rank = unsafe { rt.isend(Comm::World, size, 0, data.as_ptr(), 4, SendMode::Standard) };
+    match bad_rank {
+        Err(e) if e.class == ErrorClass::Rank => println!("rank {me}: bad rank refused: {e}"),
+        other => fail(me, format!("a send to rank {size} gave {other:?}")),
+    }
+    // SAFETY: as above.
+    let bad_tag = unsafe { rt.isend(Comm::World, 0, -5, data.as_ptr(), 4, SendMode::Standard) };
+    match bad_tag {
+        Err(e) if e.class == ErrorClass::Tag => println!("rank {me}: bad tag refused: {e}"),
+        other => fail(me, format!("a send with tag -5 gave {other:?}")),
+    }
+    // Cancel a receive nobody will match.
+    let mut buf = [0u8; 4];
+    // SAFETY: `buf` outlives the wait.
+    let r = unsafe { rt.irecv(Comm::World, ANY_SOURCE, 77, buf.as_mut_ptr(), 4) }
+        .unwrap_or_else(|e| fail(me, e));
+    if !rt.cancel(r).unwrap_or_else(|e| fail(me, e)) {
+        fail(me, "an unmatched receive could not be cancelled");
+    }
+    let st = rt.wait(r).unwrap_or_else(|e| fail(me, e));
+    if !st.cancelled {
+        fail(me, "the cancelled receive's status does not say so");
+    }
+    println!("rank {me}: errors ok");
+}
+
+fn scenario_funneled(rt: &Runtime) {
+    let me = rt.rank();
+    let err = std::thread::scope(|s| {
+        s.spawn(|| rt.iprobe(Comm::World, ANY_SOURCE, ANY_TAG))
+            .join()
+            .unwrap_or_else(|_| fail(me, "the thread panicked"))
+    });
+    match err {
+        Err(e) if e.class == ErrorClass::ThreadLevel => {
+            println!("rank {me}: funneled refused: {e}")
+        }
+        other => fail(
+            me,
+            format!("a call from another thread at FUNNELED gave {other:?}"),
+        ),
+    }
+}
+
+fn scenario_threads(rt: &Runtime) {
+    // Ranks 0 and 1 ping-pong on four threads at once, one tag each.
+    let me = rt.rank();
+    if me > 1 {
+        return;
+    }
+    let peer = 1 - me;
+    std::thread::scope(|s| {
+        for t in 0..4i32 {
+            s.spawn(move || {
+                let mut buf = [0u8; 8];
+                for i in 0..200u64 {
+                    let v = (i * 4 + t as u64).to_le_bytes();
+                    if me == 0 {
+                        send(rt, Comm::World, peer, t, &v);
+                        recv(rt, Comm::World, peer, t, &mut buf);
+                    } else {
+                        recv(rt, Comm::World, peer, t, &mut buf);
+                        send(rt, Comm::World, peer, t, &buf.clone());
+                    }
+                    if me == 0 && buf != v {
+                        fail(me, format!("thread {t}: echo {i} is wrong"));
+                    }
+                }
+            });
+        }
+    });
+    println!("rank {me}: threads ok");
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let scenario = args.first().map(String::as_str).unwrap_or("");
-    let rt = match mpi::init(mpi::ThreadLevel::Single) {
+    let level = match scenario {
+        "threads" => mpi::ThreadLevel::Multiple,
+        "funneled" => mpi::ThreadLevel::Funneled,
+        _ => mpi::ThreadLevel::Single,
+    };
+    let rt = match mpi::init(level) {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("p2p_check: init failed: {e}");
             exit(1);
         }
     };
-    let needs_two = !matches!(scenario, "self" | "noself");
+    let needs_two = !matches!(scenario, "self" | "noself" | "errors" | "funneled");
     if needs_two && rt.size() < 2 {
         fail(rt.rank(), "this scenario needs at least 2 ranks");
     }
@@ -412,10 +500,13 @@ fn main() {
         "stream" => scenario_stream(rt),
         "killed" => scenario_killed(rt),
         "stdin_go" => scenario_stdin_go(rt),
+        "errors" => scenario_errors(rt),
+        "funneled" => scenario_funneled(rt),
+        "threads" => scenario_threads(rt),
         other => fail(
             rt.rank(),
             format!(
-                "unknown scenario \"{other}\" (sizes, wildcard, flood, truncate, ssend, self, noself, stream, killed, stdin_go)"
+                "unknown scenario \"{other}\" (sizes, wildcard, flood, truncate, ssend, self, noself, stream, killed, stdin_go, errors, funneled, threads)"
             ),
         ),
     }

@@ -289,7 +289,6 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
         rank,
         size,
         level: required,
-        main_thread: std::thread::current().id(),
         pml,
         pml_name,
         progress,

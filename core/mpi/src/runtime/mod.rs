@@ -32,9 +32,9 @@ use oxmpi_framework_pml::module::{
     PmlModule, ProgressFn, RecvArgs, RequestError, RequestStatus, SendArgs,
 };
 use oxmpi_mca::framework::OpenFramework;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
-use std::thread::ThreadId;
 
 /// The source of a receive that accepts every sender (`MPI_ANY_SOURCE`).
 pub const ANY_SOURCE: i32 = -1;
@@ -116,7 +116,6 @@ pub struct Runtime {
     rank: u32,
     size: u32,
     level: ThreadLevel,
-    main_thread: ThreadId,
     pml: &'static PmlModule,
     pml_name: String,
     progress: Vec<ProgressFn>,
@@ -140,6 +139,12 @@ const PHASE_RUNNING: u8 = 2;
 const PHASE_FINALIZED: u8 = 3;
 
 static PHASE: AtomicU8 = AtomicU8::new(PHASE_NONE);
+
+thread_local! {
+    /// Whether this thread initialized oxmpi (checked at `SINGLE` and
+    /// `FUNNELED` without touching the thread handle's reference count).
+    static IS_MAIN_THREAD: Cell<bool> = const { Cell::new(false) };
+}
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 
 /// Initializes the MPI layer of this process with thread support
@@ -172,6 +177,7 @@ pub fn init(required: ThreadLevel) -> Result<&'static Runtime, Error> {
     }
     match init::initialize(required) {
         Ok(runtime) => {
+            IS_MAIN_THREAD.with(|m| m.set(true));
             let runtime = RUNTIME.get_or_init(|| runtime);
             PHASE.store(PHASE_RUNNING, Ordering::Release);
             Ok(runtime)
@@ -266,7 +272,7 @@ impl Runtime {
         if self.level == ThreadLevel::Multiple {
             return Ok(self.state.lock().unwrap_or_else(|e| e.into_inner()));
         }
-        if self.level <= ThreadLevel::Funneled && std::thread::current().id() != self.main_thread {
+        if self.level <= ThreadLevel::Funneled && !IS_MAIN_THREAD.with(Cell::get) {
             return Err(Error::new(
                 ErrorClass::ThreadLevel,
                 format!(
