@@ -1,0 +1,272 @@
+//! Request records: a slab with generation-checked `u64` handles.
+//!
+//! A handle is `generation << 32 | slot`. A slot's generation starts at 1
+//! and changes each time the slot is released, so a stale handle (a freed
+//! request, or one whose slot was reused) is refused, and no valid handle
+//! is 0 (which the wire protocol uses as "no request").
+
+use oxmpi_framework_pml::module::RequestStatus;
+
+/// The protocol a send uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Protocol {
+    /// One MATCH fragment with the whole message.
+    Eager,
+    /// RNDV with the first bytes, ACK, then FRAGs.
+    Rendezvous,
+}
+
+/// A send in progress.
+#[derive(Debug)]
+pub(crate) struct SendReq {
+    /// The message (valid until the request completes).
+    pub buf: *const u8,
+    /// Its length.
+    pub len: usize,
+    /// Receiver's job rank.
+    pub dest: u32,
+    /// Tag.
+    pub tag: i32,
+    /// Context id.
+    pub context: u32,
+    /// Synchronous mode.
+    pub sync: bool,
+    /// Sequence number on (context, dest).
+    pub sequence: u64,
+    /// Eager or rendezvous.
+    pub protocol: Protocol,
+    /// The lane (of the peer's route) of the first fragment.
+    pub lane: usize,
+    /// Bytes the first fragment carries.
+    pub first_len: usize,
+    /// Whether the btl accepted the first fragment.
+    pub started: bool,
+    /// Whether the receiver's ACK arrived (rendezvous).
+    pub acked: bool,
+    /// The receiver's request id (from the ACK).
+    pub receiver: u64,
+    /// Bytes to send in all (after the ACK: what the receiver wants).
+    pub end: usize,
+    /// Offset of the next FRAG.
+    pub next: usize,
+    /// Fragments a btl still reads (returned `Queued`, no `on_send_done`
+    /// yet).
+    pub outstanding: u32,
+}
+
+/// Where a receive stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RecvPhase {
+    /// Posted in the matcher, not matched.
+    Posted,
+    /// Matched a rendezvous from `peer`: FRAGs fill the buffer.
+    Rendezvous {
+        /// The sender.
+        peer: u32,
+        /// Bytes the receive takes (`min(message, buffer)`).
+        wanted: usize,
+        /// Bytes of those that arrived.
+        received: usize,
+    },
+    /// Finished (complete).
+    Done,
+}
+
+/// A receive in progress.
+#[derive(Debug)]
+pub(crate) struct RecvReq {
+    /// The buffer.
+    pub buf: *mut u8,
+    /// Its capacity.
+    pub capacity: usize,
+    /// Source asked for (job rank or `ANY_SOURCE`).
+    pub source: i32,
+    /// Tag asked for (or `ANY_TAG`).
+    pub tag: i32,
+    /// The phase.
+    pub phase: RecvPhase,
+}
+
+/// Either kind.
+#[derive(Debug)]
+pub(crate) enum Op {
+    /// A send.
+    Send(SendReq),
+    /// A receive.
+    Recv(RecvReq),
+}
+
+/// Why a request completed in error (the sentence is built on demand).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// No error.
+    None,
+    /// The message (`len` bytes) was longer than the receive buffer.
+    Truncated {
+        /// The message's length.
+        len: usize,
+    },
+    /// The peer failed (its reason is kept with the peer).
+    PeerFailed {
+        /// The failed peer.
+        peer: u32,
+    },
+    /// Another failure, with its sentence.
+    Message(String),
+}
+
+/// One request.
+#[derive(Debug)]
+pub(crate) struct Request {
+    /// The operation.
+    pub op: Op,
+    /// Whether it completed.
+    pub complete: bool,
+    /// Freed by the caller before completing: released when it completes.
+    pub detached: bool,
+    /// Status (valid once complete).
+    pub status: RequestStatus,
+    /// Error detail (valid once complete).
+    pub failure: Failure,
+}
+
+impl Request {
+    /// A new, incomplete request.
+    pub(crate) fn new(op: Op) -> Request {
+        Request {
+            op,
+            complete: false,
+            detached: false,
+            status: RequestStatus::default(),
+            failure: Failure::None,
+        }
+    }
+}
+
+struct Slot {
+    generation: u32,
+    req: Option<Request>,
+}
+
+/// The slab of requests.
+#[derive(Default)]
+pub(crate) struct Requests {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    live: usize,
+}
+
+#[inline]
+fn split(handle: u64) -> (usize, u32) {
+    ((handle & 0xffff_ffff) as usize, (handle >> 32) as u32)
+}
+
+impl Requests {
+    /// Stores a request; returns its handle (never 0).
+    #[inline]
+    pub(crate) fn insert(&mut self, req: Request) -> u64 {
+        self.live += 1;
+        let index = match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize].req = Some(req);
+                i
+            }
+            None => {
+                let i = u32::try_from(self.slots.len()).expect("more than 2^32 live requests");
+                self.slots.push(Slot {
+                    generation: 1,
+                    req: Some(req),
+                });
+                i
+            }
+        };
+        (u64::from(self.slots[index as usize].generation) << 32) | u64::from(index)
+    }
+
+    /// The request with this handle, if it is live.
+    #[inline]
+    pub(crate) fn get(&self, handle: u64) -> Option<&Request> {
+        let (i, g) = split(handle);
+        let slot = self.slots.get(i)?;
+        if slot.generation != g {
+            return None;
+        }
+        slot.req.as_ref()
+    }
+
+    /// The request with this handle, if it is live, mutably.
+    #[inline]
+    pub(crate) fn get_mut(&mut self, handle: u64) -> Option<&mut Request> {
+        let (i, g) = split(handle);
+        let slot = self.slots.get_mut(i)?;
+        if slot.generation != g {
+            return None;
+        }
+        slot.req.as_mut()
+    }
+
+    /// Releases a request; its handle becomes stale.
+    #[inline]
+    pub(crate) fn remove(&mut self, handle: u64) -> Option<Request> {
+        let (i, g) = split(handle);
+        let slot = self.slots.get_mut(i)?;
+        if slot.generation != g {
+            return None;
+        }
+        let req = slot.req.take()?;
+        slot.generation = slot.generation.wrapping_add(1).max(1);
+        self.free.push(i as u32);
+        self.live -= 1;
+        Some(req)
+    }
+
+    /// Handles of all live requests (for the rare whole-table walks).
+    pub(crate) fn handles(&self) -> Vec<u64> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.req.is_some())
+            .map(|(i, s)| (u64::from(s.generation) << 32) | i as u64)
+            .collect()
+    }
+
+    /// Number of live requests.
+    pub(crate) fn live(&self) -> usize {
+        self.live
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recv() -> Request {
+        Request::new(Op::Recv(RecvReq {
+            buf: std::ptr::null_mut(),
+            capacity: 0,
+            source: 0,
+            tag: 0,
+            phase: RecvPhase::Posted,
+        }))
+    }
+
+    #[test]
+    fn handles_are_generation_checked() {
+        let mut r = Requests::default();
+        let a = r.insert(recv());
+        assert_ne!(a, 0);
+        assert!(r.get(a).is_some());
+        assert!(r.remove(a).is_some());
+        assert!(r.get(a).is_none());
+        assert!(r.remove(a).is_none());
+        let b = r.insert(recv());
+        assert_eq!(a & 0xffff_ffff, b & 0xffff_ffff, "slot reused");
+        assert_ne!(a, b);
+        assert!(r.get(a).is_none());
+        assert!(r.get_mut(b).is_some());
+        assert_eq!(r.handles(), vec![b]);
+        assert_eq!(r.live(), 1);
+        assert!(r.get(0).is_none());
+        assert!(r.get(u64::MAX).is_none());
+    }
+}

@@ -1,0 +1,328 @@
+//! The wire format: ob1's fragment headers.
+//!
+//! Every header is little-endian and starts with its type byte. Bytes
+//! marked "zero" are written as 0 and ignored on receipt.
+//!
+//! | type | name  | bytes | layout |
+//! |------|-------|-------|--------|
+//! | 1    | MATCH | 32    | 0 type, 1 flags (0), 2–3 zero, 4–7 context, 8–11 source rank, 12–15 tag (i32), 16–23 sequence, 24–31 message length |
+//! | 2    | RNDV  | 40    | bytes 0–31 as MATCH (flags: bit 0 = synchronous send), 32–39 sender request id |
+//! | 3    | ACK   | 32    | 0 type, 1–7 zero, 8–15 sender request id, 16–23 receiver request id, 24–31 bytes the receiver wants |
+//! | 4    | FRAG  | 24    | 0 type, 1–7 zero, 8–15 receiver request id, 16–23 offset in the message |
+//!
+//! The payload of a MATCH is the whole message; of a RNDV, the message's
+//! first bytes; of a FRAG, the bytes at its offset. ACK has none.
+
+use std::fmt;
+
+/// Type byte of a MATCH header (an eager message, whole).
+pub(crate) const MATCH: u8 = 1;
+/// Type byte of a RNDV header (the start of a rendezvous).
+pub(crate) const RNDV: u8 = 2;
+/// Type byte of an ACK header (the receiver matched a rendezvous).
+pub(crate) const ACK: u8 = 3;
+/// Type byte of a FRAG header (a piece of a rendezvous message).
+pub(crate) const FRAG: u8 = 4;
+
+/// RNDV flag: the sender is a synchronous send (`MPI_Ssend`).
+pub(crate) const FLAG_SYNC: u8 = 0x1;
+
+/// Length of a MATCH header.
+pub(crate) const MATCH_LEN: usize = 32;
+/// Length of a RNDV header.
+pub(crate) const RNDV_LEN: usize = 40;
+/// Length of an ACK header.
+pub(crate) const ACK_LEN: usize = 32;
+/// Length of a FRAG header.
+pub(crate) const FRAG_LEN: usize = 24;
+
+/// The matching information of MATCH and RNDV headers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MatchInfo {
+    /// Context id of the communicator.
+    pub context: u32,
+    /// Job rank of the sender.
+    pub source: u32,
+    /// Message tag.
+    pub tag: i32,
+    /// Sequence number per (context, sender, receiver).
+    pub sequence: u64,
+    /// Length of the whole message in bytes.
+    pub len: u64,
+}
+
+/// A decoded header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Header {
+    /// An eager message (its payload is the whole message).
+    Match(MatchInfo),
+    /// The start of a rendezvous: the payload is the message's first bytes.
+    Rndv {
+        /// Matching information.
+        info: MatchInfo,
+        /// Flags ([`FLAG_SYNC`]).
+        flags: u8,
+        /// The sender's request id, echoed in the ACK.
+        sender: u64,
+    },
+    /// The receiver matched a rendezvous.
+    Ack {
+        /// The sender's request id (from the RNDV).
+        sender: u64,
+        /// The receiver's request id, carried by every FRAG.
+        receiver: u64,
+        /// How many bytes of the message the receiver takes (the message
+        /// length, or less when its buffer is smaller); the sender sends
+        /// nothing beyond.
+        wanted: u64,
+    },
+    /// A piece of a rendezvous message.
+    Frag {
+        /// The receiver's request id (from the ACK).
+        receiver: u64,
+        /// Offset of the payload in the message.
+        offset: u64,
+    },
+}
+
+/// Why a header could not be decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WireError {
+    /// No bytes at all.
+    Empty,
+    /// The type byte is not one of ours.
+    UnknownType(u8),
+    /// Fewer bytes than the header type needs.
+    Short {
+        /// Header type name.
+        name: &'static str,
+        /// Bytes received.
+        got: usize,
+        /// Bytes needed.
+        need: usize,
+    },
+}
+
+impl fmt::Display for WireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WireError::Empty => write!(f, "an empty fragment header"),
+            WireError::UnknownType(t) => write!(f, "a fragment header of unknown type {t:#04x}"),
+            WireError::Short { name, got, need } => {
+                write!(f, "a truncated {name} header ({got} of {need} bytes)")
+            }
+        }
+    }
+}
+
+#[inline]
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(a)
+}
+
+#[inline]
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+#[inline]
+fn need(b: &[u8], name: &'static str, need: usize) -> Result<(), WireError> {
+    if b.len() < need {
+        Err(WireError::Short {
+            name,
+            got: b.len(),
+            need,
+        })
+    } else {
+        Ok(())
+    }
+}
+
+#[inline]
+fn decode_info(b: &[u8]) -> MatchInfo {
+    MatchInfo {
+        context: u32_at(b, 4),
+        source: u32_at(b, 8),
+        tag: u32_at(b, 12) as i32,
+        sequence: u64_at(b, 16),
+        len: u64_at(b, 24),
+    }
+}
+
+#[inline]
+fn encode_info(out: &mut [u8], kind: u8, flags: u8, info: &MatchInfo) {
+    out[0] = kind;
+    out[1] = flags;
+    out[2] = 0;
+    out[3] = 0;
+    out[4..8].copy_from_slice(&info.context.to_le_bytes());
+    out[8..12].copy_from_slice(&info.source.to_le_bytes());
+    out[12..16].copy_from_slice(&info.tag.to_le_bytes());
+    out[16..24].copy_from_slice(&info.sequence.to_le_bytes());
+    out[24..32].copy_from_slice(&info.len.to_le_bytes());
+}
+
+impl Header {
+    /// Decodes a header (trailing bytes beyond the type's length are
+    /// ignored).
+    #[inline]
+    pub(crate) fn decode(b: &[u8]) -> Result<Header, WireError> {
+        let Some(&kind) = b.first() else {
+            return Err(WireError::Empty);
+        };
+        match kind {
+            MATCH => {
+                need(b, "MATCH", MATCH_LEN)?;
+                Ok(Header::Match(decode_info(b)))
+            }
+            RNDV => {
+                need(b, "RNDV", RNDV_LEN)?;
+                Ok(Header::Rndv {
+                    info: decode_info(b),
+                    flags: b[1],
+                    sender: u64_at(b, 32),
+                })
+            }
+            ACK => {
+                need(b, "ACK", ACK_LEN)?;
+                Ok(Header::Ack {
+                    sender: u64_at(b, 8),
+                    receiver: u64_at(b, 16),
+                    wanted: u64_at(b, 24),
+                })
+            }
+            FRAG => {
+                need(b, "FRAG", FRAG_LEN)?;
+                Ok(Header::Frag {
+                    receiver: u64_at(b, 8),
+                    offset: u64_at(b, 16),
+                })
+            }
+            other => Err(WireError::UnknownType(other)),
+        }
+    }
+
+    /// Encodes the header into `out`; returns its length.
+    #[inline]
+    pub(crate) fn encode(&self, out: &mut [u8; 64]) -> usize {
+        match self {
+            Header::Match(info) => {
+                encode_info(out, MATCH, 0, info);
+                MATCH_LEN
+            }
+            Header::Rndv {
+                info,
+                flags,
+                sender,
+            } => {
+                encode_info(out, RNDV, *flags, info);
+                out[32..40].copy_from_slice(&sender.to_le_bytes());
+                RNDV_LEN
+            }
+            Header::Ack {
+                sender,
+                receiver,
+                wanted,
+            } => {
+                out[..8].fill(0);
+                out[0] = ACK;
+                out[8..16].copy_from_slice(&sender.to_le_bytes());
+                out[16..24].copy_from_slice(&receiver.to_le_bytes());
+                out[24..32].copy_from_slice(&wanted.to_le_bytes());
+                ACK_LEN
+            }
+            Header::Frag { receiver, offset } => {
+                out[..8].fill(0);
+                out[0] = FRAG;
+                out[8..16].copy_from_slice(&receiver.to_le_bytes());
+                out[16..24].copy_from_slice(&offset.to_le_bytes());
+                FRAG_LEN
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxmpi_framework_btl::module::MAX_HEADER;
+
+    fn round_trip(h: Header) -> usize {
+        let mut out = [0xAAu8; 64];
+        let n = h.encode(&mut out);
+        assert!(n <= MAX_HEADER);
+        assert_eq!(Header::decode(&out[..n]), Ok(h));
+        // One byte short is refused.
+        assert!(matches!(
+            Header::decode(&out[..n - 1]),
+            Err(WireError::Short { .. })
+        ));
+        n
+    }
+
+    #[test]
+    fn headers_round_trip_and_fit() {
+        let info = MatchInfo {
+            context: 0xdead_beef,
+            source: 7,
+            tag: -12,
+            sequence: u64::MAX - 1,
+            len: 1 << 40,
+        };
+        assert_eq!(round_trip(Header::Match(info)), MATCH_LEN);
+        assert_eq!(
+            round_trip(Header::Rndv {
+                info,
+                flags: FLAG_SYNC,
+                sender: 0x1234_0000_0001
+            }),
+            RNDV_LEN
+        );
+        assert_eq!(
+            round_trip(Header::Ack {
+                sender: 1,
+                receiver: u64::MAX,
+                wanted: 99
+            }),
+            ACK_LEN
+        );
+        assert_eq!(
+            round_trip(Header::Frag {
+                receiver: 5,
+                offset: 1 << 33
+            }),
+            FRAG_LEN
+        );
+    }
+
+    #[test]
+    fn layout_is_little_endian_with_type_first() {
+        let mut out = [0u8; 64];
+        let n = Header::Frag {
+            receiver: 0x0102,
+            offset: 3,
+        }
+        .encode(&mut out);
+        assert_eq!(
+            &out[..n],
+            &[4, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0]
+        );
+    }
+
+    #[test]
+    fn bad_headers_are_described() {
+        assert_eq!(Header::decode(&[]), Err(WireError::Empty));
+        assert_eq!(
+            Header::decode(&[9, 0, 0]).unwrap_err().to_string(),
+            "a fragment header of unknown type 0x09"
+        );
+        assert_eq!(
+            Header::decode(&[ACK, 0, 0]).unwrap_err().to_string(),
+            "a truncated ACK header (3 of 32 bytes)"
+        );
+    }
+}
