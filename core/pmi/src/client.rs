@@ -292,6 +292,47 @@ impl PmiClient {
         check_rc(&reply, during)
     }
 
+    /// Like [`barrier`](PmiClient::barrier), but calls `idle` repeatedly
+    /// while the launcher's answer has not arrived, so that the caller keeps
+    /// making progress on other work (an MPI layer flushing its transports
+    /// while every rank reaches finalize). `idle` returns how much it did;
+    /// when it did nothing for a while, the wait sleeps in `poll(2)` for up
+    /// to a millisecond at a time instead of spinning.
+    ///
+    /// Errors: as [`barrier`](PmiClient::barrier).
+    pub fn barrier_progressing(&mut self, mut idle: impl FnMut() -> usize) -> Result<(), PmiError> {
+        let conn = match &mut self.state {
+            State::Singleton(_) => return Ok(()),
+            State::Connected(conn) => conn,
+            State::Ended(by) => return Err(ended("barrier", by)),
+        };
+        let during = "barrier (cmd=barrier_in)";
+        conn.write_all(b"cmd=barrier_in\n", during)?;
+        let mut quiet_rounds = 0u32;
+        while !conn.has_line() {
+            let timeout = if quiet_rounds > 1000 { 1 } else { 0 };
+            if conn.readable(timeout) {
+                break;
+            }
+            if idle() == 0 {
+                quiet_rounds = quiet_rounds.saturating_add(1);
+            } else {
+                quiet_rounds = 0;
+            }
+        }
+        let reply = conn.read_message(during)?;
+        if reply.command == "error" {
+            return Err(refused(&reply, during));
+        }
+        if reply.command != "barrier_out" {
+            return Err(PmiError::Protocol {
+                during: during.into(),
+                detail: format!("expected cmd=barrier_out, got {:?}", reply.to_string()),
+            });
+        }
+        check_rc(&reply, during)
+    }
+
     /// The value put under `key` by any rank, or `None` when there is none.
     /// `PMI_process_mapping` gives the node layout (see
     /// [`crate::mapping`]).
@@ -580,6 +621,27 @@ impl Conn {
                 ),
             }),
         }
+    }
+
+    /// Whether a whole line is already buffered.
+    fn has_line(&self) -> bool {
+        self.buf[self.start..].contains(&b'\n')
+    }
+
+    /// Whether the socket has data (or was closed) within `timeout_ms`.
+    fn readable(&self, timeout_ms: i32) -> bool {
+        let fd = match &self.stream {
+            Stream::Unix(s) => s.as_raw_fd(),
+            Stream::Tcp(s) => s.as_raw_fd(),
+        };
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let n = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+        n > 0
     }
 
     fn write_all(&mut self, mut bytes: &[u8], during: &str) -> Result<(), PmiError> {

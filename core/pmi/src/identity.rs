@@ -38,9 +38,11 @@ impl JobIdentity {
     /// The random source cannot be read (the message says so).
     pub fn generate() -> Result<JobIdentity, String> {
         let mut bytes = [0u8; 24];
-        getrandom::fill(&mut bytes)
-            .map_err(|e| format!("cannot read the system's random source for the job secret: {e}"))?;
-        let word = |i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+        getrandom::fill(&mut bytes).map_err(|e| {
+            format!("cannot read the system's random source for the job secret: {e}")
+        })?;
+        let word =
+            |i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
         Ok(JobIdentity {
             job_id: word(0),
             secret: [word(1), word(2)],
@@ -63,7 +65,9 @@ impl JobIdentity {
     ///
     /// # Errors
     /// Only one is set, or a value is not the expected hex digits.
-    pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<JobIdentity>, String> {
+    pub fn from_env(
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<JobIdentity>, String> {
         match (lookup(JOB_ID_VAR), lookup(JOB_SECRET_VAR)) {
             (None, None) => Ok(None),
             (Some(id), Some(secret)) => {
@@ -77,8 +81,10 @@ impl JobIdentity {
                 if secret.len() != 32 || !secret.is_ascii() {
                     return Err(bad(JOB_SECRET_VAR, 32));
                 }
-                let hi = u64::from_str_radix(&secret[..16], 16).map_err(|_| bad(JOB_SECRET_VAR, 32))?;
-                let lo = u64::from_str_radix(&secret[16..], 16).map_err(|_| bad(JOB_SECRET_VAR, 32))?;
+                let hi =
+                    u64::from_str_radix(&secret[..16], 16).map_err(|_| bad(JOB_SECRET_VAR, 32))?;
+                let lo =
+                    u64::from_str_radix(&secret[16..], 16).map_err(|_| bad(JOB_SECRET_VAR, 32))?;
                 Ok(Some(JobIdentity {
                     job_id,
                     secret: [hi, lo],
@@ -106,7 +112,10 @@ mod tests {
 
     #[test]
     fn two_jobs_get_different_identities() {
-        assert_ne!(JobIdentity::generate().unwrap(), JobIdentity::generate().unwrap());
+        assert_ne!(
+            JobIdentity::generate().unwrap(),
+            JobIdentity::generate().unwrap()
+        );
     }
 
     #[test]
@@ -115,18 +124,31 @@ mod tests {
         let only_id = JobIdentity::from_env(|k| (k == JOB_ID_VAR).then(|| "0".repeat(16)));
         assert!(only_id.unwrap_err().contains("must be set together"));
         let bad = JobIdentity::from_env(|k| {
-            Some(if k == JOB_ID_VAR { "zz".repeat(8) } else { "0".repeat(32) })
+            Some(if k == JOB_ID_VAR {
+                "zz".repeat(8)
+            } else {
+                "0".repeat(32)
+            })
         });
-        assert!(bad.unwrap_err().contains("OXMPI_JOB_ID must be 16 hexadecimal digits"));
+        assert!(bad
+            .unwrap_err()
+            .contains("OXMPI_JOB_ID must be 16 hexadecimal digits"));
         let short = JobIdentity::from_env(|k| {
-            Some(if k == JOB_ID_VAR { "0".repeat(16) } else { "0".repeat(31) })
+            Some(if k == JOB_ID_VAR {
+                "0".repeat(16)
+            } else {
+                "0".repeat(31)
+            })
         });
         assert!(short.unwrap_err().contains("OXMPI_JOB_SECRET"));
     }
 
     #[test]
     fn debug_never_shows_the_secret() {
-        let id = JobIdentity { job_id: 1, secret: [0xdead_beef, 2] };
+        let id = JobIdentity {
+            job_id: 1,
+            secret: [0xdead_beef, 2],
+        };
         assert!(!format!("{id:?}").contains("deadbeef"));
     }
 }

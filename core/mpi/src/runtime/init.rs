@@ -51,7 +51,16 @@ unsafe extern "C" fn modex_get(
     card: &mut RVec<u8>,
     error: &mut RString,
 ) -> ModexLookup {
-    let mut modex = shared(ctx).modex.lock().unwrap_or_else(|e| e.into_inner());
+    // Finalize holds the modex while it waits for the other ranks; a peer
+    // first contacted then cannot be resolved any more.
+    let mut modex = match shared(ctx).modex.try_lock() {
+        Ok(m) => m,
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => {
+            *error = "the modex is closed: this process is finalizing".into();
+            return ModexLookup::Failed;
+        }
+    };
     match modex.get(rank, name.as_str()) {
         Ok(Some(bytes)) => {
             card.clear();

@@ -17,9 +17,11 @@
 //!   `MULTIPLE` a call that finds it taken is an error (two threads at once),
 //!   and at `SINGLE`/`FUNNELED` calls from a thread other than the one that
 //!   initialized are errors. An uncontended lock costs one atomic operation.
-//! - [`Runtime::finalize`] waits for detached sends, runs a barrier through
-//!   the pml (so acknowledgements still owed are delivered), then a PMI
-//!   barrier (nobody sends any more), and shuts the components down.
+//! - [`Runtime::finalize`] waits for detached sends, then waits in a PMI
+//!   barrier while still running the progress engine (data and
+//!   acknowledgements still queued in a btl reach their peers, which may
+//!   be waiting for them), and shuts the components down once every rank
+//!   has arrived.
 
 mod error;
 mod init;
@@ -42,10 +44,6 @@ pub const ANY_SOURCE: i32 = -1;
 pub const ANY_TAG: i32 = -1;
 /// The largest tag (`MPI_TAG_UB`); tags are `0..=TAG_UB`.
 pub const TAG_UB: i32 = i32::MAX;
-
-/// Tag of the messages of the barrier in [`Runtime::finalize`] (negative:
-/// no application receive can match it).
-const FINALIZE_TAG: i32 = -2;
 
 /// Thread support levels (`MPI_THREAD_*`), in increasing order.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -379,14 +377,20 @@ impl Runtime {
             }
             return Ok(RequestId(handle));
         }
-        let mut message = format!("send to rank {dest} failed: {error}");
-        let class = if message.contains("failed") && !message.contains("reach") {
+        // The pml's sentence names the peer; its wording tells the class.
+        let mut message = error.to_string();
+        let class = if message.contains("cannot reach") {
+            ErrorClass::Unreachable
+        } else if message.contains("was lost") || message.contains("failed") {
             ErrorClass::ProcFailed
         } else {
-            ErrorClass::Unreachable
+            ErrorClass::Other
         };
         if dest == self.rank {
             if let Some(hint) = &self.self_hint {
+                if !message.ends_with('.') {
+                    message.push('.');
+                }
                 message.push(' ');
                 message.push_str(hint);
             }
@@ -666,9 +670,9 @@ impl Runtime {
         std::process::exit(code)
     }
 
-    /// Finalizes: waits for detached sends, synchronizes every rank (a
-    /// barrier through the pml, then one through the launcher), and shuts
-    /// the components down. No MPI call may follow.
+    /// Finalizes: waits for detached sends, synchronizes every rank through
+    /// the launcher while still making progress, and shuts the components
+    /// down. No MPI call may follow.
     ///
     /// # Errors
     /// `Finalized` if called twice; a failure of the final barriers (a peer
@@ -682,16 +686,16 @@ impl Runtime {
                 std::thread::yield_now();
             }
         }
-        let barrier = self.pml_barrier(&mut state);
-        PHASE.store(PHASE_FINALIZED, Ordering::Release);
-        barrier?;
+        // Every rank reaches finalize; until then keep progressing, so data
+        // and acknowledgements still queued in a btl reach their peers.
         let mut modex = self.shared.modex.lock().unwrap_or_else(|e| e.into_inner());
-        let pmi = modex
+        let barrier = modex
             .client()
-            .barrier()
+            .barrier_progressing(|| self.poll(&mut state))
             .map_err(|e| Error::new(ErrorClass::Other, format!("finalize: {e}")));
-        // SAFETY: under the lock; every rank has passed the pml barrier, so
-        // nobody sends any more.
+        PHASE.store(PHASE_FINALIZED, Ordering::Release);
+        // SAFETY: under the lock; every rank has reached finalize, so nobody
+        // sends any more.
         unsafe { (self.pml.finalize)() };
         let done = modex
             .client()
@@ -708,51 +712,6 @@ impl Runtime {
             btl.close();
         }
         drop(state);
-        pmi.and(done)
-    }
-
-    /// A dissemination barrier over the pml with an internal tag, driving
-    /// progress so that acknowledgements still owed go out.
-    fn pml_barrier(&self, state: &mut State) -> Result<(), Error> {
-        let n = self.size;
-        let mut step = 1;
-        let token = [0u8; 1];
-        let mut sink = [0u8; 1];
-        while step < n {
-            let to = (self.rank + step) % n;
-            let from = ((self.rank + n - step) % n) as i32;
-            let send = self.start_send(
-                state,
-                Comm::World,
-                to,
-                FINALIZE_TAG,
-                token.as_ptr(),
-                0,
-                SendMode::Standard,
-            )?;
-            let recv =
-                self.start_recv(state, Comm::World, from, FINALIZE_TAG, sink.as_mut_ptr(), 0)?;
-            let mut pending = vec![send, recv];
-            while !pending.is_empty() {
-                let events = self.poll(state);
-                let mut failure = None;
-                pending.retain(|&r| match self.complete(state, r) {
-                    None => true,
-                    Some(Ok(_)) => false,
-                    Some(Err(e)) => {
-                        failure = Some(e);
-                        false
-                    }
-                });
-                if let Some(e) = failure {
-                    return Err(Error::new(e.class, format!("finalize: {e}")));
-                }
-                if events == 0 && self.yield_when_idle {
-                    std::thread::yield_now();
-                }
-            }
-            step *= 2;
-        }
-        Ok(())
+        barrier.and(done)
     }
 }

@@ -1,0 +1,1190 @@
+//! [`TcpBtl`]: the whole component state as a plain value (the extern "C"
+//! entry points drive one process-global instance; tests make several).
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::time::Instant;
+
+use abi_stable::std_types::{RStr, RString};
+use oxmpi_framework_btl::if_list::{IfSelection, Level, Verdict};
+use oxmpi_framework_btl::interfaces::Interface;
+use oxmpi_framework_btl::matching::pair_interfaces;
+use oxmpi_framework_btl::module::{
+    flags, BtlModuleInfo, BtlReceiver, JobIdentity, SendOutcome, MAX_HEADER,
+};
+use oxmpi_plugin_api::ComponentContext;
+
+use crate::card::{Card, CardInterface};
+use crate::inbound::{Accepting, Ended, HelloProgress, Inbound, BYE_HLEN};
+use crate::outbound::{would_block, Endpoint, State};
+use crate::params::Config;
+use crate::sys;
+use crate::wire::{self, FRAME_HEADER_LEN, HELLO_LEN};
+
+/// Listeners are polled for new connections once every this many
+/// progress calls (and handshake deadlines checked). A power of two.
+const ACCEPT_EVERY: u32 = 64;
+
+/// Idle outgoing connections are checked for a goodbye or a close once
+/// every this many progress calls. A power of two.
+const IDLE_CHECK_EVERY: u32 = 1024;
+
+/// Up to this many established incoming connections, progress simply
+/// tries a `recv` on each; beyond, it asks epoll which ones are readable
+/// (one system call however many peers there are).
+const DIRECT_POLL_MAX: usize = 4;
+
+/// Most readiness events taken per progress call.
+const EPOLL_BATCH: usize = 64;
+
+/// Most connections accepted per listener per check.
+const ACCEPT_BURST: usize = 16;
+
+/// Most accepted connections that may be in their handshake at once;
+/// further ones are refused until some finish.
+const MAX_HANDSHAKES: usize = 256;
+
+/// Verbosity of the per-connect() lines (reference 001 §11).
+pub const CONNECT_LEVEL: i32 = 30;
+/// Verbosity of the "listening on" lines.
+pub const LISTEN_LEVEL: i32 = 20;
+/// Verbosity of the interface decisions.
+pub const DETAIL_LEVEL: i32 = 40;
+
+/// Where log lines go: the core's services (`btl_base_verbose` filters).
+#[derive(Clone, Copy)]
+pub struct Logger {
+    ctx: ComponentContext,
+}
+
+impl Logger {
+    /// Logs through `ctx`.
+    pub fn new(ctx: ComponentContext) -> Logger {
+        Logger { ctx }
+    }
+
+    /// Whether a line at `level` would be shown.
+    pub fn enabled(&self, level: i32) -> bool {
+        level <= 0 || (self.ctx.services.verbosity())(self.ctx.framework) >= level
+    }
+
+    /// Logs the line `text` makes, if `level` is enabled.
+    pub fn log(&self, level: i32, text: impl FnOnce() -> String) {
+        if self.enabled(level) {
+            self.ctx.log(level, &text());
+        }
+    }
+}
+
+/// Why [`TcpBtl::new`] produced no component.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InitError {
+    /// Nothing is usable here (no interface passes the lists): zero
+    /// modules, not an error.
+    NothingUsable(String),
+    /// A setting is wrong or a resource is missing: the component fails.
+    Failed(String),
+}
+
+/// One selected local interface and its listener.
+struct Local {
+    iface: Interface,
+    listener: OwnedFd,
+    port: u16,
+}
+
+/// The tcp component's state.
+pub struct TcpBtl {
+    cfg: Config,
+    me: JobIdentity,
+    rx: BtlReceiver,
+    log: Logger,
+    locals: Vec<Local>,
+    modules: Vec<BtlModuleInfo>,
+    card: Vec<u8>,
+    endpoints: Vec<Endpoint>,
+    endpoint_of: HashMap<(u32, u32), u32>,
+    active: Vec<u32>,
+    /// Established incoming connections, by slot (the epoll data).
+    inbound: Vec<Option<Inbound>>,
+    free_slots: Vec<usize>,
+    live_inbound: usize,
+    epoll: Option<sys::Epoll>,
+    ready: Vec<libc::epoll_event>,
+    /// Readability of the listeners (an `accept` that finds nothing costs
+    /// a socket allocation in the kernel; asking epoll first is cheap).
+    listen_poll: Option<sys::Epoll>,
+    inbound_keys: HashSet<(u32, u32)>,
+    accepting: Vec<Accepting>,
+    failures: Vec<(u32, u32, String)>,
+    reported: HashSet<(u32, u32)>,
+    tick: u32,
+}
+
+/// The interfaces the lists select from `candidates`, after leaving out
+/// a disabled family; logs the decisions and notices.
+///
+/// # Errors
+///
+/// The include/exclude error (both set, bad item), or NothingUsable.
+pub fn select_interfaces(
+    cfg: &Config,
+    candidates: &[Interface],
+    log: Option<&Logger>,
+) -> Result<Vec<Interface>, InitError> {
+    let selection = IfSelection::parse(&cfg.if_include, &cfg.if_exclude)
+        .map_err(|e| InitError::Failed(e.to_string()))?;
+    let candidates: Vec<Interface> = candidates
+        .iter()
+        .filter(|i| match cfg.disable_family {
+            4 => !i.addr.is_ipv4(),
+            6 => !i.addr.is_ipv6(),
+            _ => true,
+        })
+        .cloned()
+        .collect();
+    let chosen = selection.select(&candidates);
+    if let Some(log) = log {
+        for d in &chosen.decisions {
+            log.log(DETAIL_LEVEL, || match &d.verdict {
+                Verdict::Use(why) => format!("using {} ({why})", d.interface),
+                Verdict::Skip(why) => format!("not using {} ({why})", d.interface),
+            });
+        }
+        for n in &chosen.notices {
+            let level = match n.level() {
+                Level::Warn => 0,
+                Level::Info => DETAIL_LEVEL,
+            };
+            log.log(level, || n.to_string());
+        }
+    }
+    let used: Vec<Interface> = chosen.used().cloned().collect();
+    if used.is_empty() {
+        let why = chosen
+            .notices
+            .iter()
+            .find(|n| {
+                matches!(
+                    n,
+                    oxmpi_framework_btl::if_list::Notice::NothingUsable { .. }
+                )
+            })
+            .map_or_else(|| "no interface is usable".to_owned(), ToString::to_string);
+        let why = if cfg.disable_family != 0 {
+            format!(
+                "{why} (btl_tcp_disable_family leaves out IPv{})",
+                cfg.disable_family
+            )
+        } else {
+            why
+        };
+        return Err(InitError::NothingUsable(why));
+    }
+    Ok(used)
+}
+
+/// Opens a listener on `iface`'s address, on the first free port of the
+/// configured range.
+fn listen_on(cfg: &Config, iface: &Interface) -> Result<(OwnedFd, u16), String> {
+    let (min, range, which) = match iface.addr {
+        IpAddr::V4(_) => (cfg.port_min_v4, cfg.port_range_v4, "v4"),
+        IpAddr::V6(_) => (cfg.port_min_v6, cfg.port_range_v6, "v6"),
+    };
+    let new_socket = || -> Result<OwnedFd, String> {
+        let fd = sys::tcp_socket(iface.addr)
+            .map_err(|e| format!("cannot create a socket for {iface}: {e}"))?;
+        // Explicitly off (the default): a listener never shares its port.
+        sys::set_int(&fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 0)
+            .map_err(|e| format!("cannot clear SO_REUSEADDR for {iface}: {e}"))?;
+        // Accepted sockets inherit the buffer sizes; setting them before
+        // listen() lets the window scale follow.
+        if cfg.sndbuf > 0 {
+            sys::set_int(&fd, libc::SOL_SOCKET, libc::SO_SNDBUF, cfg.sndbuf).map_err(|e| {
+                format!("cannot set SO_SNDBUF={} (btl_tcp_sndbuf): {e}", cfg.sndbuf)
+            })?;
+        }
+        if cfg.rcvbuf > 0 {
+            sys::set_int(&fd, libc::SOL_SOCKET, libc::SO_RCVBUF, cfg.rcvbuf).map_err(|e| {
+                format!("cannot set SO_RCVBUF={} (btl_tcp_rcvbuf): {e}", cfg.rcvbuf)
+            })?;
+        }
+        Ok(fd)
+    };
+    let ports: Vec<u16> = if min == 0 {
+        vec![0]
+    } else {
+        let last = (u32::from(min) + range - 1).min(65535);
+        (u32::from(min)..=last).map(|p| p as u16).collect()
+    };
+    let mut fd = new_socket()?;
+    let mut last_err = None;
+    let mut denied = 0usize;
+    for &port in &ports {
+        let addr = sys::RawAddr::new(SocketAddr::new(iface.addr, port), iface.index);
+        match sys::bind(&fd, &addr) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EADDRINUSE) => {
+                last_err = Some(e);
+                continue;
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EACCES) => {
+                denied += 1;
+                last_err = Some(e);
+                continue;
+            }
+            Err(e) => return Err(format!("cannot bind to {}: {e}", show(iface.addr, port))),
+        }
+        match sys::listen(&fd, libc::SOMAXCONN) {
+            Ok(()) => {
+                let bound = sys::local_addr(&fd).map_err(|e| {
+                    format!("cannot read the address of the listener on {iface}: {e}")
+                })?;
+                return Ok((fd, bound.port()));
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EADDRINUSE) => {
+                last_err = Some(e);
+                fd = new_socket()?;
+            }
+            Err(e) => return Err(format!("cannot listen on {}: {e}", show(iface.addr, port))),
+        }
+    }
+    let (first, last) = (ports[0], ports[ports.len() - 1]);
+    let mut msg = format!(
+        "no port to listen on for {iface}: every port from {first} to {last} is in use \
+         (btl_tcp_port_min_{which}={min}, btl_tcp_port_range_{which}={range}); widen the range \
+         or set btl_tcp_port_min_{which}=0 to let the system choose"
+    );
+    if denied > 0 {
+        let _ = write!(
+            msg,
+            " ({denied} of them are privileged ports this process may not use)"
+        );
+    }
+    if let Some(e) = last_err {
+        let _ = write!(msg, "; last error: {e}");
+    }
+    Err(msg)
+}
+
+/// `addr:port`, with brackets for IPv6.
+pub fn show(addr: IpAddr, port: u16) -> String {
+    SocketAddr::new(addr, port).to_string()
+}
+
+fn show_opt(addr: Option<SocketAddr>) -> String {
+    addr.map_or_else(|| "an unknown address".to_owned(), |a| a.to_string())
+}
+
+impl TcpBtl {
+    /// Sets up the component: selects interfaces among `candidates` (as
+    /// discovered on this host), opens one listener per selected address,
+    /// describes one module per (interface, link), builds the contact
+    /// card.
+    ///
+    /// # Errors
+    ///
+    /// [`InitError::NothingUsable`] when no interface is selected,
+    /// [`InitError::Failed`] for a bad setting or a listener that cannot
+    /// be opened.
+    pub fn new(
+        cfg: Config,
+        me: JobIdentity,
+        rx: BtlReceiver,
+        ctx: ComponentContext,
+        candidates: &[Interface],
+    ) -> Result<TcpBtl, InitError> {
+        let log = Logger::new(ctx);
+        cfg.check().map_err(InitError::Failed)?;
+        if me.size == 0 || me.rank >= me.size {
+            return Err(InitError::Failed(format!(
+                "this process's rank {} is not below the job size {}",
+                me.rank, me.size
+            )));
+        }
+        let used = select_interfaces(&cfg, candidates, Some(&log))?;
+        if cfg.flags & !flags::SEND != 0 {
+            log.log(0, || {
+                format!(
+                    "btl_tcp_flags={:#x} asks for capabilities tcp does not have; it supports \
+                     only SEND (0x1), so the other bits are ignored",
+                    cfg.flags
+                )
+            });
+        }
+        let mut locals = Vec::with_capacity(used.len());
+        for mut iface in used {
+            if cfg.bandwidth > 0 {
+                iface.bandwidth_mbps = cfg.bandwidth;
+            }
+            let (listener, port) = listen_on(&cfg, &iface).map_err(InitError::Failed)?;
+            log.log(LISTEN_LEVEL, || {
+                format!(
+                    "listening on {} (tcp {})",
+                    show(iface.addr, port),
+                    iface.name
+                )
+            });
+            locals.push(Local {
+                iface,
+                listener,
+                port,
+            });
+        }
+        let mut modules = Vec::with_capacity(locals.len() * cfg.links as usize);
+        for local in &locals {
+            for link in 0..cfg.links {
+                let (bandwidth, latency) = if link == 0 {
+                    (local.iface.bandwidth_mbps, cfg.latency)
+                } else {
+                    (
+                        (local.iface.bandwidth_mbps / 2).max(1),
+                        cfg.latency.saturating_mul(2),
+                    )
+                };
+                modules.push(BtlModuleInfo {
+                    label: RString::from(format!("tcp {} link {link}", local.iface.name)),
+                    eager_limit: cfg.eager_limit,
+                    rndv_eager_limit: cfg.rndv_eager_limit,
+                    max_send_size: cfg.max_send_size,
+                    exclusivity: cfg.exclusivity,
+                    latency,
+                    bandwidth,
+                    flags: flags::SEND,
+                });
+            }
+        }
+        let card = Card {
+            links: cfg.links as u8,
+            interfaces: locals
+                .iter()
+                .map(|l| CardInterface {
+                    iface: l.iface.clone(),
+                    port: l.port,
+                })
+                .collect(),
+        }
+        .encode();
+        let epoll = match sys::Epoll::new() {
+            Ok(e) => Some(e),
+            Err(e) => {
+                log.log(0, || {
+                    format!(
+                        "epoll_create1() failed ({e}); progress will poll every incoming \
+                         connection in turn"
+                    )
+                });
+                None
+            }
+        };
+        let listen_poll = sys::Epoll::new().ok().filter(|ep| {
+            locals
+                .iter()
+                .enumerate()
+                .all(|(i, l)| ep.add(l.listener.as_raw_fd(), i as u64).is_ok())
+        });
+        Ok(TcpBtl {
+            cfg,
+            me,
+            rx,
+            log,
+            locals,
+            modules,
+            card,
+            endpoints: Vec::new(),
+            endpoint_of: HashMap::new(),
+            active: Vec::new(),
+            inbound: Vec::new(),
+            free_slots: Vec::new(),
+            live_inbound: 0,
+            epoll,
+            ready: vec![libc::epoll_event { events: 0, u64: 0 }; EPOLL_BATCH],
+            listen_poll,
+            inbound_keys: HashSet::new(),
+            accepting: Vec::new(),
+            failures: Vec::new(),
+            reported: HashSet::new(),
+            tick: 0,
+        })
+    }
+
+    /// The modules, in index order.
+    pub fn modules(&self) -> &[BtlModuleInfo] {
+        &self.modules
+    }
+
+    /// The contact card to publish.
+    pub fn contact_card(&self) -> &[u8] {
+        &self.card
+    }
+
+    /// The listening addresses, in interface order.
+    pub fn listen_addrs(&self) -> Vec<SocketAddr> {
+        self.locals
+            .iter()
+            .map(|l| SocketAddr::new(l.iface.addr, l.port))
+            .collect()
+    }
+
+    fn label(&self, module: u32) -> &str {
+        self.modules
+            .get(module as usize)
+            .map_or("tcp (unknown module)", |m| m.label.as_str())
+    }
+
+    /// Resolves `peer` for `module` from its contact card: the endpoint
+    /// handle, or why the module cannot reach it (one sentence).
+    ///
+    /// # Errors
+    ///
+    /// The reason, as a sentence.
+    pub fn add_peer(&mut self, module: u32, peer: u32, card: &[u8]) -> Result<u64, String> {
+        let n_modules = self.modules.len();
+        if module as usize >= n_modules {
+            return Err(format!(
+                "there is no tcp module {module} (this process has {n_modules})"
+            ));
+        }
+        if peer == self.me.rank {
+            return Err("tcp does not connect a process to itself (the self btl does)".into());
+        }
+        if peer >= self.me.size {
+            return Err(format!(
+                "rank {peer} is not in this job (it has {} ranks)",
+                self.me.size
+            ));
+        }
+        if let Some(&ep) = self.endpoint_of.get(&(module, peer)) {
+            return Ok(u64::from(ep));
+        }
+        if card.is_empty() {
+            return Err(format!(
+                "rank {peer} published no tcp contact card (its tcp component is not in use)"
+            ));
+        }
+        let card = Card::decode(card)
+            .map_err(|e| format!("rank {peer}'s tcp contact card cannot be used: {e}"))?;
+        let links = self.cfg.links;
+        let (iface_idx, link) = ((module / links) as usize, module % links);
+        let label = self.label(module).to_owned();
+        if link >= u32::from(card.links) {
+            return Err(format!(
+                "{label} is link {link}, but rank {peer} runs only {} tcp link(s) per interface \
+                 (btl_tcp_links differs between the ranks)",
+                card.links
+            ));
+        }
+        let local: Vec<Interface> = self.locals.iter().map(|l| l.iface.clone()).collect();
+        let remote: Vec<Interface> = card.interfaces.iter().map(|c| c.iface.clone()).collect();
+        let pairs = pair_interfaces(&local, &remote);
+        let list = |ifs: &[Interface]| {
+            ifs.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let Some(pair) = pairs.iter().find(|c| c.local == iface_idx) else {
+            if pairs.is_empty() {
+                return Err(format!(
+                    "no tcp interface of this process reaches rank {peer}'s interfaces ({}); \
+                     this process has {} (loopback pairs only with loopback, IPv4 only with \
+                     IPv4, IPv6 link-local only with link-local: reference 001 §11)",
+                    list(&remote),
+                    list(&local)
+                ));
+            }
+            let used: Vec<String> = pairs
+                .iter()
+                .map(|c| format!("{} to {}", local[c.local], remote[c.remote]))
+                .collect();
+            return Err(format!(
+                "{label} ({}) is not paired with any interface of rank {peer}: the best pairing \
+                 of the interfaces, one connection per interface (reference 001 §11), is {}",
+                local[iface_idx],
+                used.join(", ")
+            ));
+        };
+        let target = &card.interfaces[pair.remote];
+        let local_iface = &self.locals[iface_idx].iface;
+        let ep = Endpoint::new(
+            module,
+            peer,
+            link as u16,
+            pair.remote as u16,
+            SocketAddr::new(target.iface.addr, target.port),
+            local_iface.addr,
+            local_iface.index,
+        );
+        let idx = self.endpoints.len() as u32;
+        self.endpoints.push(ep);
+        self.endpoint_of.insert((module, peer), idx);
+        self.log.log(DETAIL_LEVEL, || {
+            format!(
+                "{label} reaches rank {peer} at {} ({}, {})",
+                show(target.iface.addr, target.port),
+                target.iface.name,
+                pair.quality
+            )
+        });
+        Ok(u64::from(idx))
+    }
+
+    /// Sends one fragment (see the btl module contract).
+    ///
+    /// # Safety
+    ///
+    /// `header` must be readable for `header_len` bytes and `payload` for
+    /// `payload_len` bytes, and the payload must stay valid and unchanged
+    /// until this returns `Done` or `on_send_done(cookie)` is called.
+    #[inline]
+    #[allow(clippy::too_many_arguments)] // the entry point's arguments
+    pub unsafe fn send(
+        &mut self,
+        module: u32,
+        endpoint: u64,
+        header: *const u8,
+        header_len: usize,
+        payload: *const u8,
+        payload_len: usize,
+        cookie: u64,
+    ) -> SendOutcome {
+        let valid = (endpoint as usize) < self.endpoints.len()
+            && self.endpoints[endpoint as usize].module == module
+            && header_len <= MAX_HEADER
+            && (header_len == 0 || !header.is_null())
+            && (payload_len == 0 || !payload.is_null());
+        if !valid {
+            self.log.log(0, || {
+                format!(
+                    "send refused: module {module}, endpoint {endpoint}, header of {header_len} \
+                     bytes (at most {MAX_HEADER}) is not a valid fragment for tcp"
+                )
+            });
+            return SendOutcome::Failed;
+        }
+        let header: &[u8] = if header_len == 0 {
+            &[]
+        } else {
+            std::slice::from_raw_parts(header, header_len)
+        };
+        let idx = endpoint as usize;
+        let ep = &mut self.endpoints[idx];
+        if ep.state == State::Up && ep.queue.is_empty() {
+            // SAFETY: the caller's promise about header and payload.
+            return match unsafe { ep.try_send_now(header, payload, payload_len, cookie) } {
+                Ok(outcome) => {
+                    if !ep.queue.is_empty() {
+                        self.activate(idx);
+                    }
+                    outcome
+                }
+                Err(e) => {
+                    self.fail_endpoint(idx, format!("writing to it failed: {e}"));
+                    SendOutcome::Failed
+                }
+            };
+        }
+        match ep.state {
+            State::Failed => return SendOutcome::Failed,
+            State::Finished => {
+                self.fail_endpoint(
+                    idx,
+                    "it has already finalized its tcp component and takes no more data".into(),
+                );
+                return SendOutcome::Failed;
+            }
+            State::Idle => {
+                if let Err(why) = self.connect(idx) {
+                    self.fail_endpoint(idx, why);
+                    return SendOutcome::Failed;
+                }
+            }
+            _ => {}
+        }
+        let outcome = self.endpoints[idx].queue_new(header, payload, payload_len, cookie);
+        self.activate(idx);
+        outcome
+    }
+
+    fn activate(&mut self, idx: usize) {
+        let ep = &mut self.endpoints[idx];
+        if !ep.active {
+            ep.active = true;
+            self.active.push(idx as u32);
+        }
+    }
+
+    /// Starts the connection of endpoint `idx` (first send to it).
+    fn connect(&mut self, idx: usize) -> Result<(), String> {
+        let (nodelay, sndbuf, rcvbuf) = (!self.cfg.use_nagle, self.cfg.sndbuf, self.cfg.rcvbuf);
+        let ep = &mut self.endpoints[idx];
+        let (addr, port, peer) = (ep.remote.ip(), ep.remote.port(), ep.peer);
+        let label = self
+            .modules
+            .get(ep.module as usize)
+            .map_or("", |m| m.label.as_str());
+        self.log.log(CONNECT_LEVEL, || {
+            format!(
+                "attempting to connect() to address {addr} on port {port} (rank {peer}, {label}, \
+                 from {})",
+                ep.local
+            )
+        });
+        let result = ep.start_connect(nodelay, sndbuf, rcvbuf);
+        match &result {
+            Err(why) => self.log.log(CONNECT_LEVEL, || {
+                format!("connect() to address {addr} on port {port} (rank {peer}) failed: {why}")
+            }),
+            Ok(()) if ep.state == State::SendHello => self.log.log(CONNECT_LEVEL, || {
+                format!("connect() to address {addr} on port {port} (rank {peer}) succeeded")
+            }),
+            Ok(()) => {}
+        }
+        result
+    }
+
+    /// Marks endpoint `idx` failed, drops its connection and queue, and
+    /// notes the failure for the next report.
+    fn fail_endpoint(&mut self, idx: usize, why: String) {
+        let ep = &mut self.endpoints[idx];
+        ep.close(State::Failed);
+        let (module, peer, remote) = (ep.module, ep.peer, ep.remote);
+        let label = self.label(module).to_owned();
+        let reason = format!("rank {peer} via {label} (to {remote}): {why}");
+        self.log.log(10, || format!("lost {reason}"));
+        self.failures.push((module, peer, reason));
+    }
+
+    /// Calls `on_peer_failed` for each noted failure not yet reported.
+    fn report_failures(&mut self) {
+        for (module, peer, reason) in std::mem::take(&mut self.failures) {
+            if self.reported.insert((module, peer)) {
+                // SAFETY: the pml's callback.
+                unsafe {
+                    (self.rx.on_peer_failed)(self.rx.ctx, module, peer, RStr::from_str(&reason))
+                };
+            }
+        }
+    }
+
+    /// Makes progress: reports failures, writes queued data, drives
+    /// connection setup, receives and delivers fragments, accepts
+    /// connections. Returns the number of fragments delivered plus sends
+    /// finished.
+    pub fn progress(&mut self) -> usize {
+        let mut events = 0;
+        if !self.active.is_empty() {
+            events += self.progress_outbound();
+        }
+        if self.live_inbound > 0 {
+            let rx = self.rx;
+            match &self.epoll {
+                Some(epoll) if self.live_inbound > DIRECT_POLL_MAX => {
+                    let n = epoll.poll(&mut self.ready);
+                    for k in 0..n {
+                        let slot = self.ready[k].u64 as usize;
+                        events += self.service_slot(slot, &rx);
+                    }
+                }
+                _ => {
+                    for slot in 0..self.inbound.len() {
+                        events += self.service_slot(slot, &rx);
+                    }
+                }
+            }
+        }
+        self.tick = self.tick.wrapping_add(1);
+        let accept_tick = self.tick & (ACCEPT_EVERY - 1) == 0;
+        if accept_tick {
+            self.accept_new();
+        }
+        if !self.accepting.is_empty() {
+            // Deadlines (a clock read) only on accept ticks.
+            self.drive_handshakes(accept_tick);
+        }
+        if self.tick & (IDLE_CHECK_EVERY - 1) == 0 {
+            self.check_idle_outbound();
+        }
+        if !self.failures.is_empty() {
+            self.report_failures();
+        }
+        events
+    }
+
+    /// Receives on the incoming connection in `slot` (if any); returns the
+    /// fragments delivered.
+    #[inline]
+    fn service_slot(&mut self, slot: usize, rx: &BtlReceiver) -> usize {
+        let Some(Some(conn)) = self.inbound.get_mut(slot) else {
+            return 0;
+        };
+        match conn.service(rx) {
+            Ok(n) => n,
+            Err((n, ended)) => {
+                if let Some(conn) = self.inbound[slot].take() {
+                    if let Some(epoll) = &self.epoll {
+                        epoll.remove(conn.raw());
+                    }
+                    self.free_slots.push(slot);
+                    self.live_inbound -= 1;
+                    self.inbound_ended(conn, ended);
+                }
+                n
+            }
+        }
+    }
+
+    /// Adds an established incoming connection.
+    fn add_inbound(&mut self, conn: Inbound) {
+        let slot = self.free_slots.pop().unwrap_or(self.inbound.len());
+        if let Some(epoll) = &self.epoll {
+            if let Err(e) = epoll.add(conn.raw(), slot as u64) {
+                self.log.log(0, || {
+                    format!(
+                        "epoll_ctl() failed ({e}); progress will poll every incoming connection \
+                         in turn"
+                    )
+                });
+                self.epoll = None;
+            }
+        }
+        if slot == self.inbound.len() {
+            self.inbound.push(Some(conn));
+        } else {
+            self.inbound[slot] = Some(conn);
+        }
+        self.live_inbound += 1;
+    }
+
+    fn inbound_ended(&mut self, conn: Inbound, ended: Ended) {
+        let (module, peer) = (conn.module, conn.peer);
+        let label = self.label(module).to_owned();
+        match ended {
+            Ended::Clean => self.log.log(DETAIL_LEVEL, || {
+                format!("rank {peer} finished its connection to {label}")
+            }),
+            Ended::Failed(why) => {
+                let reason = format!(
+                    "rank {peer} via {label} (from {}): {why}",
+                    show_opt(conn.remote)
+                );
+                self.log.log(10, || format!("lost {reason}"));
+                self.failures.push((module, peer, reason));
+                // The peer is lost for this module in both directions:
+                // sends to it fail from now on (its queue is dropped).
+                if let Some(&ep) = self.endpoint_of.get(&(module, peer)) {
+                    let ep = &mut self.endpoints[ep as usize];
+                    if !matches!(ep.state, State::Failed | State::Finished) {
+                        ep.close(State::Failed);
+                    }
+                }
+            }
+        }
+        // The key stays in inbound_keys: a second connection claiming the
+        // same rank and module is refused.
+    }
+
+    fn progress_outbound(&mut self) -> usize {
+        let mut events = 0;
+        let rx = self.rx;
+        let mut k = 0;
+        while k < self.active.len() {
+            let idx = self.active[k] as usize;
+            let keep = match self.endpoints[idx].state {
+                State::Connecting | State::SendHello | State::AwaitAck => {
+                    self.drive_connect(idx);
+                    let st = self.endpoints[idx].state;
+                    if st == State::Up {
+                        // Fall through to writing at once.
+                        self.flush_endpoint(idx, &rx, &mut events)
+                    } else {
+                        !matches!(st, State::Failed | State::Finished)
+                    }
+                }
+                State::Up => self.flush_endpoint(idx, &rx, &mut events),
+                State::Idle | State::Failed | State::Finished => false,
+            };
+            if keep {
+                k += 1;
+            } else {
+                self.endpoints[idx].active = false;
+                self.active.swap_remove(k);
+            }
+        }
+        events
+    }
+
+    /// Writes endpoint `idx`'s queue; returns whether it stays active.
+    fn flush_endpoint(&mut self, idx: usize, rx: &BtlReceiver, events: &mut usize) -> bool {
+        match self.endpoints[idx].flush(rx) {
+            Ok(n) => {
+                *events += n;
+                !self.endpoints[idx].queue.is_empty()
+            }
+            Err(e) => {
+                self.fail_endpoint(idx, format!("writing to it failed: {e}"));
+                false
+            }
+        }
+    }
+
+    /// Moves endpoint `idx`'s connection setup forward.
+    fn drive_connect(&mut self, idx: usize) {
+        let ep = &mut self.endpoints[idx];
+        let (addr, port, peer) = (ep.remote.ip(), ep.remote.port(), ep.peer);
+        if ep.state == State::Connecting {
+            let Some(fd) = ep.fd.as_ref() else {
+                return;
+            };
+            match sys::connect_result(fd) {
+                Ok(None) => return,
+                Ok(Some(Ok(()))) => {
+                    self.log.log(CONNECT_LEVEL, || {
+                        format!(
+                            "connect() to address {addr} on port {port} (rank {peer}) succeeded"
+                        )
+                    });
+                    ep.state = State::SendHello;
+                    ep.hs_done = 0;
+                }
+                Ok(Some(Err(e))) | Err(e) => {
+                    self.log.log(CONNECT_LEVEL, || {
+                        format!(
+                            "connect() to address {addr} on port {port} (rank {peer}) failed: {e}"
+                        )
+                    });
+                    self.fail_endpoint(idx, format!("connect() failed: {e}"));
+                    return;
+                }
+            }
+        }
+        let ep = &mut self.endpoints[idx];
+        if ep.state == State::SendHello {
+            let hello = wire::hello(&self.me, ep.link, ep.remote_iface);
+            while ep.hs_done < HELLO_LEN {
+                match sys::send(ep.raw, &hello[ep.hs_done..]) {
+                    Ok(n) => ep.hs_done += n,
+                    Err(e) if would_block(&e) => return,
+                    Err(e) => {
+                        self.fail_endpoint(idx, format!("sending the handshake failed: {e}"));
+                        return;
+                    }
+                }
+            }
+            ep.state = State::AwaitAck;
+            ep.hs_done = 0;
+        }
+        if ep.state == State::AwaitAck {
+            while ep.hs_done < wire::ACK_LEN {
+                // SAFETY: ack_buf has ACK_LEN - hs_done bytes left.
+                let r = unsafe {
+                    sys::recv(
+                        ep.raw,
+                        ep.ack_buf.as_mut_ptr().add(ep.hs_done),
+                        wire::ACK_LEN - ep.hs_done,
+                    )
+                };
+                match r {
+                    Ok(0) => {
+                        let why = format!(
+                            "it closed the connection during the handshake (after {} of {} \
+                             acknowledgement bytes); if it refused us, its log says why",
+                            ep.hs_done,
+                            wire::ACK_LEN
+                        );
+                        self.log.log(0, || {
+                            format!(
+                                "connection to rank {peer} at {} failed: {why}",
+                                show(addr, port)
+                            )
+                        });
+                        self.fail_endpoint(idx, why);
+                        return;
+                    }
+                    Ok(n) => ep.hs_done += n,
+                    Err(e) if would_block(&e) => return,
+                    Err(e) => {
+                        let why = format!("reading the handshake acknowledgement failed: {e}");
+                        self.fail_endpoint(idx, why);
+                        return;
+                    }
+                }
+            }
+            if let Err(why) = wire::check_ack(&ep.ack_buf, peer) {
+                self.log.log(0, || {
+                    format!(
+                        "closed the connection to {} (expected rank {peer}): {why}",
+                        show(addr, port)
+                    )
+                });
+                self.fail_endpoint(idx, why);
+                return;
+            }
+            ep.state = State::Up;
+            let label = self
+                .modules
+                .get(ep.module as usize)
+                .map_or("", |m| m.label.as_str());
+            self.log.log(CONNECT_LEVEL, || {
+                format!("connected to rank {peer} at {} ({label})", show(addr, port))
+            });
+        }
+    }
+
+    /// Accepts waiting connections on the listeners that have some.
+    fn accept_new(&mut self) {
+        let mut ready = [false; 64];
+        let all = match &self.listen_poll {
+            Some(poll) if self.locals.len() <= ready.len() => {
+                let mut events = [libc::epoll_event { events: 0, u64: 0 }; 8];
+                let n = poll.poll(&mut events);
+                if n == 0 {
+                    return;
+                }
+                for ev in &events[..n] {
+                    let i = ev.u64 as usize;
+                    if i < ready.len() {
+                        ready[i] = true;
+                    }
+                }
+                // More ready listeners than events: try them all.
+                n == events.len()
+            }
+            _ => true,
+        };
+        let mut now = None;
+        for (iface, local) in self.locals.iter().enumerate() {
+            if !all && !ready[iface] {
+                continue;
+            }
+            for _ in 0..ACCEPT_BURST {
+                match sys::accept(&local.listener) {
+                    Ok(Some((fd, remote))) => {
+                        if self.accepting.len() >= MAX_HANDSHAKES {
+                            self.log.log(0, || {
+                                format!(
+                                    "refused a tcp connection from {} to {} (tcp {}): {} \
+                                     connections are already in their handshake; closed it \
+                                     without delivering anything",
+                                    show_opt(remote),
+                                    show(local.iface.addr, local.port),
+                                    local.iface.name,
+                                    MAX_HANDSHAKES
+                                )
+                            });
+                            continue;
+                        }
+                        self.accepting.push(Accepting {
+                            fd,
+                            remote,
+                            iface,
+                            hello: [0; HELLO_LEN],
+                            got: 0,
+                            accepted: None,
+                            ack_done: 0,
+                            deadline: *now.get_or_insert_with(Instant::now)
+                                + self.cfg.handshake_timeout,
+                        });
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        self.log.log(0, || {
+                            format!(
+                                "accept() on {} (tcp {}) failed: {e}",
+                                show(local.iface.addr, local.port),
+                                local.iface.name
+                            )
+                        });
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads hellos, checks them, writes acknowledgements; refuses (closes
+    /// and logs) the connections that fail (and, when `check_deadlines`,
+    /// those whose time is up).
+    fn drive_handshakes(&mut self, check_deadlines: bool) {
+        let now = check_deadlines.then(Instant::now);
+        let ack = wire::ack(self.me.rank);
+        let mut accepted_keys: Vec<(u32, u32)> =
+            self.accepting.iter().filter_map(|a| a.accepted).collect();
+        let mut i = 0;
+        while i < self.accepting.len() {
+            let a = &mut self.accepting[i];
+            let mut refusal: Option<String> = None;
+            if a.accepted.is_none() {
+                match a.read_hello() {
+                    HelloProgress::Waiting => {
+                        if now.is_some_and(|now| now >= a.deadline) {
+                            refusal = Some(format!(
+                                "it sent no complete handshake within {:.1} s ({} of {HELLO_LEN} \
+                                 bytes)",
+                                self.cfg.handshake_timeout.as_secs_f64(),
+                                a.got
+                            ));
+                        }
+                    }
+                    HelloProgress::Lost(why) => refusal = Some(why),
+                    HelloProgress::Complete => match wire::check_hello(&a.hello, &self.me) {
+                        Err(r) => refusal = Some(r.to_string()),
+                        Ok(h) => {
+                            let links = self.cfg.links;
+                            if usize::from(h.target_iface) != a.iface {
+                                refusal = Some(format!(
+                                    "rank {} addressed interface {} of this process's card, but \
+                                     connected to interface {}",
+                                    h.rank, h.target_iface, a.iface
+                                ));
+                            } else if u32::from(h.link) >= links {
+                                refusal = Some(format!(
+                                    "rank {} asked for link {}, but this process runs {links} \
+                                     (btl_tcp_links)",
+                                    h.rank, h.link
+                                ));
+                            } else {
+                                let key = (a.iface as u32 * links + u32::from(h.link), h.rank);
+                                // Established (or ended) connections, and
+                                // ones still writing their acknowledgement.
+                                let taken = self.inbound_keys.contains(&key)
+                                    || accepted_keys.contains(&key);
+                                if taken {
+                                    refusal = Some(format!(
+                                        "rank {} already has a connection to {}",
+                                        h.rank, self.modules[key.0 as usize].label
+                                    ));
+                                } else {
+                                    a.accepted = Some(key);
+                                    accepted_keys.push(key);
+                                }
+                            }
+                        }
+                    },
+                }
+            }
+            if refusal.is_none() {
+                if let Some((module, peer)) = a.accepted {
+                    match a.write_ack(&ack) {
+                        Ok(false) => {}
+                        Ok(true) => {
+                            let a = self.accepting.swap_remove(i);
+                            self.log.log(CONNECT_LEVEL, || {
+                                format!(
+                                    "accepted a connection from rank {peer} at {} ({})",
+                                    show_opt(a.remote),
+                                    self.modules[module as usize].label
+                                )
+                            });
+                            self.inbound_keys.insert((module, peer));
+                            self.add_inbound(Inbound::new(a.fd, module, peer, a.remote));
+                            continue;
+                        }
+                        Err(e) => {
+                            refusal = Some(format!("writing the acknowledgement failed: {e}"))
+                        }
+                    }
+                }
+            }
+            if let Some(why) = refusal {
+                let a = self.accepting.swap_remove(i);
+                let local = &self.locals[a.iface];
+                self.log.log(0, || {
+                    format!(
+                        "refused a tcp connection from {} to {} (tcp {}): {why}; closed it \
+                         without delivering anything",
+                        show_opt(a.remote),
+                        show(local.iface.addr, local.port),
+                        local.iface.name
+                    )
+                });
+                drop(a);
+                continue;
+            }
+            i += 1;
+        }
+    }
+
+    /// Checks idle outgoing connections for the peer's goodbye or close.
+    fn check_idle_outbound(&mut self) {
+        for idx in 0..self.endpoints.len() {
+            let ep = &mut self.endpoints[idx];
+            if ep.state != State::Up || !ep.queue.is_empty() {
+                continue;
+            }
+            let mut frame = [0u8; FRAME_HEADER_LEN];
+            // SAFETY: frame is writable.
+            let r = unsafe { sys::recv(ep.raw, frame.as_mut_ptr(), FRAME_HEADER_LEN) };
+            match r {
+                Err(e) if would_block(&e) => {}
+                Ok(n) if n == FRAME_HEADER_LEN && is_bye(&frame) => {
+                    let (peer, module) = (ep.peer, ep.module);
+                    ep.close(State::Finished);
+                    self.log.log(DETAIL_LEVEL, || {
+                        format!(
+                            "rank {peer} finalized; closed the connection of {}",
+                            self.label(module)
+                        )
+                    });
+                }
+                Ok(0) => self.fail_endpoint(
+                    idx,
+                    "it closed the connection without saying goodbye (the process ended or was \
+                     killed)"
+                        .into(),
+                ),
+                Ok(_) => self.fail_endpoint(
+                    idx,
+                    "it sent unexpected data on a send-only connection".into(),
+                ),
+                Err(e) => self.fail_endpoint(idx, format!("the connection failed: {e}")),
+            }
+        }
+    }
+
+    /// Finalizes: says goodbye on every connection whose queue is empty
+    /// (so the peer sees a clean end, not a failure), then closes
+    /// everything. Queued fragments are dropped without `on_send_done`.
+    pub fn finalize(self) {
+        let mut bye = [0u8; FRAME_HEADER_LEN];
+        bye[0..2].copy_from_slice(&wire::FRAME_MARKER.to_le_bytes());
+        bye[2..4].copy_from_slice(&BYE_HLEN.to_le_bytes());
+        for ep in &self.endpoints {
+            if ep.state == State::Up && ep.queue.is_empty() {
+                let _ = sys::send(ep.raw, &bye);
+            }
+        }
+        for conn in self.inbound.iter().flatten() {
+            let _ = sys::send(conn.raw(), &bye);
+        }
+        drop(self);
+    }
+
+    /// The socket of an endpoint's connection, once it has one (tests).
+    #[cfg(test)]
+    pub(crate) fn endpoint_fd(&self, endpoint: u64) -> Option<std::os::fd::RawFd> {
+        self.endpoints
+            .get(endpoint as usize)
+            .and_then(|e| e.fd.as_ref())
+            .map(AsRawFd::as_raw_fd)
+    }
+
+    /// Number of sockets: (listeners, outgoing, incoming established,
+    /// incoming in handshake). For tests and diagnostics.
+    pub fn socket_counts(&self) -> (usize, usize, usize, usize) {
+        (
+            self.locals.len(),
+            self.endpoints.iter().filter(|e| e.fd.is_some()).count(),
+            self.live_inbound,
+            self.accepting.len(),
+        )
+    }
+}
+
+fn is_bye(frame: &[u8; FRAME_HEADER_LEN]) -> bool {
+    frame[0..2] == wire::FRAME_MARKER.to_le_bytes()
+        && frame[2..4] == BYE_HLEN.to_le_bytes()
+        && frame[4..12] == [0; 8]
+}

@@ -1,0 +1,410 @@
+//! The receiving side: accepted connections, first while they present
+//! their hello ([`Accepting`]), then while they carry fragments
+//! ([`Inbound`]).
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::Instant;
+
+use oxmpi_framework_btl::module::{BtlReceiver, MAX_HEADER};
+
+use crate::outbound::would_block;
+use crate::sys;
+use crate::wire::{self, FRAME_HEADER_LEN, HELLO_LEN};
+
+/// Size of each connection's receive buffer.
+pub const RECV_BUF: usize = 256 * 1024;
+
+/// A payload remainder at least this large is received straight into its
+/// destination; a smaller one goes through the receive buffer (which may
+/// then also take in the following frames with the same call).
+const DIRECT_MIN: usize = 4 * 1024;
+
+/// After a fragment at least this large, the next read takes only a frame
+/// header's worth of bytes, so that the next payload (probably large as
+/// well) lands in its destination instead of the buffer.
+const LARGE: usize = 16 * 1024;
+
+/// The most bytes a frame header plus pml header take.
+const HEAD_PROBE: usize = FRAME_HEADER_LEN + MAX_HEADER;
+
+/// Most `recv` calls per connection per progress call.
+const MAX_RECVS: usize = 16;
+
+/// pml-header length that marks the goodbye frame (sent at finalize, no
+/// payload): the connection then ends cleanly.
+pub const BYE_HLEN: u16 = u16::MAX;
+
+/// An accepted connection that has not yet presented a valid hello (or
+/// whose acknowledgement is still being written).
+pub struct Accepting {
+    /// The socket.
+    pub fd: OwnedFd,
+    /// Where it comes from (if the kernel said).
+    pub remote: Option<SocketAddr>,
+    /// The local interface (listener) it arrived on.
+    pub iface: usize,
+    /// The hello as received so far.
+    pub hello: [u8; HELLO_LEN],
+    /// Hello bytes received.
+    pub got: usize,
+    /// Once the hello is valid: (module, peer rank) and ack bytes written.
+    pub accepted: Option<(u32, u32)>,
+    /// Acknowledgement bytes written.
+    pub ack_done: usize,
+    /// When the hello must be complete.
+    pub deadline: Instant,
+}
+
+/// What reading a hello produced.
+pub enum HelloProgress {
+    /// More bytes are needed.
+    Waiting,
+    /// All bytes are there.
+    Complete,
+    /// The connection ended or failed before that; the clause says how.
+    Lost(String),
+}
+
+impl Accepting {
+    /// Reads more of the hello.
+    pub fn read_hello(&mut self) -> HelloProgress {
+        while self.got < HELLO_LEN {
+            // SAFETY: the hello buffer has HELLO_LEN - got bytes left.
+            let r = unsafe {
+                sys::recv(
+                    self.fd.as_raw_fd(),
+                    self.hello.as_mut_ptr().add(self.got),
+                    HELLO_LEN - self.got,
+                )
+            };
+            match r {
+                Ok(0) => {
+                    return HelloProgress::Lost(format!(
+                        "it closed the connection after {} of the {HELLO_LEN} handshake bytes",
+                        self.got
+                    ))
+                }
+                Ok(n) => self.got += n,
+                Err(e) if would_block(&e) => return HelloProgress::Waiting,
+                Err(e) => return HelloProgress::Lost(format!("reading its handshake failed: {e}")),
+            }
+        }
+        HelloProgress::Complete
+    }
+
+    /// Writes more of the acknowledgement: Ok(true) when all of it is out.
+    ///
+    /// # Errors
+    ///
+    /// The write error.
+    pub fn write_ack(&mut self, ack: &[u8; wire::ACK_LEN]) -> io::Result<bool> {
+        while self.ack_done < ack.len() {
+            match sys::send(self.fd.as_raw_fd(), &ack[self.ack_done..]) {
+                Ok(n) => self.ack_done += n,
+                Err(e) if would_block(&e) => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// Why an inbound connection ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// The peer said goodbye, then closed: not a failure.
+    Clean,
+    /// Anything else; the clause says what happened.
+    Failed(String),
+}
+
+/// A fragment whose header was delivered but whose payload is still
+/// arriving.
+struct Partial {
+    active: bool,
+    header: [u8; MAX_HEADER],
+    header_len: usize,
+    dest: *mut u8,
+    total: usize,
+    got: usize,
+}
+
+/// An established inbound connection.
+pub struct Inbound {
+    _fd: OwnedFd,
+    raw: RawFd,
+    /// The module its fragments arrive on.
+    pub module: u32,
+    /// The peer's rank.
+    pub peer: u32,
+    /// Where it comes from.
+    pub remote: Option<SocketAddr>,
+    buf: Box<[u8]>,
+    start: usize,
+    end: usize,
+    large: bool,
+    partial: Partial,
+    side: Vec<u8>,
+    bye: bool,
+}
+
+impl Inbound {
+    /// Wraps an accepted socket whose handshake is complete.
+    pub fn new(fd: OwnedFd, module: u32, peer: u32, remote: Option<SocketAddr>) -> Inbound {
+        let raw = fd.as_raw_fd();
+        Inbound {
+            _fd: fd,
+            raw,
+            module,
+            peer,
+            remote,
+            buf: vec![0u8; RECV_BUF].into_boxed_slice(),
+            start: 0,
+            end: 0,
+            large: false,
+            partial: Partial {
+                active: false,
+                header: [0; MAX_HEADER],
+                header_len: 0,
+                dest: std::ptr::null_mut(),
+                total: 0,
+                got: 0,
+            },
+            side: Vec::new(),
+            bye: false,
+        }
+    }
+
+    /// Receives what has arrived and delivers every complete fragment
+    /// (`on_header`, then `on_fragment`). Does at most a bounded number of
+    /// `recv` calls. Returns the number of fragments delivered.
+    ///
+    /// # Errors
+    ///
+    /// [`Ended`] when the connection is over: after a goodbye, or on end
+    /// of stream, a read error or a damaged stream (the fragments complete
+    /// before that point are delivered first).
+    pub fn service(&mut self, rx: &BtlReceiver) -> Result<usize, (usize, Ended)> {
+        let mut delivered = 0;
+        let mut recvs = 0;
+        // A read shorter than asked emptied the socket: no further read
+        // in this call (it would find nothing, at a system call's cost).
+        let mut drained = false;
+        let cap = self.buf.len();
+        loop {
+            if self.partial.active {
+                let p = &mut self.partial;
+                let avail = self.end - self.start;
+                if avail > 0 {
+                    let n = avail.min(p.total - p.got);
+                    // SAFETY: buf[start..start+n] is initialised; dest has
+                    // total bytes (the pml's promise or our side buffer).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            self.buf.as_ptr().add(self.start),
+                            p.dest.add(p.got),
+                            n,
+                        )
+                    };
+                    self.start += n;
+                    p.got += n;
+                    if self.start == self.end {
+                        self.start = 0;
+                        self.end = 0;
+                    }
+                }
+                if p.got < p.total {
+                    if recvs == MAX_RECVS || drained {
+                        return Ok(delivered);
+                    }
+                    recvs += 1;
+                    let left = p.total - p.got;
+                    let direct = left >= DIRECT_MIN;
+                    // The buffer is empty here (all of it went to dest).
+                    let (ptr, len) = if direct {
+                        // SAFETY: got < total.
+                        (unsafe { p.dest.add(p.got) }, left)
+                    } else {
+                        (self.buf.as_mut_ptr(), cap)
+                    };
+                    // SAFETY: ptr is writable for len bytes.
+                    match unsafe { sys::recv(self.raw, ptr, len) } {
+                        Ok(0) => {
+                            return Err((
+                                delivered,
+                                Ended::Failed(format!(
+                                    "the connection ended in the middle of a fragment \
+                                     ({} of {} payload bytes received)",
+                                    p.got, p.total
+                                )),
+                            ))
+                        }
+                        Ok(n) if direct => {
+                            p.got += n;
+                            drained = n < len;
+                        }
+                        Ok(n) => {
+                            self.end = n;
+                            drained = n < len;
+                        }
+                        Err(e) if would_block(&e) => return Ok(delivered),
+                        Err(e) => {
+                            return Err((delivered, Ended::Failed(format!("recv() failed: {e}"))))
+                        }
+                    }
+                    continue;
+                }
+                p.active = false;
+                // SAFETY: the pml's callback; header and payload are valid
+                // for the call.
+                unsafe {
+                    (rx.on_fragment)(
+                        rx.ctx,
+                        self.module,
+                        self.peer,
+                        p.header.as_ptr(),
+                        p.header_len,
+                        p.dest,
+                        p.total,
+                    )
+                };
+                delivered += 1;
+                continue;
+            }
+
+            let avail = self.end - self.start;
+            if avail >= FRAME_HEADER_LEN {
+                let fh = &self.buf[self.start..self.start + FRAME_HEADER_LEN];
+                if u16::from_le_bytes([fh[2], fh[3]]) == BYE_HLEN
+                    && u16::from_le_bytes([fh[0], fh[1]]) == wire::FRAME_MARKER
+                {
+                    if self.bye {
+                        return Err((delivered, Ended::Failed("it said goodbye twice".into())));
+                    }
+                    self.bye = true;
+                    self.start += FRAME_HEADER_LEN;
+                    continue;
+                }
+                if self.bye {
+                    return Err((
+                        delivered,
+                        Ended::Failed("it sent data after saying goodbye".into()),
+                    ));
+                }
+                let (hlen, plen) = match wire::get_frame_header(fh) {
+                    Ok(v) => v,
+                    Err(e) => return Err((delivered, Ended::Failed(e))),
+                };
+                if avail >= FRAME_HEADER_LEN + hlen {
+                    let hstart = self.start + FRAME_HEADER_LEN;
+                    let pstart = hstart + hlen;
+                    let have = self.end - pstart;
+                    // SAFETY: buf is valid; the header bytes are initialised.
+                    let hptr = unsafe { self.buf.as_ptr().add(hstart) };
+                    // SAFETY: the pml's callback.
+                    let dest =
+                        unsafe { (rx.on_header)(rx.ctx, self.module, self.peer, hptr, hlen, plen) };
+                    self.large = plen >= LARGE;
+                    if have >= plen {
+                        // SAFETY: pstart + plen <= end.
+                        let in_buf = unsafe { self.buf.as_ptr().add(pstart) };
+                        let payload = if dest.is_null() {
+                            in_buf
+                        } else {
+                            // SAFETY: dest has plen writable bytes.
+                            unsafe { std::ptr::copy_nonoverlapping(in_buf, dest, plen) };
+                            dest.cast_const()
+                        };
+                        // SAFETY: the pml's callback.
+                        unsafe {
+                            (rx.on_fragment)(
+                                rx.ctx,
+                                self.module,
+                                self.peer,
+                                hptr,
+                                hlen,
+                                payload,
+                                plen,
+                            )
+                        };
+                        delivered += 1;
+                        self.start = pstart + plen;
+                        if self.start == self.end {
+                            self.start = 0;
+                            self.end = 0;
+                        }
+                        continue;
+                    }
+                    let p = &mut self.partial;
+                    p.header[..hlen].copy_from_slice(&self.buf[hstart..pstart]);
+                    p.header_len = hlen;
+                    p.dest = if dest.is_null() {
+                        if self.side.len() < plen {
+                            self.side.resize(plen, 0);
+                        }
+                        self.side.as_mut_ptr()
+                    } else {
+                        dest
+                    };
+                    p.total = plen;
+                    p.got = 0;
+                    p.active = true;
+                    self.start = pstart;
+                    continue;
+                }
+            }
+
+            // Need more bytes: make room, then read.
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            }
+            if recvs == MAX_RECVS || drained {
+                return Ok(delivered);
+            }
+            recvs += 1;
+            let want = if self.large {
+                HEAD_PROBE - self.end
+            } else {
+                cap - self.end
+            };
+            // SAFETY: buf[end..end+want] is inside the buffer.
+            match unsafe { sys::recv(self.raw, self.buf.as_mut_ptr().add(self.end), want) } {
+                Ok(0) if self.bye && self.end == 0 => return Err((delivered, Ended::Clean)),
+                Ok(0) if self.end == 0 => {
+                    return Err((
+                        delivered,
+                        Ended::Failed(
+                            "it closed the connection without saying goodbye \
+                                       (the process ended or was killed)"
+                                .into(),
+                        ),
+                    ))
+                }
+                Ok(0) => {
+                    return Err((
+                        delivered,
+                        Ended::Failed(format!(
+                            "the connection ended in the middle of a frame header ({} bytes)",
+                            self.end
+                        )),
+                    ))
+                }
+                Ok(n) => {
+                    self.end += n;
+                    drained = n < want;
+                }
+                Err(e) if would_block(&e) => return Ok(delivered),
+                Err(e) => return Err((delivered, Ended::Failed(format!("recv() failed: {e}")))),
+            }
+        }
+    }
+
+    /// Its raw descriptor.
+    pub fn raw(&self) -> RawFd {
+        self.raw
+    }
+}

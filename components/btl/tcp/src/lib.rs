@@ -1,0 +1,373 @@
+//! btl component `tcp`: moves fragments between processes over TCP
+//! sockets (reference 001, reference notes §6).
+//!
+//! # Interfaces and modules
+//!
+//! The local interfaces come from `getifaddrs` (one entry per address,
+//! with the device's `/sys/class/net/<dev>/speed` as bandwidth, 100 Mbit/s
+//! when unknown). `btl_tcp_if_include` / `btl_tcp_if_exclude` choose among
+//! them with the framework's [`IfSelection`](oxmpi_framework_btl::if_list::IfSelection)
+//! (names, patterns, CIDR networks matched exactly, addresses; loopback
+//! only when the include list names it; one address per device, a device
+//! with several candidate addresses refused with advice). Setting both
+//! lists is an error: the component's query fails with a message naming
+//! both parameters (Open MPI instead disables tcp silently).
+//! `btl_tcp_disable_family` leaves out IPv4 or IPv6.
+//!
+//! Every selected address gets one module per link (`btl_tcp_links`),
+//! labelled `tcp <name> link <k>`, module index `interface * links + k`.
+//! Link 0 has the interface's bandwidth (`btl_tcp_bandwidth`, or the link
+//! speed) and `btl_tcp_latency`; every further link half the bandwidth and
+//! twice the latency, as Open MPI does.
+//!
+//! # Listening
+//!
+//! One nonblocking listener per selected address, bound to that address
+//! (not `INADDR_ANY`: the process accepts connections only where the
+//! lists allow it), `SO_REUSEADDR` off. The port is the first free one of
+//! `btl_tcp_port_min_v4 .. +btl_tcp_port_range_v4` (`_v6` for IPv6),
+//! tried in order; with the defaults (1024, 64511) that is the first free
+//! port from 1024 up (ranks of one host get 1024, 1025, …; a bind attempt
+//! costs about a microsecond, so even a long scan is short). Port minimum
+//! 0 lets the system choose. `listening on <addr>:<port> (tcp <name>)` is
+//! logged at `btl_base_verbose` ≥ 20.
+//!
+//! # Contact card
+//!
+//! A compact binary card (see [`card`] for the exact format, version byte
+//! first): the link count and, per selected interface, family, loopback
+//! flag, prefix length, port, bandwidth, kernel index, address and name.
+//! `add_peer` decodes it; a damaged card is a clear reason, never a panic.
+//!
+//! # Pairing
+//!
+//! `add_peer(module, peer, card)` pairs this process's selected interfaces
+//! with the peer's by reference 001 §11's weighted reachability and a
+//! maximum-weight bipartite matching (the framework's
+//! [`pair_interfaces`](oxmpi_framework_btl::matching::pair_interfaces)):
+//! at most one connection per interface on either side. The module's
+//! interface either has a partner (the endpoint connects to the partner's
+//! address and port, on the module's link) or the module cannot reach the
+//! peer, and the reason says why. A process is never its own peer (that
+//! is the self btl's job).
+//!
+//! # Connections
+//!
+//! - **Lazy, never closed**: the first `send` to an endpoint starts a
+//!   nonblocking `connect` from the module's own address (bound, port 0);
+//!   fragments are queued until the handshake completes. A connection
+//!   stays open until `finalize`.
+//! - **One direction each**: the connecting process sends, the accepting
+//!   process receives. A pair of processes has up to two sockets per link,
+//!   and simultaneous first sends in both directions cannot race.
+//! - **Options**: `TCP_NODELAY` (unless `btl_tcp_use_nagle`),
+//!   `SO_SNDBUF`/`SO_RCVBUF` when `btl_tcp_sndbuf`/`_rcvbuf` are not 0.
+//! - **Logging**: at `btl_base_verbose` ≥ 30 each `connect()` attempt is
+//!   logged as `attempting to connect() to address A on port P (rank R,
+//!   tcp eth0 link 0, from L)`, then its outcome (`connect() to address A
+//!   on port P (rank R) succeeded` / `failed: <error>`), then
+//!   `connected to rank R at A:P (<label>)` after the handshake.
+//!
+//! # Handshake
+//!
+//! The connector sends a 48-byte hello (magic, protocol version, link,
+//! target interface, its rank, the job size, the job id, the 16-byte job
+//! secret; [`wire`]); the acceptor checks all of it (the secret in
+//! constant time) plus that the rank is another rank of the job, that the
+//! target interface is the one it arrived on, that the link exists and
+//! that the rank has no connection on that module yet, then answers a
+//! 16-byte acknowledgement with its own rank, which the connector checks
+//! before sending any data. An accepted connection that fails any check,
+//! closes early, or sends no complete hello within 2 s is closed and
+//! logged at level 0 (shown by default):
+//!
+//! `refused a tcp connection from <addr:port> to <addr:port> (tcp <name>):
+//! <reason>; closed it without delivering anything`
+//!
+//! Nothing from such a connection reaches the pml. The secret is a shared
+//! token: it keeps strangers out, it does not encrypt or authenticate the
+//! data stream against an on-path attacker.
+//!
+//! # Data path
+//!
+//! A frame is a 12-byte frame header (marker, pml header length, payload
+//! length), the pml header and the payload. Sending: when the connection
+//! is up and nothing is queued, one system call: a plain `send` of header
+//! and payload copied together for payloads up to 256 bytes, a gathered
+//! `sendmsg` of both for larger ones. All written → `Done`; otherwise the
+//! header is copied into the queue entry (fixed-size, no allocation in
+//! steady state), the payload pointer kept and the send answered `Queued`
+//! (`Done` if it has no payload), and progress writes the rest (gathering
+//! up to 32 queued fragments per `sendmsg`) and calls `on_send_done`.
+//!
+//! Receiving: progress `recv`s each incoming connection into its 256 KiB
+//! buffer and delivers every complete frame; a read shorter than asked
+//! means the socket is empty, so the connection is left until the next
+//! call (one system call per poll). When `on_header` returns a
+//! destination, the payload bytes already buffered are copied there and
+//! the rest (from 4 KiB on) is received straight into it; after a
+//! fragment of 16 KiB or more the next read takes only a header's worth
+//! of bytes, so that large payloads land in their destination instead of
+//! the buffer. Work per connection per call is bounded (16 `recv`s). Up
+//! to 4 incoming connections are polled with one `recv` each; with more,
+//! one `epoll_wait(0)` says which are readable. Every 64th progress call
+//! asks an epoll set of the listeners whether a connection waits (an
+//! `accept` that finds nothing is expensive); idle outgoing connections
+//! are checked every 1024th call for the peer's goodbye or close.
+//!
+//! # Failure and finalize
+//!
+//! End of stream, a read or write error, or a damaged stream on either
+//! connection with a peer reports the peer once per module through
+//! `on_peer_failed` (fragments complete before the failure are delivered
+//! first); from then on sends to it on that module answer `Failed`, and
+//! its queued fragments are dropped without `on_send_done`. A failed
+//! `connect()` or handshake does the same. Nothing is retried.
+//!
+//! `finalize` first writes a goodbye frame on every connection (both
+//! directions; on an outgoing one only if nothing is still queued), then
+//! closes everything. A peer that receives the goodbye does not report
+//! the process as failed when its connections close; a process that dies
+//! without finalizing is reported. A send to a peer that has finalized
+//! fails (reported, with a reason saying so).
+//!
+//! # Threads
+//!
+//! The extern "C" entry points work on one process-global [`TcpBtl`]; the
+//! btl contract serialises every call (the MPI layer's lock), which is
+//! what makes the unsynchronised global sound (see `Global`).
+
+#![warn(missing_docs)]
+
+use std::cell::UnsafeCell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use abi_stable::std_types::{RSlice, RString, RVec};
+use oxmpi_framework_btl::module::{
+    BtlComponentModule, BtlModuleInfo, BtlReceiver, JobIdentity, SendOutcome,
+};
+use oxmpi_plugin_api::{ComponentContext, ComponentError, Lifecycle, QueryReply, Version};
+
+pub mod btl;
+pub mod card;
+pub mod discover;
+pub mod inbound;
+pub mod outbound;
+pub mod params;
+mod sys;
+pub mod wire;
+
+#[cfg(test)]
+mod tests;
+
+pub use btl::{InitError, TcpBtl};
+pub use params::{Config, PARAMS};
+
+/// The component's lifecycle: the query checks the interface lists and
+/// that some interface is usable.
+pub struct Component;
+
+/// The query's decision, without the component context (tests use it).
+///
+/// # Errors
+///
+/// `Failed` for a bad include/exclude setting (both set, a bad item),
+/// `NotAvailable` when no interface is usable or none can be listed.
+pub fn query_with(cfg: &Config) -> Result<QueryReply, ComponentError> {
+    let candidates = discover::local_interfaces().map_err(|e| {
+        ComponentError::not_available(format!("cannot list the network interfaces: {e}"))
+    })?;
+    match btl::select_interfaces(cfg, &candidates, None) {
+        Ok(_) => Ok(QueryReply::Usable { priority: 0 }),
+        Err(InitError::Failed(msg)) => Err(ComponentError::failed(msg)),
+        Err(InitError::NothingUsable(msg)) => Err(ComponentError::not_available(msg)),
+    }
+}
+
+impl Lifecycle for Component {
+    fn query(ctx: &ComponentContext) -> Result<QueryReply, ComponentError> {
+        query_with(&Config::read(ctx))
+    }
+}
+
+/// The process-global component state.
+///
+/// Safety argument: the btl contract guarantees that the pml calls the
+/// entry points one at a time (under the MPI layer's lock) and never from
+/// inside a callback of this btl, so no two references to the state are
+/// ever live at once.
+struct Global(UnsafeCell<Option<TcpBtl>>);
+
+// SAFETY: see the type's documentation: access is serialised by the
+// caller.
+unsafe impl Sync for Global {}
+
+static STATE: Global = Global(UnsafeCell::new(None));
+
+/// The global state.
+///
+/// # Safety
+///
+/// Only one entry point runs at a time (the btl contract).
+#[allow(clippy::mut_from_ref)]
+unsafe fn state() -> &'static mut Option<TcpBtl> {
+    &mut *STATE.0.get()
+}
+
+unsafe extern "C" fn init(
+    context: &ComponentContext,
+    identity: &JobIdentity,
+    receiver: BtlReceiver,
+    modules: &mut RVec<BtlModuleInfo>,
+    error: &mut RString,
+) -> bool {
+    let ctx = *context;
+    let me = *identity;
+    let result = oxmpi_plugin_api::guard::call(|| {
+        // SAFETY: serialised entry points.
+        let slot = unsafe { state() };
+        if slot.is_some() {
+            return Err(ComponentError::failed(
+                "the tcp btl is already initialised (init called twice without finalize)",
+            ));
+        }
+        let cfg = Config::read(&ctx);
+        let candidates = discover::local_interfaces().map_err(|e| {
+            ComponentError::not_available(format!("cannot list the network interfaces: {e}"))
+        })?;
+        match TcpBtl::new(cfg, me, receiver, ctx, &candidates) {
+            Ok(btl) => {
+                let infos: RVec<BtlModuleInfo> = btl.modules().iter().cloned().collect();
+                *slot = Some(btl);
+                Ok((infos, None))
+            }
+            Err(InitError::NothingUsable(why)) => Ok((RVec::new(), Some(why))),
+            Err(InitError::Failed(why)) => Err(ComponentError::failed(why)),
+        }
+    });
+    match result.into_result() {
+        Ok((infos, why)) => {
+            *modules = infos;
+            if let Some(why) = why {
+                *error = RString::from(why);
+            }
+            true
+        }
+        Err(e) => {
+            *error = RString::from(e.to_string());
+            false
+        }
+    }
+}
+
+unsafe extern "C" fn contact_card(card: &mut RVec<u8>) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: serialised entry points.
+        if let Some(btl) = unsafe { state() } {
+            *card = btl.contact_card().iter().copied().collect();
+        } else {
+            card.clear();
+        }
+    }));
+}
+
+unsafe extern "C" fn add_peer(
+    module: u32,
+    peer: u32,
+    card: RSlice<'_, u8>,
+    endpoint: &mut u64,
+    reason: &mut RString,
+) -> bool {
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: serialised entry points.
+        match unsafe { state() } {
+            Some(btl) => btl.add_peer(module, peer, card.as_slice()),
+            None => Err("the tcp btl has no modules (it is not initialised)".to_owned()),
+        }
+    }));
+    match outcome {
+        Ok(Ok(ep)) => {
+            *endpoint = ep;
+            true
+        }
+        Ok(Err(why)) => {
+            *reason = RString::from(why);
+            false
+        }
+        Err(_) => {
+            *reason = RString::from("the tcp btl panicked while resolving the peer (a bug)");
+            false
+        }
+    }
+}
+
+unsafe extern "C" fn send(
+    module: u32,
+    endpoint: u64,
+    header: *const u8,
+    header_len: usize,
+    payload: *const u8,
+    payload_len: usize,
+    cookie: u64,
+) -> SendOutcome {
+    catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: serialised entry points; the pointers are the pml's
+        // (contract of BtlComponentModule::send).
+        match unsafe { state() } {
+            Some(btl) => unsafe {
+                btl.send(
+                    module,
+                    endpoint,
+                    header,
+                    header_len,
+                    payload,
+                    payload_len,
+                    cookie,
+                )
+            },
+            None => SendOutcome::Failed,
+        }
+    }))
+    .unwrap_or(SendOutcome::Failed)
+}
+
+unsafe extern "C" fn progress() -> usize {
+    catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: serialised entry points.
+        match unsafe { state() } {
+            Some(btl) => btl.progress(),
+            None => 0,
+        }
+    }))
+    .unwrap_or(0)
+}
+
+unsafe extern "C" fn finalize() {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: serialised entry points.
+        if let Some(btl) = unsafe { state() }.take() {
+            btl.finalize();
+        }
+    }));
+}
+
+/// The component's btl module table.
+pub static MODULE: BtlComponentModule = BtlComponentModule {
+    init,
+    contact_card,
+    add_peer,
+    send,
+    progress,
+    finalize,
+};
+
+oxmpi_plugin_api::export_component! {
+    lifecycle: Component,
+    framework: "btl",
+    component: "tcp",
+    version: Version::new(1, 0, 0),
+    interface: oxmpi_framework_btl::INTERFACE_VERSION,
+    description: "Moves fragments between processes over TCP sockets",
+    params: PARAMS,
+    module: &MODULE,
+}

@@ -1,0 +1,7 @@
+//! Tests of the tcp component: two or more `TcpBtl` instances in one
+//! process ("ranks") talking over loopback, driven by one thread in turn.
+
+mod data;
+mod handshake;
+mod harness;
+mod setup;

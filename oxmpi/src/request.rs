@@ -1,0 +1,575 @@
+//! Immediate (non-blocking) operations: requests and their scopes.
+//!
+//! An immediate operation ([`immediate_send`](crate::traits::Destination::immediate_send),
+//! [`immediate_receive_into`](crate::traits::Source::immediate_receive_into), ...)
+//! lends its buffer to MPI until it completes, and returns a [`Request`]
+//! that borrows the buffer for as long. As in rsmpi, requests live in a
+//! *scope*:
+//!
+//! ```no_run
+//! use oxmpi::traits::*;
+//! let universe = oxmpi::initialize()?;
+//! let world = universe.world();
+//! let next = world.process_at_rank((world.rank() + 1) % world.size());
+//! let out = [world.rank(); 4];
+//! let mut inbox = [0i32; 4];
+//! oxmpi::request::scope(|scope| -> Result<(), oxmpi::Error> {
+//!     let send = next.immediate_send(scope, &out[..])?;
+//!     let status = world.any_process().receive_into(&mut inbox[..])?;
+//!     send.wait()?;
+//!     println!("got {:?} from {}", inbox, status.source_rank());
+//!     Ok(())
+//! })?;
+//! # Ok::<(), oxmpi::Error>(())
+//! ```
+//!
+//! **Soundness.** The [`LocalScope`] keeps its own list of the requests
+//! that MPI still holds. When [`scope`] returns — or unwinds — it waits for
+//! every one of them that was not completed, so a buffer is never released
+//! while MPI may still read or write it, even if a request was dropped or
+//! `mem::forget`-ed (when unwinding from a panic, unmatched receives are
+//! cancelled first). A buffer lent to an immediate operation must outlive
+//! the scope, and a request cannot leave its scope.
+//!
+//! The compiler enforces both. A buffer that dies inside the scope cannot
+//! be lent:
+//!
+//! ```compile_fail
+//! use oxmpi::traits::*;
+//! let universe = oxmpi::initialize().unwrap();
+//! let world = universe.world();
+//! oxmpi::request::scope(|scope| {
+//!     let short_lived = vec![1u8; 8];
+//!     let request = world.this_process().immediate_send(scope, &short_lived[..]).unwrap();
+//!     std::mem::forget(request);
+//! });
+//! ```
+//!
+//! and a request cannot outlive its scope:
+//!
+//! ```compile_fail
+//! use oxmpi::traits::*;
+//! let universe = oxmpi::initialize().unwrap();
+//! let world = universe.world();
+//! let data = [1u8; 8];
+//! let escaped = oxmpi::request::scope(|scope| {
+//!     world.this_process().immediate_send(scope, &data[..]).unwrap()
+//! });
+//! ```
+//!
+//! Dropping a [`Request`] that has not completed does not wait: the scope
+//! waits for it at its end (with [`StaticScope`], a dropped send is
+//! detached and still completes; finalize waits for it).
+//!
+//! **Completion.** [`Request::wait`] blocks; [`Request::test`] checks once
+//! (`Ok(None)` while pending; once it answered `Some` or an error, the
+//! request is complete and later calls return the same outcome);
+//! [`wait_all`] and [`wait_any`] handle several. A receive completes with
+//! an error of class `Truncate` when the message is longer than the buffer
+//! (the buffer holds its first bytes), and of class `Buffer` when it is not
+//! a whole number of the buffer's elements.
+
+use crate::datatype::{element_count_of, partial_element_error};
+use crate::error::Error;
+use crate::point_to_point::Status;
+use crate::ErrorClass;
+use oxmpi_mpi_core::{RequestId, Runtime};
+use std::marker::PhantomData;
+use std::sync::{Mutex, MutexGuard};
+
+pub(crate) mod private {
+    use oxmpi_mpi_core::{RequestId, Runtime};
+
+    /// A request MPI still holds (only this crate can make one).
+    pub struct Pending {
+        pub(crate) runtime: &'static Runtime,
+        pub(crate) id: RequestId,
+    }
+
+    /// Where a scope keeps a pending request (only this crate can make one).
+    pub struct Slot(pub(crate) usize);
+
+    /// The bookkeeping side of a scope.
+    pub trait ScopeImpl {
+        /// Records a pending request.
+        fn register(&self, pending: Pending) -> Slot;
+        /// Forgets a request MPI no longer holds.
+        fn release(&self, slot: Slot);
+        /// What to do with a dropped request that has not completed:
+        /// `true` to detach it (sends only), `false` to leave it to the
+        /// scope.
+        fn detach_dropped(&self) -> bool;
+    }
+}
+
+use private::{Pending, ScopeImpl, Slot};
+
+/// A scope that requests with buffers borrowed for `'a` belong to. Sealed:
+/// the scopes are [`&LocalScope`](LocalScope) (from [`scope`]) and
+/// [`StaticScope`] (for `'static` buffers).
+pub trait Scope<'a>: ScopeImpl {}
+
+/// Waits for a request until MPI releases it, for callers whose buffer
+/// borrow ends when this returns: blocking operations and the end of a
+/// scope. They run on the thread that started the request (or the scope's,
+/// which is the same under `Single`/`Funneled`), so a `ThreadLevel`
+/// refusal can only mean that another thread is inside MPI at the moment
+/// (`Serialized` broken); it is retried. Any other outcome means MPI
+/// released the request.
+pub(crate) fn wait_released(
+    runtime: &Runtime,
+    id: RequestId,
+) -> Result<oxmpi_mpi_core::Status, oxmpi_mpi_core::Error> {
+    loop {
+        match runtime.wait(id) {
+            Err(e) if e.class == ErrorClass::ThreadLevel => std::thread::yield_now(),
+            other => return other,
+        }
+    }
+}
+
+/// Whether an error from waiting or testing means MPI still holds the
+/// request (the call was refused, not the request completed).
+fn still_held(e: &oxmpi_mpi_core::Error) -> bool {
+    e.class == ErrorClass::ThreadLevel
+}
+
+/// The requests a [`LocalScope`] waits for: a slab of pending ids.
+#[derive(Default)]
+pub(crate) struct Registry {
+    runtime: Option<&'static Runtime>,
+    slots: Vec<Option<RequestId>>,
+    free: Vec<usize>,
+    live: usize,
+}
+
+impl Registry {
+    fn insert(&mut self, id: RequestId) -> usize {
+        self.live += 1;
+        match self.free.pop() {
+            Some(i) => {
+                self.slots[i] = Some(id);
+                i
+            }
+            None => {
+                self.slots.push(Some(id));
+                self.slots.len() - 1
+            }
+        }
+    }
+
+    fn remove(&mut self, slot: usize) {
+        if let Some(entry) = self.slots.get_mut(slot) {
+            if entry.take().is_some() {
+                self.live -= 1;
+                self.free.push(slot);
+            }
+        }
+    }
+
+    /// The pending requests, oldest slot first, leaving the registry empty.
+    fn drain(&mut self) -> Vec<RequestId> {
+        self.free.clear();
+        self.live = 0;
+        self.slots.drain(..).flatten().collect()
+    }
+
+    pub(crate) fn live(&self) -> usize {
+        self.live
+    }
+}
+
+/// The scope [`scope`] passes to its closure; requests made with it are
+/// waited for when the scope ends. `'a` is the lifetime buffers are
+/// borrowed for (it outlives the call to [`scope`]).
+pub struct LocalScope<'a> {
+    registry: Mutex<Registry>,
+    // Invariant in 'a (a scope cannot be made to accept shorter borrows),
+    // and Send + Sync.
+    _buffers: PhantomData<fn(&'a ()) -> &'a ()>,
+}
+
+impl std::fmt::Debug for LocalScope<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalScope")
+            .field("pending", &self.lock().live())
+            .finish()
+    }
+}
+
+impl LocalScope<'_> {
+    fn new() -> Self {
+        LocalScope {
+            registry: Mutex::new(Registry::default()),
+            _buffers: PhantomData,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Registry> {
+        // Registry updates cannot leave it inconsistent, so a poisoned
+        // lock is reused.
+        self.registry.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The number of requests of this scope that MPI still holds.
+    pub fn pending(&self) -> usize {
+        self.lock().live()
+    }
+}
+
+impl Drop for LocalScope<'_> {
+    fn drop(&mut self) {
+        let (runtime, ids) = {
+            let mut registry = self.lock();
+            (registry.runtime, registry.drain())
+        };
+        let Some(runtime) = runtime else { return };
+        if std::thread::panicking() {
+            // Receives nobody will match must not hold up the unwinding.
+            for &id in &ids {
+                let _ = runtime.cancel(id);
+            }
+        }
+        for id in ids {
+            // The outcome is nobody's any more; only the release matters.
+            let _ = wait_released(runtime, id);
+        }
+    }
+}
+
+impl ScopeImpl for &LocalScope<'_> {
+    fn register(&self, pending: Pending) -> Slot {
+        let mut registry = self.lock();
+        registry.runtime = Some(pending.runtime);
+        Slot(registry.insert(pending.id))
+    }
+
+    fn release(&self, slot: Slot) {
+        self.lock().remove(slot.0);
+    }
+
+    fn detach_dropped(&self) -> bool {
+        false
+    }
+}
+
+impl<'a> Scope<'a> for &LocalScope<'a> {}
+
+/// The scope of requests whose buffers are `'static`: nothing waits for
+/// them; a dropped send is detached (it completes on its own, and finalize
+/// waits for it) and a dropped receive keeps its buffer for ever.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct StaticScope;
+
+impl ScopeImpl for StaticScope {
+    fn register(&self, _pending: Pending) -> Slot {
+        Slot(usize::MAX)
+    }
+
+    fn release(&self, _slot: Slot) {}
+
+    fn detach_dropped(&self) -> bool {
+        true
+    }
+}
+
+impl Scope<'static> for StaticScope {}
+
+/// Runs `f` with a fresh [`LocalScope`] and returns what it returns; then
+/// waits for every request of the scope that has not completed (see the
+/// module documentation).
+pub fn scope<'a, F, R>(f: F) -> R
+where
+    F: FnOnce(&LocalScope<'a>) -> R,
+{
+    let scope = LocalScope::new();
+    f(&scope)
+}
+
+/// What a request does, for the checks at completion.
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum Kind {
+    Send,
+    Receive {
+        element_size: usize,
+        element_name: &'static str,
+    },
+}
+
+/// An immediate operation in progress; it borrows its buffer for `'a` and
+/// belongs to the scope `S`. See the [module documentation](self).
+#[must_use = "a request must be completed (wait or test); otherwise its scope waits for it"]
+pub struct Request<'a, S: Scope<'a>> {
+    runtime: &'static Runtime,
+    id: RequestId,
+    scope: S,
+    /// Some while MPI holds the request.
+    slot: Option<Slot>,
+    kind: Kind,
+    /// The outcome, once complete.
+    outcome: Option<Result<Status, Error>>,
+    _buffer: PhantomData<&'a mut [u8]>,
+}
+
+impl<'a, S: Scope<'a>> std::fmt::Debug for Request<'a, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Request")
+            .field("id", &self.id.0)
+            .field("kind", &self.kind)
+            .field("outcome", &self.outcome)
+            .finish()
+    }
+}
+
+impl<'a, S: Scope<'a>> Request<'a, S> {
+    /// Wraps a request MPI just accepted and records it in its scope.
+    pub(crate) fn new(runtime: &'static Runtime, id: RequestId, scope: S, kind: Kind) -> Self {
+        let slot = scope.register(Pending { runtime, id });
+        Request {
+            runtime,
+            id,
+            scope,
+            slot: Some(slot),
+            kind,
+            outcome: None,
+            _buffer: PhantomData,
+        }
+    }
+
+    /// Records what MPI answered for a request it has released.
+    fn complete(
+        &mut self,
+        result: Result<oxmpi_mpi_core::Status, oxmpi_mpi_core::Error>,
+    ) -> Result<Status, Error> {
+        if let Some(slot) = self.slot.take() {
+            self.scope.release(slot);
+        }
+        let outcome = match result {
+            Ok(status) => {
+                let status = Status::from(status);
+                match self.kind {
+                    Kind::Receive {
+                        element_size,
+                        element_name,
+                    } if element_count_of(status.byte_count(), element_size).is_none() => {
+                        Err(partial_element_error(
+                            status.byte_count(),
+                            element_name,
+                            element_size,
+                            status.source_rank(),
+                            status.tag(),
+                        ))
+                    }
+                    _ => Ok(status),
+                }
+            }
+            Err(e) => Err(Error::from(e)),
+        };
+        self.outcome = Some(outcome.clone());
+        outcome
+    }
+
+    /// Blocks until the operation completes and returns its status (for a
+    /// send: source 0, tag 0, count 0).
+    ///
+    /// # Errors
+    /// The operation's error: `Truncate` (the message was longer than the
+    /// buffer, which holds its first bytes), `Buffer` (not a whole number of
+    /// elements), `ProcFailed` (the peer died), `Finalized`, ...; and
+    /// `ThreadLevel` if this thread may not call MPI now (the request is
+    /// then still pending, and its scope waits for it).
+    pub fn wait(mut self) -> Result<Status, Error> {
+        if let Some(outcome) = &self.outcome {
+            return outcome.clone();
+        }
+        match self.runtime.wait(self.id) {
+            // Refused (another thread's turn): MPI still holds the request,
+            // and its scope waits for it.
+            Err(e) if still_held(&e) => Err(e.into()),
+            result => self.complete(result),
+        }
+    }
+
+    /// Checks once whether the operation has completed (making progress):
+    /// `Ok(None)` while it is pending, `Ok(Some(status))` once it is
+    /// complete. After it answered `Some` or an error, the request is
+    /// complete; further calls (and [`wait`](Request::wait)) return the
+    /// same outcome.
+    ///
+    /// # Errors
+    /// As [`wait`](Request::wait); and `ThreadLevel` if the call broke the
+    /// thread level's rules (the request is then still pending).
+    pub fn test(&mut self) -> Result<Option<Status>, Error> {
+        if let Some(outcome) = &self.outcome {
+            return outcome.clone().map(Some);
+        }
+        match self.runtime.test(self.id) {
+            None => Ok(None),
+            Some(Err(e)) if still_held(&e) => Err(e.into()),
+            Some(result) => self.complete(result).map(Some),
+        }
+    }
+
+    /// Whether the operation is known to be complete (a
+    /// [`test`](Request::test) said so). Makes no progress.
+    pub fn is_complete(&self) -> bool {
+        self.outcome.is_some()
+    }
+
+    /// Asks MPI to cancel a receive that has not matched a message yet:
+    /// `Ok(true)` if it is cancelled (complete it with `wait` or `test`;
+    /// its status then says [`is_cancelled`](Status::is_cancelled)).
+    /// `Ok(false)` if it is too late, if the request is a send (sends
+    /// cannot be cancelled) or already complete.
+    ///
+    /// # Errors
+    /// `Finalized`, `ThreadLevel`.
+    pub fn cancel(&self) -> Result<bool, Error> {
+        if self.outcome.is_some() || matches!(self.kind, Kind::Send) {
+            return Ok(false);
+        }
+        Ok(self.runtime.cancel(self.id)?)
+    }
+}
+
+impl<'a, S: Scope<'a>> Drop for Request<'a, S> {
+    fn drop(&mut self) {
+        if self.slot.is_some() && self.scope.detach_dropped() && matches!(self.kind, Kind::Send) {
+            self.runtime.free(self.id);
+        }
+        // Otherwise the scope waits for it (or, for a dropped receive of a
+        // StaticScope, its 'static buffer stays lent for ever).
+    }
+}
+
+/// Waits for every request, in order, and returns their statuses.
+///
+/// # Errors
+/// The first error, after every request has been waited for; its message
+/// names the request's position (`request 2 of 5: ...`).
+pub fn wait_all<'a, S: Scope<'a>>(requests: Vec<Request<'a, S>>) -> Result<Vec<Status>, Error> {
+    let n = requests.len();
+    let mut statuses = Vec::with_capacity(n);
+    let mut first_error = None;
+    for (i, request) in requests.into_iter().enumerate() {
+        match request.wait() {
+            Ok(status) => statuses.push(status),
+            Err(e) => {
+                if first_error.is_none() {
+                    first_error = Some(e.context(format_args!("request {i} of {n}")));
+                }
+                statuses.push(Status::default());
+            }
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(statuses),
+    }
+}
+
+/// Waits until one of `requests` completes, removes it from the vector
+/// (`Vec::remove`: the requests after it move down by one) and returns its
+/// former index and status. A request a [`test`](Request::test) already
+/// found complete is returned first.
+///
+/// # Errors
+/// Class `Request` if the vector is empty; `ThreadLevel` or `Finalized` if
+/// the call is refused (nothing is removed); otherwise the completed
+/// request's error (it is removed as well), with its index in the message.
+pub fn wait_any<'a, S: Scope<'a>>(
+    requests: &mut Vec<Request<'a, S>>,
+) -> Result<(usize, Status), Error> {
+    if requests.is_empty() {
+        return Err(Error::new(
+            ErrorClass::Request,
+            "wait_any was given no requests; pass at least one",
+        ));
+    }
+    let index = match requests.iter().position(Request::is_complete) {
+        Some(i) => i,
+        None => {
+            let ids: Vec<RequestId> = requests.iter().map(|r| r.id).collect();
+            let runtime = requests[0].runtime;
+            let (i, result) = runtime.wait_any(&ids)?;
+            // MPI released request i: record its outcome.
+            let _ = requests[i].complete(result);
+            i
+        }
+    };
+    let request = requests.remove(index);
+    request
+        .wait()
+        .map(|status| (index, status))
+        .map_err(|e| e.context(format_args!("request {index}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_reuses_slots_and_counts_live_requests() {
+        let mut r = Registry::default();
+        let a = r.insert(RequestId(10));
+        let b = r.insert(RequestId(11));
+        let c = r.insert(RequestId(12));
+        assert_eq!((a, b, c), (0, 1, 2));
+        assert_eq!(r.live(), 3);
+        r.remove(b);
+        assert_eq!(r.live(), 2);
+        r.remove(b);
+        assert_eq!(r.live(), 2, "a second release of a slot changes nothing");
+        let d = r.insert(RequestId(13));
+        assert_eq!(d, 1, "the freed slot is reused");
+        assert_eq!(r.slots.len(), 3, "no growth while slots are free");
+        assert_eq!(r.drain(), vec![RequestId(10), RequestId(13), RequestId(12)]);
+        assert_eq!(r.live(), 0);
+        assert!(r.drain().is_empty());
+    }
+
+    #[test]
+    fn forgotten_slots_stay_pending_until_the_scope_ends() {
+        // A request that is never released (mem::forget of a Request)
+        // leaves its id in the registry, which the scope's drop waits for.
+        let scope = LocalScope::new();
+        {
+            let mut registry = scope.lock();
+            let _forgotten = registry.insert(RequestId(1));
+            let released = registry.insert(RequestId(2));
+            registry.remove(released);
+        }
+        assert_eq!(scope.pending(), 1);
+        assert_eq!(scope.lock().drain(), vec![RequestId(1)]);
+        // No runtime was registered, so dropping waits for nothing.
+        drop(scope);
+    }
+
+    #[test]
+    fn scope_returns_the_closures_value() {
+        let x = scope(|s| {
+            assert_eq!(s.pending(), 0);
+            41 + 1
+        });
+        assert_eq!(x, 42);
+    }
+
+    #[test]
+    fn static_scope_keeps_no_books() {
+        let s = StaticScope;
+        assert!(s.detach_dropped());
+        assert!(!(&LocalScope::new()).detach_dropped());
+    }
+
+    #[test]
+    fn waiting_on_nothing_is_an_error_with_a_reason() {
+        let mut none: Vec<Request<'static, StaticScope>> = Vec::new();
+        let e = wait_any(&mut none).unwrap_err();
+        assert_eq!(e.class(), ErrorClass::Request);
+        assert_eq!(
+            e.to_string(),
+            "wait_any was given no requests; pass at least one"
+        );
+        assert_eq!(wait_all(none).unwrap(), Vec::<Status>::new());
+    }
+}
