@@ -5,11 +5,10 @@
 #   1. installs the system packages listed in scripts/system-packages.txt
 #      (apt-get; with sudo when not run as root);
 #   2. builds the workspace in release mode;
-#   3. runs the main job. There is no mpirun yet, so for now the main job is
-#      `oxmpi_info --all` (every framework, component and parameter) and a
-#      demonstration of where a value comes from:
-#      `OXMPI_MCA_btl_base_verbose=20 oxmpi_info --explain btl_base_verbose`.
-#      When mpirun lands, the main job becomes a real multi-rank run.
+#   3. runs the main job: a 4-rank PMI wire-up under our mpirun, an
+#      MPICH-built program under it, the oxmpi examples `hello` (4 ranks) and
+#      `pingpong` (2 ranks, over tcp on loopback), and oxmpi_info showing
+#      where a value comes from.
 #
 # Set OXMPI_SKIP_PACKAGES=1 to skip step 1.
 set -euo pipefail
@@ -59,8 +58,8 @@ if ! command -v cargo >/dev/null 2>&1; then
     echo "setup: cargo not found; install Rust (https://rustup.rs) first" >&2
     exit 1
 fi
-echo "==> cargo build --workspace --release (with examples)"
-cargo build --workspace --release --bins --examples
+echo "==> cargo build --workspace --release (libraries and components, programs, examples)"
+cargo build --workspace --release --lib --bins --examples
 
 # --- 3. the main job ------------------------------------------------------
 # A real multi-rank run: 4 ranks wire up over PMI-1 (each publishes a value,
@@ -79,6 +78,13 @@ if command -v mpicc.mpich >/dev/null 2>&1; then
     echo "==> $mpirun -n 4 mpi_hello (built with mpicc.mpich)"
     "$mpirun" -n 4 "$work/mpi_hello"
 fi
+
+echo
+echo "==> $mpirun -n 4 target/release/examples/hello (the oxmpi Rust API over btl self,tcp and pml ob1)"
+"$mpirun" -n 4 --mca btl self,tcp --mca btl_tcp_if_include lo target/release/examples/hello
+echo
+echo "==> $mpirun -n 2 --mca btl self,tcp --mca btl_tcp_if_include lo target/release/examples/pingpong"
+"$mpirun" -n 2 --mca btl self,tcp --mca btl_tcp_if_include lo target/release/examples/pingpong
 
 info=target/release/oxmpi_info
 echo
