@@ -302,6 +302,36 @@ fn thread_levels_are_enforced_and_multiple_threads_communicate() {
     );
 }
 
+#[test]
+fn setting_both_tcp_interface_lists_is_an_error_naming_both() {
+    let program = check_program();
+    let run = mpirun(&[
+        "-n",
+        "2",
+        "--mca",
+        "btl",
+        "self,tcp",
+        "--mca",
+        "btl_tcp_if_include",
+        "lo",
+        "--mca",
+        "btl_tcp_if_exclude",
+        "eth0",
+        &program,
+        "wildcard",
+    ]);
+    assert_ne!(run.code(), 0);
+    let err = &run.stderr;
+    assert!(
+        err.contains("btl = \"self,tcp\" (command line) cannot be used"),
+        "{err}"
+    );
+    assert!(
+        err.contains("btl_tcp_if_include (\"lo\") and btl_tcp_if_exclude (\"eth0\") are both set"),
+        "{err}"
+    );
+}
+
 fn example(name: &str) -> String {
     built(name).display().to_string()
 }

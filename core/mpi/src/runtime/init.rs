@@ -226,7 +226,43 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
             Err(e) => eprintln!("{program}: warning: {e}"),
         }
     }
+    // A btl the user asked for by name must run: say why it does not
+    // instead of failing later with "unreachable".
+    if let Some(oxmpi_mca::selection::Filter::Include(wanted)) = mca.filter("btl") {
+        let missing: Vec<String> = wanted
+            .iter()
+            .filter(|w| !btl_names.contains(w))
+            .map(|w| {
+                let why = btl_fw
+                    .reasons()
+                    .iter()
+                    .find(|(n, _)| n == w)
+                    .map(|(_, r)| r.clone())
+                    .unwrap_or_else(|| "it did not load or open (see the warnings above)".into());
+                format!("{w}: {why}")
+            })
+            .collect();
+        if !missing.is_empty() {
+            let source = mca
+                .value("btl")
+                .map(|r| r.source.to_string())
+                .unwrap_or_default();
+            return Err(init_error(format!(
+                "btl {} asked for by btl = \"{}\" ({source}) cannot be used: {}",
+                if missing.len() == 1 {
+                    "component"
+                } else {
+                    "components"
+                },
+                wanted.join(","),
+                missing.join("; ")
+            )));
+        }
+    }
     let hint = self_hint(mca, &btl_names);
+    // Components that failed to open or answer their query (mpirun never
+    // opens these frameworks, so only the rank can tell).
+    mca.print_diagnostics();
 
     // The pml: one, the usable one with the highest priority.
     let mut pml_fw: OpenFramework<'static> = mca
@@ -237,6 +273,7 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
         .first()
         .map(|s| s.name.clone())
         .ok_or_else(|| init_error("no pml component is usable"))?;
+    mca.print_diagnostics();
     let (pml, pml_fw_name, pml_comp) =
         module_of::<PmlModule>(mca, "pml", &pml_name).map_err(init_error)?;
 
