@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::rc::Rc;
 use std::time::Instant;
 
 use abi_stable::std_types::{RStr, RString};
@@ -27,11 +28,7 @@ use crate::wire::{self, FRAME_HEADER_LEN, HELLO_LEN};
 /// progress calls (and handshake deadlines checked). A power of two.
 const ACCEPT_EVERY: u32 = 64;
 
-/// Idle outgoing connections are checked for a goodbye or a close once
-/// every this many progress calls. A power of two.
-const IDLE_CHECK_EVERY: u32 = 1024;
-
-/// Up to this many established incoming connections, progress simply
+/// Up to this many established connections, progress simply
 /// tries a `recv` on each; beyond, it asks epoll which ones are readable
 /// (one system call however many peers there are).
 const DIRECT_POLL_MAX: usize = 4;
@@ -107,7 +104,8 @@ pub struct TcpBtl {
     endpoints: Vec<Endpoint>,
     endpoint_of: HashMap<(u32, u32), u32>,
     active: Vec<u32>,
-    /// Established incoming connections, by slot (the epoll data).
+    /// The readers of established connections (accepted ones and ones
+    /// this process made), by slot (the epoll data).
     inbound: Vec<Option<Inbound>>,
     free_slots: Vec<usize>,
     live_inbound: usize,
@@ -116,7 +114,10 @@ pub struct TcpBtl {
     /// Readability of the listeners (an `accept` that finds nothing costs
     /// a socket allocation in the kernel; asking epoll first is cheap).
     listen_poll: Option<sys::Epoll>,
-    inbound_keys: HashSet<(u32, u32)>,
+    /// (module, peer) of every accepted connection, ever: a second one is
+    /// refused. The reader's slot while it is established, so that the
+    /// endpoint can send on it too.
+    accepted_at: HashMap<(u32, u32), Option<usize>>,
     accepting: Vec<Accepting>,
     failures: Vec<(u32, u32, String)>,
     reported: HashSet<(u32, u32)>,
@@ -402,7 +403,7 @@ impl TcpBtl {
             epoll,
             ready: vec![libc::epoll_event { events: 0, u64: 0 }; EPOLL_BATCH],
             listen_poll,
-            inbound_keys: HashSet::new(),
+            accepted_at: HashMap::new(),
             accepting: Vec::new(),
             failures: Vec::new(),
             reported: HashSet::new(),
@@ -570,6 +571,13 @@ impl TcpBtl {
             std::slice::from_raw_parts(header, header_len)
         };
         let idx = endpoint as usize;
+        if self.endpoints[idx].state == State::Idle {
+            // First send: choose the socket this endpoint sends on forever.
+            if let Err(why) = self.open(idx) {
+                self.fail_endpoint(idx, why);
+                return SendOutcome::Failed;
+            }
+        }
         let ep = &mut self.endpoints[idx];
         if ep.state == State::Up && ep.queue.is_empty() {
             // SAFETY: the caller's promise about header and payload.
@@ -595,12 +603,6 @@ impl TcpBtl {
                 );
                 return SendOutcome::Failed;
             }
-            State::Idle => {
-                if let Err(why) = self.connect(idx) {
-                    self.fail_endpoint(idx, why);
-                    return SendOutcome::Failed;
-                }
-            }
             _ => {}
         }
         let outcome = self.endpoints[idx].queue_new(header, payload, payload_len, cookie);
@@ -614,6 +616,42 @@ impl TcpBtl {
             ep.active = true;
             self.active.push(idx as u32);
         }
+    }
+
+    /// Gives endpoint `idx` (idle: nothing sent yet) the socket it sends
+    /// on from now on: the connection its peer made to this module, when
+    /// one is established and joins the same pair of addresses (then one
+    /// socket carries both directions); otherwise a connection of its own
+    /// (then, if the peer connects too, each side sends on the socket it
+    /// made and reads both).
+    fn open(&mut self, idx: usize) -> Result<(), String> {
+        let ep = &self.endpoints[idx];
+        let slot = self
+            .accepted_at
+            .get(&(ep.module, ep.peer))
+            .copied()
+            .flatten();
+        let conn = slot
+            .and_then(|s| self.inbound.get(s))
+            .and_then(Option::as_ref);
+        if let Some(conn) = conn {
+            if conn.remote.map(|r| r.ip()) == Some(ep.remote.ip()) {
+                let (fd, from) = (Rc::clone(conn.fd()), conn.remote);
+                let nodelay = !self.cfg.use_nagle;
+                let ep = &mut self.endpoints[idx];
+                ep.adopt(fd, nodelay)?;
+                let (peer, module) = (ep.peer, ep.module);
+                self.log.log(CONNECT_LEVEL, || {
+                    format!(
+                        "sending to rank {peer} on the connection it made from {} ({})",
+                        show_opt(from),
+                        self.label(module)
+                    )
+                });
+                return Ok(());
+            }
+        }
+        self.connect(idx)
     }
 
     /// Starts the connection of endpoint `idx` (first send to it).
@@ -704,9 +742,6 @@ impl TcpBtl {
             // Deadlines (a clock read) only on accept ticks.
             self.drive_handshakes(accept_tick);
         }
-        if self.tick & (IDLE_CHECK_EVERY - 1) == 0 {
-            self.check_idle_outbound();
-        }
         if !self.failures.is_empty() {
             self.report_failures();
         }
@@ -729,6 +764,11 @@ impl TcpBtl {
                     }
                     self.free_slots.push(slot);
                     self.live_inbound -= 1;
+                    if conn.accepted {
+                        if let Some(at) = self.accepted_at.get_mut(&(conn.module, conn.peer)) {
+                            *at = None;
+                        }
+                    }
                     self.inbound_ended(conn, ended);
                 }
                 n
@@ -736,8 +776,8 @@ impl TcpBtl {
         }
     }
 
-    /// Adds an established incoming connection.
-    fn add_inbound(&mut self, conn: Inbound) {
+    /// Adds the reader of an established connection; returns its slot.
+    fn add_inbound(&mut self, conn: Inbound) -> usize {
         let slot = self.free_slots.pop().unwrap_or(self.inbound.len());
         if let Some(epoll) = &self.epoll {
             if let Err(e) = epoll.add(conn.raw(), slot as u64) {
@@ -756,15 +796,26 @@ impl TcpBtl {
             self.inbound[slot] = Some(conn);
         }
         self.live_inbound += 1;
+        slot
     }
 
     fn inbound_ended(&mut self, conn: Inbound, ended: Ended) {
         let (module, peer) = (conn.module, conn.peer);
         let label = self.label(module).to_owned();
         match ended {
-            Ended::Clean => self.log.log(DETAIL_LEVEL, || {
-                format!("rank {peer} finished its connection to {label}")
-            }),
+            Ended::Clean => {
+                self.log.log(DETAIL_LEVEL, || {
+                    format!("rank {peer} finished its connection to {label}")
+                });
+                // It said goodbye: it finalized and takes no more data on
+                // this module (whichever of its sockets we send on).
+                if let Some(&ep) = self.endpoint_of.get(&(module, peer)) {
+                    let ep = &mut self.endpoints[ep as usize];
+                    if !matches!(ep.state, State::Failed | State::Finished) {
+                        ep.close(State::Finished);
+                    }
+                }
+            }
             Ended::Failed(why) => {
                 let reason = format!(
                     "rank {peer} via {label} (from {}): {why}",
@@ -782,8 +833,8 @@ impl TcpBtl {
                 }
             }
         }
-        // The key stays in inbound_keys: a second connection claiming the
-        // same rank and module is refused.
+        // An accepted connection's key stays in accepted_at: a second
+        // connection claiming the same rank and module is refused.
     }
 
     fn progress_outbound(&mut self) -> usize {
@@ -930,6 +981,13 @@ impl TcpBtl {
             self.log.log(CONNECT_LEVEL, || {
                 format!("connected to rank {peer} at {} ({label})", show(addr, port))
             });
+            // The peer may send on this connection too: read it. The
+            // acknowledgement was read exactly, so the reader starts at
+            // the first frame.
+            if let Some(fd) = ep.fd.as_ref().map(Rc::clone) {
+                let conn = Inbound::new(fd, ep.module, peer, Some(ep.remote), false);
+                self.add_inbound(conn);
+            }
         }
     }
 
@@ -1049,7 +1107,7 @@ impl TcpBtl {
                                 let key = (a.iface as u32 * links + u32::from(h.link), h.rank);
                                 // Established (or ended) connections, and
                                 // ones still writing their acknowledgement.
-                                let taken = self.inbound_keys.contains(&key)
+                                let taken = self.accepted_at.contains_key(&key)
                                     || accepted_keys.contains(&key);
                                 if taken {
                                     refusal = Some(format!(
@@ -1078,8 +1136,9 @@ impl TcpBtl {
                                     self.modules[module as usize].label
                                 )
                             });
-                            self.inbound_keys.insert((module, peer));
-                            self.add_inbound(Inbound::new(a.fd, module, peer, a.remote));
+                            let conn = Inbound::new(Rc::new(a.fd), module, peer, a.remote, true);
+                            let slot = self.add_inbound(conn);
+                            self.accepted_at.insert((module, peer), Some(slot));
                             continue;
                         }
                         Err(e) => {
@@ -1107,57 +1166,31 @@ impl TcpBtl {
         }
     }
 
-    /// Checks idle outgoing connections for the peer's goodbye or close.
-    fn check_idle_outbound(&mut self) {
-        for idx in 0..self.endpoints.len() {
-            let ep = &mut self.endpoints[idx];
-            if ep.state != State::Up || !ep.queue.is_empty() {
-                continue;
-            }
-            let mut frame = [0u8; FRAME_HEADER_LEN];
-            // SAFETY: frame is writable.
-            let r = unsafe { sys::recv(ep.raw, frame.as_mut_ptr(), FRAME_HEADER_LEN) };
-            match r {
-                Err(e) if would_block(&e) => {}
-                Ok(n) if n == FRAME_HEADER_LEN && is_bye(&frame) => {
-                    let (peer, module) = (ep.peer, ep.module);
-                    ep.close(State::Finished);
-                    self.log.log(DETAIL_LEVEL, || {
-                        format!(
-                            "rank {peer} finalized; closed the connection of {}",
-                            self.label(module)
-                        )
-                    });
-                }
-                Ok(0) => self.fail_endpoint(
-                    idx,
-                    "it closed the connection without saying goodbye (the process ended or was \
-                     killed)"
-                        .into(),
-                ),
-                Ok(_) => self.fail_endpoint(
-                    idx,
-                    "it sent unexpected data on a send-only connection".into(),
-                ),
-                Err(e) => self.fail_endpoint(idx, format!("the connection failed: {e}")),
-            }
-        }
-    }
-
-    /// Finalizes: says goodbye on every connection whose queue is empty
-    /// (so the peer sees a clean end, not a failure), then closes
-    /// everything. Queued fragments are dropped without `on_send_done`.
+    /// Finalizes: says goodbye once on every established connection (so
+    /// the peer sees a clean end, not a failure), except on an endpoint's
+    /// sending socket while fragments are still queued on it (a goodbye
+    /// would land inside a frame), then closes everything. Queued
+    /// fragments are dropped without `on_send_done`.
     pub fn finalize(self) {
         let mut bye = [0u8; FRAME_HEADER_LEN];
         bye[0..2].copy_from_slice(&wire::FRAME_MARKER.to_le_bytes());
         bye[2..4].copy_from_slice(&BYE_HLEN.to_le_bytes());
-        for ep in &self.endpoints {
-            if ep.state == State::Up && ep.queue.is_empty() {
-                let _ = sys::send(ep.raw, &bye);
+        let busy: HashSet<std::os::fd::RawFd> = self
+            .endpoints
+            .iter()
+            .filter(|e| e.fd.is_some() && !e.queue.is_empty())
+            .map(|e| e.raw)
+            .collect();
+        let mut said = HashSet::new();
+        let up = self
+            .endpoints
+            .iter()
+            .filter(|e| e.state == State::Up)
+            .map(|e| e.raw);
+        for raw in self.inbound.iter().flatten().map(Inbound::raw).chain(up) {
+            if !busy.contains(&raw) && said.insert(raw) {
+                let _ = sys::send(raw, &bye);
             }
-        }
-        for conn in self.inbound.iter().flatten() {
-            let _ = sys::send(conn.raw(), &bye);
         }
         drop(self);
     }
@@ -1168,23 +1201,31 @@ impl TcpBtl {
         self.endpoints
             .get(endpoint as usize)
             .and_then(|e| e.fd.as_ref())
-            .map(AsRawFd::as_raw_fd)
+            .map(|fd| fd.as_raw_fd())
     }
 
-    /// Number of sockets: (listeners, outgoing, incoming established,
-    /// incoming in handshake). For tests and diagnostics.
+    /// Number of sockets: (listeners, connections this process made,
+    /// connections it accepted and established, accepted ones still in
+    /// their handshake). Each socket counts once, whichever directions it
+    /// carries. For tests and diagnostics.
     pub fn socket_counts(&self) -> (usize, usize, usize, usize) {
+        let live = || self.inbound.iter().flatten();
+        let setting_up = self
+            .endpoints
+            .iter()
+            .filter(|e| {
+                e.fd.is_some()
+                    && matches!(
+                        e.state,
+                        State::Connecting | State::SendHello | State::AwaitAck
+                    )
+            })
+            .count();
         (
             self.locals.len(),
-            self.endpoints.iter().filter(|e| e.fd.is_some()).count(),
-            self.live_inbound,
+            setting_up + live().filter(|c| !c.accepted).count(),
+            live().filter(|c| c.accepted).count(),
             self.accepting.len(),
         )
     }
-}
-
-fn is_bye(frame: &[u8; FRAME_HEADER_LEN]) -> bool {
-    frame[0..2] == wire::FRAME_MARKER.to_le_bytes()
-        && frame[2..4] == BYE_HLEN.to_le_bytes()
-        && frame[4..12] == [0; 8]
 }

@@ -1,10 +1,12 @@
-//! The receiving side: accepted connections, first while they present
-//! their hello ([`Accepting`]), then while they carry fragments
-//! ([`Inbound`]).
+//! The receiving side: accepted connections while they present their
+//! hello ([`Accepting`]), then every established connection, accepted or
+//! made by this process, while it carries fragments ([`Inbound`]: the
+//! socket's reader).
 
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::rc::Rc;
 use std::time::Instant;
 
 use oxmpi_framework_btl::module::{BtlReceiver, MAX_HEADER};
@@ -131,16 +133,21 @@ struct Partial {
     got: usize,
 }
 
-/// An established inbound connection.
+/// The reader of an established connection (accepted, or made by this
+/// process once the acknowledgement is read). The socket may also be an
+/// endpoint's sending socket (the `Rc` is shared).
 pub struct Inbound {
-    _fd: OwnedFd,
+    fd: Rc<OwnedFd>,
     raw: RawFd,
     /// The module its fragments arrive on.
     pub module: u32,
     /// The peer's rank.
     pub peer: u32,
-    /// Where it comes from.
+    /// The peer's address (for an accepted connection where it comes
+    /// from, for one this process made where the peer listens).
     pub remote: Option<SocketAddr>,
+    /// Whether the peer made the connection (this process accepted it).
+    pub accepted: bool,
     buf: Box<[u8]>,
     start: usize,
     end: usize,
@@ -151,15 +158,24 @@ pub struct Inbound {
 }
 
 impl Inbound {
-    /// Wraps an accepted socket whose handshake is complete.
-    pub fn new(fd: OwnedFd, module: u32, peer: u32, remote: Option<SocketAddr>) -> Inbound {
+    /// Reads `fd`, a connection whose handshake is complete (nothing
+    /// after the handshake has been read from it yet); `accepted` says
+    /// whether the peer made it.
+    pub fn new(
+        fd: Rc<OwnedFd>,
+        module: u32,
+        peer: u32,
+        remote: Option<SocketAddr>,
+        accepted: bool,
+    ) -> Inbound {
         let raw = fd.as_raw_fd();
         Inbound {
-            _fd: fd,
+            fd,
             raw,
             module,
             peer,
             remote,
+            accepted,
             buf: vec![0u8; RECV_BUF].into_boxed_slice(),
             start: 0,
             end: 0,
@@ -374,6 +390,12 @@ impl Inbound {
             // SAFETY: buf[end..end+want] is inside the buffer.
             match unsafe { sys::recv(self.raw, self.buf.as_mut_ptr().add(self.end), want) } {
                 Ok(0) if self.bye && self.end == 0 => return Err((delivered, Ended::Clean)),
+                // Both sides said goodbye on a shared socket: the peer may
+                // close with our goodbye unread, which resets the
+                // connection instead of closing it. Still a clean end.
+                Err(e) if self.bye && self.end == 0 && !would_block(&e) => {
+                    return Err((delivered, Ended::Clean))
+                }
                 Ok(0) if self.end == 0 => {
                     return Err((
                         delivered,
@@ -406,5 +428,10 @@ impl Inbound {
     /// Its raw descriptor.
     pub fn raw(&self) -> RawFd {
         self.raw
+    }
+
+    /// The socket (to share it with an endpoint that sends on it).
+    pub fn fd(&self) -> &Rc<OwnedFd> {
+        &self.fd
     }
 }

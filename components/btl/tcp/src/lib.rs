@@ -53,15 +53,28 @@
 //!
 //! # Connections
 //!
-//! - **Lazy, never closed**: the first `send` to an endpoint starts a
-//!   nonblocking `connect` from the module's own address (bound, port 0);
-//!   fragments are queued until the handshake completes. A connection
-//!   stays open until `finalize`.
-//! - **One direction each**: the connecting process sends, the accepting
-//!   process receives. A pair of processes has up to two sockets per link,
-//!   and simultaneous first sends in both directions cannot race.
+//! - **Lazy, never closed**: the first `send` to an endpoint that has no
+//!   connection from the peer to use (below) starts a nonblocking
+//!   `connect` from the module's own address (bound, port 0); fragments
+//!   are queued until the handshake completes. A connection stays open
+//!   until `finalize`.
+//! - **Both directions**: a connection carries fragments both ways, so
+//!   two processes that talk normally share one socket per link (with a
+//!   socket per direction, data never carried the other side's ACKs and
+//!   the kernel sent extra pure-ACK segments on the latency path). The
+//!   rule, per endpoint (module, peer): at its first send the endpoint
+//!   chooses its sending socket and never changes it (so its fragments
+//!   stay in order): the connection the peer made to this module, if one
+//!   is established and joins the same two addresses (logged at 30:
+//!   `sending to rank R on the connection it made from A:P (<label>)`),
+//!   otherwise a connection of its own. Every established socket, made or
+//!   accepted, is read. When both processes send first at the same time,
+//!   both connect: the pair keeps two sockets, each process sending on
+//!   the one it made and reading both.
 //! - **Options**: `TCP_NODELAY` (unless `btl_tcp_use_nagle`),
-//!   `SO_SNDBUF`/`SO_RCVBUF` when `btl_tcp_sndbuf`/`_rcvbuf` are not 0.
+//!   `SO_SNDBUF`/`SO_RCVBUF` when `btl_tcp_sndbuf`/`_rcvbuf` are not 0
+//!   (an accepted socket inherits the buffer sizes from its listener and
+//!   gets `TCP_NODELAY` when it is first used for sending).
 //! - **Logging**: at `btl_base_verbose` ≥ 30 each `connect()` attempt is
 //!   logged as `attempting to connect() to address A on port P (rank R,
 //!   tcp eth0 link 0, from L)`, then its outcome (`connect() to address A
@@ -77,7 +90,8 @@
 //! target interface is the one it arrived on, that the link exists and
 //! that the rank has no connection on that module yet, then answers a
 //! 16-byte acknowledgement with its own rank, which the connector checks
-//! before sending any data. An accepted connection that fails any check,
+//! before sending any data (it reads exactly the acknowledgement's bytes,
+//! so its reader of the connection starts at the first frame). An accepted connection that fails any check,
 //! closes early, or sends no complete hello within 2 s is closed and
 //! logged at level 0 (shown by default):
 //!
@@ -100,7 +114,7 @@
 //! (`Done` if it has no payload), and progress writes the rest (gathering
 //! up to 32 queued fragments per `sendmsg`) and calls `on_send_done`.
 //!
-//! Receiving: progress `recv`s each incoming connection into its 256 KiB
+//! Receiving: progress `recv`s each established connection into its 256 KiB
 //! buffer and delivers every complete frame; a read shorter than asked
 //! means the socket is empty, so the connection is left until the next
 //! call (one system call per poll). When `on_header` returns a
@@ -109,27 +123,30 @@
 //! fragment of 16 KiB or more the next read takes only a header's worth
 //! of bytes, so that large payloads land in their destination instead of
 //! the buffer. Work per connection per call is bounded (16 `recv`s). Up
-//! to 4 incoming connections are polled with one `recv` each; with more,
-//! one `epoll_wait(0)` says which are readable. Every 64th progress call
-//! asks an epoll set of the listeners whether a connection waits (an
-//! `accept` that finds nothing is expensive); idle outgoing connections
-//! are checked every 1024th call for the peer's goodbye or close.
+//! to 4 established connections are polled with one `recv` each; with
+//! more, one `epoll_wait(0)` says which are readable. Every 64th progress
+//! call asks an epoll set of the listeners whether a connection waits (an
+//! `accept` that finds nothing is expensive).
 //!
 //! # Failure and finalize
 //!
-//! End of stream, a read or write error, or a damaged stream on either
+//! End of stream, a read or write error, or a damaged stream on any
 //! connection with a peer reports the peer once per module through
 //! `on_peer_failed` (fragments complete before the failure are delivered
 //! first); from then on sends to it on that module answer `Failed`, and
 //! its queued fragments are dropped without `on_send_done`. A failed
 //! `connect()` or handshake does the same. Nothing is retried.
 //!
-//! `finalize` first writes a goodbye frame on every connection (both
-//! directions; on an outgoing one only if nothing is still queued), then
-//! closes everything. A peer that receives the goodbye does not report
-//! the process as failed when its connections close; a process that dies
-//! without finalizing is reported. A send to a peer that has finalized
-//! fails (reported, with a reason saying so).
+//! `finalize` first writes one goodbye frame on every established socket
+//! (except an endpoint's sending socket with fragments still queued on
+//! it: a goodbye would land inside a frame), then closes everything. A
+//! peer that receives the goodbye does not report the process as failed
+//! when its connections close; after a goodbye a reset counts as a clean
+//! end too (when both sides say goodbye on a shared socket, the first to
+//! close may leave the other's goodbye unread, which resets the
+//! connection). A process that dies without finalizing is reported. A
+//! send to a peer that has finalized fails (reported, with a reason
+//! saying so).
 //!
 //! # Threads
 //!

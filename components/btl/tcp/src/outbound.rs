@@ -1,16 +1,19 @@
 //! The sending side: one [`Endpoint`] per (module, peer), with its lazily
 //! made connection and its queue of fragments not yet fully written.
 //!
-//! A connection carries data one way only: from the process that made it
-//! (here) to the process that accepted it. So a pair of processes has up
-//! to two sockets per link, one per direction, and two processes that send
-//! to each other at the same moment never race to set up one shared
-//! socket.
+//! An endpoint sends on exactly one socket for its whole life, chosen at
+//! its first send and never changed (so its fragments stay in order): the
+//! connection the peer already made to this module, if there is one (it
+//! then carries data both ways), or else a connection of its own. Every
+//! socket, made or accepted, is also read (see [`crate::inbound`]), so
+//! when both processes connect at once the pair keeps two sockets, each
+//! side sending on its own and reading both.
 
 use std::collections::VecDeque;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::rc::Rc;
 
 use oxmpi_framework_btl::module::{BtlReceiver, SendOutcome, MAX_HEADER};
 
@@ -92,8 +95,10 @@ pub struct Endpoint {
     pub scope: u32,
     /// The connection's state.
     pub state: State,
-    /// The socket, once `connect` started.
-    pub fd: Option<OwnedFd>,
+    /// The socket, once `connect` started or an accepted connection was
+    /// taken over; shared with the socket's reader (closed when both let
+    /// go).
+    pub fd: Option<Rc<OwnedFd>>,
     /// Its raw descriptor (-1 without one), for the hot path.
     pub raw: RawFd,
     /// Handshake bytes sent or received so far.
@@ -340,7 +345,7 @@ impl Endpoint {
         let remote = sys::RawAddr::new(self.remote, self.scope);
         let now = sys::connect(&fd, &remote).map_err(|e| format!("connect() failed: {e}"))?;
         self.raw = fd.as_raw_fd();
-        self.fd = Some(fd);
+        self.fd = Some(Rc::new(fd));
         self.state = if now {
             State::SendHello
         } else {
@@ -350,7 +355,28 @@ impl Endpoint {
         Ok(())
     }
 
-    /// Closes the connection and drops the queue (no `on_send_done`).
+    /// Takes over `fd`, a connection the peer made to this module whose
+    /// handshake is complete, as this endpoint's sending socket (only for
+    /// an endpoint that has not sent yet): it is up at once.
+    ///
+    /// # Errors
+    ///
+    /// Setting `TCP_NODELAY` failed (an accepted socket does not have it
+    /// from the listener), as a clause.
+    pub fn adopt(&mut self, fd: Rc<OwnedFd>, nodelay: bool) -> Result<(), String> {
+        debug_assert_eq!(self.state, State::Idle);
+        if nodelay {
+            sys::set_int(&fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)
+                .map_err(|e| format!("setting TCP_NODELAY failed: {e}"))?;
+        }
+        self.raw = fd.as_raw_fd();
+        self.fd = Some(fd);
+        self.state = State::Up;
+        Ok(())
+    }
+
+    /// Lets go of the connection and drops the queue (no `on_send_done`);
+    /// the socket closes once its reader lets go too.
     pub fn close(&mut self, state: State) {
         self.state = state;
         self.fd = None;

@@ -5,3 +5,4 @@ mod data;
 mod handshake;
 mod harness;
 mod setup;
+mod shared;

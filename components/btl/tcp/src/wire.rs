@@ -2,6 +2,11 @@
 //! and the frame header in front of every fragment. All integers are
 //! little-endian.
 //!
+//! After the acknowledgement, frames may flow in both directions on the
+//! same connection (the acceptor sends on a connection made to it when it
+//! has not made its own; version 1 connections carried data one way only,
+//! hence version 2).
+//!
 //! # Hello (connector → acceptor, [`HELLO_LEN`] = 48 bytes)
 //!
 //! | offset | size | field                                                  |
@@ -38,7 +43,7 @@ use std::fmt;
 use oxmpi_framework_btl::module::{JobIdentity, MAX_HEADER};
 
 /// Version of the connection protocol (hello, ack, frames).
-pub const PROTOCOL_VERSION: u16 = 1;
+pub const PROTOCOL_VERSION: u16 = 2;
 /// Magic of the hello.
 pub const HELLO_MAGIC: [u8; 8] = *b"OXMPItcp";
 /// Magic of the acknowledgement.
@@ -318,8 +323,8 @@ mod tests {
         h[0] = b'X';
         assert_eq!(check_hello(&h, &me()), Err(Refusal::Magic));
         let mut h = good;
-        h[8] = 2;
-        assert_eq!(check_hello(&h, &me()), Err(Refusal::Version(2)));
+        h[8] = 1;
+        assert_eq!(check_hello(&h, &me()), Err(Refusal::Version(1)));
         let mut h = good;
         h[14] = 1;
         assert_eq!(check_hello(&h, &me()), Err(Refusal::Reserved));
