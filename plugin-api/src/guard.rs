@@ -5,24 +5,36 @@
 //! `Panicked` whose message carries the panic text and its source location.
 //! While a guarded call runs, the panic hook of this copy of std records the
 //! panic instead of printing it, so the core reports it once, as a warning.
+//! The guard costs two plain loads and stores per call.
 
 use crate::{ComponentError, ErrorKind};
 use abi_stable::std_types::{RResult, RString};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Once;
 
+// Entry points are hot (a pml's `test`, a btl's `progress` run millions of
+// times a second), so the guard avoids thread-locals, which cost a call to
+// `__tls_get_addr` each in a shared library: the number of guarded calls
+// running in this library is a plain counter. The panic hook records the
+// message of a panic that happens while it is non-zero; a panic on another
+// thread of the same library at that moment (components run no threads of
+// their own) would be recorded instead of printed.
+static GUARDED_CALLS: AtomicUsize = AtomicUsize::new(0);
+static HOOKED: AtomicBool = AtomicBool::new(false);
+
 thread_local! {
-    static INSIDE_GUARD: Cell<bool> = const { Cell::new(false) };
     static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
+#[cold]
 fn install_hook() {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| {
         let previous = panic::take_hook();
         panic::set_hook(Box::new(move |info| {
-            if INSIDE_GUARD.with(Cell::get) {
+            if GUARDED_CALLS.load(Ordering::Relaxed) > 0 {
                 let text = match info.payload().downcast_ref::<&str>() {
                     Some(s) => (*s).to_string(),
                     None => match info.payload().downcast_ref::<String>() {
@@ -40,27 +52,38 @@ fn install_hook() {
             }
         }));
     });
+    HOOKED.store(true, Ordering::Release);
 }
 
 /// Runs `f`, converting a panic into `Err(ComponentError { kind: Panicked, .. })`.
+#[inline]
 pub fn call<T>(f: impl FnOnce() -> Result<T, ComponentError>) -> RResult<T, ComponentError> {
-    install_hook();
-    let was_inside = INSIDE_GUARD.with(|g| g.replace(true));
+    if !HOOKED.load(Ordering::Acquire) {
+        install_hook();
+    }
+    // Plain loads and stores, not read-modify-write: entry points are
+    // called one at a time (the MPI layer's lock), and a lost update could
+    // only misroute a panic message, never break memory safety.
+    let depth = GUARDED_CALLS.load(Ordering::Relaxed);
+    GUARDED_CALLS.store(depth + 1, Ordering::Relaxed);
     let outcome = panic::catch_unwind(AssertUnwindSafe(f));
-    INSIDE_GUARD.with(|g| g.set(was_inside));
+    GUARDED_CALLS.store(depth, Ordering::Relaxed);
     match outcome {
         Ok(Ok(value)) => RResult::ROk(value),
         Ok(Err(error)) => RResult::RErr(error),
-        Err(_) => {
-            let message = LAST_PANIC
-                .with(|p| p.borrow_mut().take())
-                .unwrap_or_else(|| "panic with no message".to_string());
-            RResult::RErr(ComponentError {
-                kind: ErrorKind::Panicked,
-                message: RString::from(message),
-            })
-        }
+        Err(_) => panicked(),
     }
+}
+
+#[cold]
+fn panicked<T>() -> RResult<T, ComponentError> {
+    let message = LAST_PANIC
+        .with(|p| p.borrow_mut().take())
+        .unwrap_or_else(|| "panic with no message".to_string());
+    RResult::RErr(ComponentError {
+        kind: ErrorKind::Panicked,
+        message: RString::from(message),
+    })
 }
 
 #[cfg(test)]

@@ -37,6 +37,7 @@ use oxmpi_plugin_api::{ComponentContext, ComponentError, Lifecycle, QueryReply, 
 use params::{Params, PARAMS};
 use std::collections::VecDeque;
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 /// Framework of the component.
@@ -92,6 +93,12 @@ struct Shared(Mutex<Option<State>>);
 unsafe impl Sync for Shared {}
 
 static STATE: Shared = Shared(Mutex::new(None));
+
+/// Whether `progress` has anything to do (a fragment queued or a failure to
+/// report): lets the progress engine's many idle polls skip the lock.
+/// Written and read under the MPI layer's lock (the interface's contract),
+/// so relaxed ordering is enough.
+static PENDING: AtomicBool = AtomicBool::new(false);
 
 fn state() -> MutexGuard<'static, Option<State>> {
     // A panic while holding the lock leaves consistent data (every update
@@ -250,6 +257,7 @@ unsafe fn enqueue(
         entry.header[..header_len].copy_from_slice(src);
     }
     st.queue.push_back(entry);
+    PENDING.store(true, Ordering::Relaxed);
     Ok(())
 }
 
@@ -286,6 +294,7 @@ unsafe extern "C" fn send(
                     st.failed = true;
                     st.failure_to_report = Some(why);
                     st.queue.clear();
+                    PENDING.store(true, Ordering::Relaxed);
                     SendOutcome::Failed
                 }
             }
@@ -335,6 +344,9 @@ unsafe fn deliver(receiver: &BtlReceiver, rank: u32, entry: &Entry) {
 }
 
 unsafe extern "C" fn progress() -> usize {
+    if !PENDING.load(Ordering::Relaxed) {
+        return 0;
+    }
     // A panic here can only come from a callback of the pml; the fragments
     // of the batch it interrupted are lost, and nothing unwinds into C.
     panic::catch_unwind(AssertUnwindSafe(|| {
@@ -343,6 +355,7 @@ unsafe extern "C" fn progress() -> usize {
             let Some(st) = guard.as_mut() else {
                 return 0;
             };
+            PENDING.store(false, Ordering::Relaxed);
             let mut batch = std::mem::take(&mut st.spare);
             std::mem::swap(&mut batch, &mut st.queue);
             (st.receiver, st.rank, batch, st.failure_to_report.take())

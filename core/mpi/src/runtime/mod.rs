@@ -35,6 +35,8 @@ use oxmpi_framework_pml::module::{
 };
 use oxmpi_mca::framework::OpenFramework;
 use std::cell::Cell;
+use std::cell::UnsafeCell;
+use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
 
@@ -109,6 +111,26 @@ struct State {
     on_self: Vec<u64>,
 }
 
+/// Exclusive access to the runtime's state for one call (see
+/// [`Runtime::enter`]).
+struct Entered<'a> {
+    state: &'a mut State,
+    _lock: Option<MutexGuard<'a, ()>>,
+}
+
+impl Deref for Entered<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        self.state
+    }
+}
+
+impl DerefMut for Entered<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        self.state
+    }
+}
+
 /// The MPI layer of this process. Obtain it with [`init`].
 pub struct Runtime {
     rank: u32,
@@ -118,15 +140,20 @@ pub struct Runtime {
     pml_name: String,
     progress: Vec<ProgressFn>,
     yield_when_idle: bool,
-    state: Mutex<State>,
+    /// Taken at `SERIALIZED` (try) and `MULTIPLE` (wait) around `state`
+    /// and every pml call; below, only the initializing thread gets in.
+    lock: Mutex<()>,
+    state: UnsafeCell<State>,
     shared: &'static init::CoreShared,
     self_hint: Option<String>,
     frameworks: Mutex<Option<(OpenFramework<'static>, OpenFramework<'static>)>>,
     program: String,
 }
 
-// SAFETY: every use of the pml and btl entry points goes through `state`'s
-// lock (see `enter`); the remaining fields are read-only after `init`.
+// SAFETY: every use of `state` and of the pml and btl entry points goes
+// through `enter`, which admits one thread at a time (the lock, or at
+// SINGLE/FUNNELED only the initializing thread, which never re-enters); the
+// remaining fields are read-only after `init`.
 unsafe impl Sync for Runtime {}
 // SAFETY: as above.
 unsafe impl Send for Runtime {}
@@ -259,37 +286,47 @@ impl Runtime {
         &self.pml_name
     }
 
-    /// Takes the lock, checking the thread level's rules.
-    fn enter(&self) -> Result<MutexGuard<'_, State>, Error> {
+    /// Admits one thread into the runtime, checking the thread level's
+    /// rules: at `MULTIPLE` it waits for the lock; at `SERIALIZED` a taken
+    /// lock is an error; at `SINGLE`/`FUNNELED` only the initializing thread
+    /// gets in, and no lock is needed (one atomic load and a thread-local
+    /// read).
+    fn enter(&self) -> Result<Entered<'_>, Error> {
         if PHASE.load(Ordering::Acquire) != PHASE_RUNNING {
             return Err(Error::new(
                 ErrorClass::Finalized,
                 "oxmpi is finalized; no MPI call may follow finalize",
             ));
         }
-        if self.level == ThreadLevel::Multiple {
-            return Ok(self.state.lock().unwrap_or_else(|e| e.into_inner()));
-        }
-        if self.level <= ThreadLevel::Funneled && !IS_MAIN_THREAD.with(Cell::get) {
-            return Err(Error::new(
-                ErrorClass::ThreadLevel,
-                format!(
-                    "an MPI call came from a thread other than the one that initialized oxmpi, which thread level {:?} does not allow; initialize with a higher level (e.g. Multiple)",
-                    self.level
-                ),
-            ));
-        }
-        match self.state.try_lock() {
-            Ok(g) => Ok(g),
-            Err(TryLockError::Poisoned(e)) => Ok(e.into_inner()),
-            Err(TryLockError::WouldBlock) => Err(Error::new(
-                ErrorClass::ThreadLevel,
-                format!(
-                    "two threads made MPI calls at the same time, which thread level {:?} does not allow; initialize with Multiple",
-                    self.level
-                ),
-            )),
-        }
+        let lock = match self.level {
+            ThreadLevel::Multiple => Some(self.lock.lock().unwrap_or_else(|e| e.into_inner())),
+            ThreadLevel::Serialized => match self.lock.try_lock() {
+                Ok(g) => Some(g),
+                Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+                Err(TryLockError::WouldBlock) => {
+                    return Err(Error::new(
+                        ErrorClass::ThreadLevel,
+                        "two threads made MPI calls at the same time, which thread level Serialized does not allow; initialize with Multiple",
+                    ))
+                }
+            },
+            ThreadLevel::Single | ThreadLevel::Funneled => {
+                if !IS_MAIN_THREAD.with(Cell::get) {
+                    return Err(Error::new(
+                        ErrorClass::ThreadLevel,
+                        format!(
+                            "an MPI call came from a thread other than the one that initialized oxmpi, which thread level {:?} does not allow; initialize with a higher level (e.g. Multiple)",
+                            self.level
+                        ),
+                    ));
+                }
+                None
+            }
+        };
+        // SAFETY: only one thread is admitted at a time (the lock, or the
+        // initializing thread alone), and no method enters while entered.
+        let state = unsafe { &mut *self.state.get() };
+        Ok(Entered { state, _lock: lock })
     }
 
     fn world_rank(&self, comm: Comm, rank: i32, what: &str) -> Result<u32, Error> {
@@ -548,11 +585,14 @@ impl Runtime {
     /// The request's error (`Truncate`: the buffer holds the message's
     /// first bytes; `ProcFailed`; …), or `Finalized`/`ThreadLevel`.
     pub fn wait(&self, req: RequestId) -> Result<Status, Error> {
-        loop {
+        {
             let mut state = self.enter()?;
             if let Some(r) = self.complete(&mut state, req) {
                 return r;
             }
+        }
+        loop {
+            let mut state = self.enter()?;
             let events = self.poll(&mut state);
             if let Some(r) = self.complete(&mut state, req) {
                 return r;
