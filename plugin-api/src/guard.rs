@@ -17,10 +17,12 @@ use std::sync::Once;
 // Entry points are hot (a pml's `test`, a btl's `progress` run millions of
 // times a second), so the guard avoids thread-locals, which cost a call to
 // `__tls_get_addr` each in a shared library: the number of guarded calls
-// running in this library is a plain counter. The panic hook records the
-// message of a panic that happens while it is non-zero; a panic on another
-// thread of the same library at that moment (components run no threads of
-// their own) would be recorded instead of printed.
+// running in this library is a plain counter. The panic hook records every
+// panic's message on the panicking thread (the cold path), so a guarded
+// call always reports its own panic, and prints the panic only when the
+// counter is zero: a panic on another thread of the same library while a
+// guarded call runs (components run no threads of their own) is recorded
+// but not printed.
 static GUARDED_CALLS: AtomicUsize = AtomicUsize::new(0);
 static HOOKED: AtomicBool = AtomicBool::new(false);
 
@@ -34,20 +36,22 @@ fn install_hook() {
     HOOK.call_once(|| {
         let previous = panic::take_hook();
         panic::set_hook(Box::new(move |info| {
-            if GUARDED_CALLS.load(Ordering::Relaxed) > 0 {
-                let text = match info.payload().downcast_ref::<&str>() {
-                    Some(s) => (*s).to_string(),
-                    None => match info.payload().downcast_ref::<String>() {
-                        Some(s) => s.clone(),
-                        None => "(no message)".to_string(),
-                    },
-                };
-                let at = info
-                    .location()
-                    .map(|l| format!(" at {}:{}", l.file(), l.line()))
-                    .unwrap_or_default();
-                LAST_PANIC.with(|p| *p.borrow_mut() = Some(format!("'{text}'{at}")));
-            } else {
+            // Always recorded (cold: only on a panic), so a guarded call
+            // always reports its panic's message; printed only outside
+            // guarded calls.
+            let text = match info.payload().downcast_ref::<&str>() {
+                Some(s) => (*s).to_string(),
+                None => match info.payload().downcast_ref::<String>() {
+                    Some(s) => s.clone(),
+                    None => "(no message)".to_string(),
+                },
+            };
+            let at = info
+                .location()
+                .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            LAST_PANIC.with(|p| *p.borrow_mut() = Some(format!("'{text}'{at}")));
+            if GUARDED_CALLS.load(Ordering::Relaxed) == 0 {
                 previous(info);
             }
         }));
@@ -108,5 +112,32 @@ mod tests {
             err.message
         );
         assert!(err.message.as_str().contains("guard.rs"), "{}", err.message);
+    }
+
+    #[test]
+    fn concurrent_guarded_panics_each_report_their_own_message() {
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    for i in 0..200 {
+                        if (i + t) % 2 == 0 {
+                            assert_eq!(call(|| Ok(i)).unwrap(), i);
+                        } else {
+                            let err = call::<()>(|| panic!("thread {t} call {i}")).unwrap_err();
+                            assert!(
+                                err.message
+                                    .as_str()
+                                    .starts_with(&format!("'thread {t} call {i}'")),
+                                "{}",
+                                err.message
+                            );
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
     }
 }
