@@ -156,6 +156,9 @@ pub struct Runner {
     guardian: Option<Guardian>,
     host: String,
     failure: Option<Failure>,
+    /// Ranks killed by a signal mpirun did not send, after the first
+    /// failure (a second cause worth reporting).
+    also: Vec<Failure>,
     stopped: usize,
     term_sent: Option<Instant>,
     kill_sent: bool,
@@ -186,6 +189,7 @@ impl Runner {
             guardian,
             host,
             failure: None,
+            also: Vec::new(),
             stopped: 0,
             term_sent: None,
             kill_sent: false,
@@ -307,6 +311,9 @@ impl Runner {
                     n => format!("the {n}{other} ranks still running were stopped"),
                 };
                 eprintln!("mpirun: {}; {others}.", f.describe(&self.host));
+                for a in &self.also {
+                    eprintln!("mpirun: also, {}.", a.describe(&self.host));
+                }
                 f.exit_status()
             }
         }
@@ -513,20 +520,27 @@ impl Runner {
     }
 
     fn reap(&mut self) {
+        // Collect every exit first: when ranks end together (one killed,
+        // its peer failing because of it), the killed one is the cause.
+        let mut ended = Vec::new();
         loop {
             let (pid, exit) = match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
                 Ok(WaitStatus::Exited(pid, code)) => (pid.as_raw(), Ok(code)),
                 Ok(WaitStatus::Signaled(pid, sig, _)) => (pid.as_raw(), Err(sig as i32)),
-                Ok(WaitStatus::StillAlive) => return,
+                Ok(WaitStatus::StillAlive) => break,
                 Ok(_) => continue,
                 Err(nix::errno::Errno::EINTR) => continue,
-                Err(_) => return,
+                Err(_) => break,
             };
             if self.guardian.as_ref().is_some_and(|g| g.pid() == pid) {
                 self.guardian = None;
                 eprintln!("mpirun: warning: the guardian process exited early; if mpirun is killed, ranks may be left running");
                 continue;
             }
+            ended.push((pid, exit));
+        }
+        ended.sort_by_key(|(_, exit)| exit.is_ok());
+        for (pid, exit) in ended {
             let Some(i) = self.ranks.iter().position(|r| r.pid == pid) else {
                 continue;
             };
@@ -543,7 +557,15 @@ impl Runner {
                 }
                 Ok(0) => {}
                 Ok(code) => self.fail(Failure::Exited { rank, pid, code }),
-                Err(signal) => self.fail(Failure::Signaled { rank, pid, signal }),
+                Err(signal) => {
+                    let ours = (signal == libc::SIGTERM && self.term_sent.is_some())
+                        || (signal == libc::SIGKILL && self.kill_sent);
+                    if self.failure.is_some() && !ours {
+                        self.also.push(Failure::Signaled { rank, pid, signal });
+                    } else {
+                        self.fail(Failure::Signaled { rank, pid, signal });
+                    }
+                }
             }
         }
     }
