@@ -43,6 +43,14 @@ impl Guardian {
         self.pid
     }
 
+    /// The write end of the guardian's pipe. A rank writes its own process
+    /// group there (`<pgid>\n`) between fork and exec, so the guardian knows
+    /// it before the rank can start processes of its own; the descriptor is
+    /// close-on-exec, so the rank's program never holds it.
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        self.pipe.as_raw_fd()
+    }
+
     /// Asks the guardian to kill process group `pgid` if mpirun dies.
     pub fn watch(&mut self, pgid: i32) {
         let _ = writeln!(self.pipe, "{pgid}");

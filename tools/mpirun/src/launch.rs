@@ -4,7 +4,7 @@
 use crate::job::{Job, Proc};
 use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
@@ -29,6 +29,7 @@ pub fn start(
     env: &[(String, String)],
     reads_stdin: bool,
     binding: Option<oxmpi_topology::PreparedBinding>,
+    guardian_fd: Option<RawFd>,
 ) -> Result<Started, String> {
     let app = &job.apps[proc.app as usize];
     let (ours, theirs) = socketpair(
@@ -84,6 +85,13 @@ pub fn start(
             }
             // Die with mpirun (the guardian also covers grandchildren).
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            // Register this rank's process group with the guardian before
+            // the program can start children (one atomic pipe write).
+            if let Some(fd) = guardian_fd {
+                let mut line = [0u8; 24];
+                let len = format_pid_line(libc::getpid(), &mut line);
+                libc::write(fd, line.as_ptr().cast(), len);
+            }
             if libc::getppid() != parent {
                 libc::_exit(1);
             }
@@ -111,6 +119,27 @@ pub fn start(
     })
 }
 
+/// Writes `<pid>\n` into `buf` without allocating (safe between fork and
+/// exec); returns its length.
+fn format_pid_line(pid: libc::pid_t, buf: &mut [u8; 24]) -> usize {
+    let mut digits = [0u8; 20];
+    let mut n = pid.unsigned_abs() as u64;
+    let mut k = 0;
+    loop {
+        digits[k] = b'0' + (n % 10) as u8;
+        k += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for i in 0..k {
+        buf[i] = digits[k - 1 - i];
+    }
+    buf[k] = b'\n';
+    k + 1
+}
+
 fn describe_spawn_error(
     program: &str,
     rank: u32,
@@ -133,4 +162,16 @@ fn describe_spawn_error(
         _ => format!("{program}: {e}"),
     };
     format!("cannot start rank {rank}: {what}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn pid_lines_are_decimal_with_a_newline() {
+        let mut buf = [0u8; 24];
+        for (pid, text) in [(1, "1\n"), (42, "42\n"), (4_194_304, "4194304\n")] {
+            let n = super::format_pid_line(pid, &mut buf);
+            assert_eq!(&buf[..n], text.as_bytes());
+        }
+    }
 }

@@ -233,6 +233,7 @@ fn launch_and_run(
     });
     let sink = output::Sink::new(size as usize, cli.tag_output, cli.output_filename.clone());
     let forward_stdin = job.procs.iter().any(|p| stdin_target.includes(p.rank));
+    let guardian_fd = guardian.as_ref().map(guardian::Guardian::raw_fd);
     let mut runner = run::Runner::new(
         server,
         sink,
@@ -253,7 +254,14 @@ fn launch_and_run(
     }
     for p in &job.procs {
         let mask = plan.masks[p.rank as usize].clone();
-        match launch::start(job, p, &env, stdin_target.includes(p.rank), mask) {
+        match launch::start(
+            job,
+            p,
+            &env,
+            stdin_target.includes(p.rank),
+            mask,
+            guardian_fd,
+        ) {
             Ok(started) => runner.add(run::Rank::new(p.rank, started)),
             Err(message) => {
                 runner.fail(report::Failure::Launch { message });
