@@ -332,6 +332,30 @@ fn setting_both_tcp_interface_lists_is_an_error_naming_both() {
     );
 }
 
+#[test]
+fn an_unreachable_peer_error_says_why_the_other_btls_were_not_used() {
+    // Loopback is left out by default and "*" excludes the rest: tcp has no
+    // interface, so only self runs and rank 1 cannot reach rank 0.
+    let program = check_program();
+    let run = mpirun(&[
+        "-n",
+        "2",
+        "--mca",
+        "btl_tcp_if_exclude",
+        "*",
+        &program,
+        "wildcard",
+    ]);
+    assert_ne!(run.code(), 0);
+    let err = &run.stderr;
+    assert!(err.contains("cannot reach rank"), "{err}");
+    assert!(err.contains("self only reaches its own process"), "{err}");
+    assert!(
+        err.contains("Btls not in use in this process: tcp (not available"),
+        "{err}"
+    );
+}
+
 fn example(name: &str) -> String {
     built(name).display().to_string()
 }

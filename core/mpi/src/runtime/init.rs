@@ -260,6 +260,15 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
         }
     }
     let hint = self_hint(mca, &btl_names);
+    // Btls that are installed but not in use here, and why (those the user
+    // excluded aside): part of every "cannot reach" error, so a user sees
+    // why tcp (say) was not tried.
+    let unused_btls: Vec<String> = btl_fw
+        .reasons()
+        .iter()
+        .filter(|(n, r)| !btl_names.contains(n) && !r.starts_with("excluded"))
+        .map(|(n, r)| format!("{n} ({r})"))
+        .collect();
     // Components that failed to open or answer their query (mpirun never
     // opens these frameworks, so only the rank can tell).
     mca.print_diagnostics();
@@ -343,6 +352,14 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
         state: std::cell::UnsafeCell::new(State::default()),
         shared,
         self_hint: hint,
+        unused_btls: if unused_btls.is_empty() {
+            None
+        } else {
+            Some(format!(
+                "Btls not in use in this process: {}.",
+                unused_btls.join("; ")
+            ))
+        },
         frameworks: Mutex::new(Some((btl_fw, pml_fw))),
         program,
     })

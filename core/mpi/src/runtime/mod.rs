@@ -146,6 +146,7 @@ pub struct Runtime {
     state: UnsafeCell<State>,
     shared: &'static init::CoreShared,
     self_hint: Option<String>,
+    unused_btls: Option<String>,
     frameworks: Mutex<Option<(OpenFramework<'static>, OpenFramework<'static>)>>,
     program: String,
 }
@@ -423,13 +424,21 @@ impl Runtime {
         } else {
             ErrorClass::Other
         };
+        let mut add = |text: &str| {
+            if !message.ends_with('.') {
+                message.push('.');
+            }
+            message.push(' ');
+            message.push_str(text);
+        };
+        if class == ErrorClass::Unreachable {
+            if let Some(unused) = &self.unused_btls {
+                add(unused);
+            }
+        }
         if dest == self.rank {
             if let Some(hint) = &self.self_hint {
-                if !message.ends_with('.') {
-                    message.push('.');
-                }
-                message.push(' ');
-                message.push_str(hint);
+                add(hint);
             }
         }
         Err(Error::new(class, message))
