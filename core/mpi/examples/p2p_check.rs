@@ -304,7 +304,7 @@ fn scenario_noself(rt: &Runtime) {
     // SAFETY: `data` outlives the call; no wait follows a failure.
     match unsafe { rt.isend(Comm::World, me, 0, data.as_ptr(), 4, SendMode::Standard) } {
         Err(e) => {
-            println!("rank {me}: send to self refused: {e}");
+            println!("rank {me}: send to self refused ({:?}): {e}", e.class);
         }
         Ok(r) => {
             let _ = rt.wait(r);

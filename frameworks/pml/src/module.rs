@@ -62,6 +62,8 @@ pub enum RequestError {
     PeerFailed = 2,
     /// Another failure; see [`PmlModule::request_error`].
     Other = 3,
+    /// No btl reaches the peer (only from [`PmlModule::isend`]).
+    Unreachable = 4,
 }
 
 /// The outcome of a completed request (an `MPI_Status`).
@@ -187,10 +189,16 @@ pub struct PmlModule {
         btls: RSlice<'_, BtlCandidate>,
         error: &mut RString,
     ) -> bool,
-    /// Starts a send. False (with `error`) if it cannot start, e.g. no btl
-    /// reaches the peer: the sentence names the peer and each btl's reason.
-    pub isend:
-        unsafe extern "C" fn(args: &SendArgs, request: &mut u64, error: &mut RString) -> bool,
+    /// Starts a send. False (with `kind` and `error`) if it cannot start:
+    /// `Unreachable` when no btl reaches the peer (the sentence names the
+    /// peer and each btl's reason), `PeerFailed` when the peer was lost,
+    /// `Other` for invalid arguments.
+    pub isend: unsafe extern "C" fn(
+        args: &SendArgs,
+        request: &mut u64,
+        kind: &mut RequestError,
+        error: &mut RString,
+    ) -> bool,
     /// Posts a receive. False (with `error`) if it cannot be posted.
     pub irecv:
         unsafe extern "C" fn(args: &RecvArgs, request: &mut u64, error: &mut RString) -> bool,

@@ -124,7 +124,7 @@ fn without_the_self_btl_a_send_to_self_fails_with_the_hint() {
     assert_ok(&run);
     let out = &run.stdout;
     assert!(
-        out.contains("send to self refused"),
+        out.contains("send to self refused (Unreachable)"),
         "{out}\n{}",
         run.stderr
     );

@@ -484,15 +484,25 @@ pub(crate) unsafe extern "C" fn init(
 pub(crate) unsafe extern "C" fn isend(
     args: &SendArgs,
     request: &mut u64,
+    kind: &mut RequestError,
     error: &mut RString,
 ) -> bool {
     // SAFETY: the caller keeps the buffer valid until completion (contract).
-    match entry("isend", |s| unsafe { s.engine.isend(args) }) {
-        Ok(h) => {
+    match entry("isend", |s| {
+        // SAFETY: as above.
+        Ok(unsafe { s.engine.isend(args) }.map_err(|e| (s.engine.last_send_error(), e)))
+    }) {
+        Ok(Ok(h)) => {
             *request = h;
             true
         }
+        Ok(Err((k, e))) => {
+            *kind = k;
+            *error = RString::from(e);
+            false
+        }
         Err(e) => {
+            *kind = RequestError::Other;
             *error = RString::from(e);
             false
         }

@@ -275,6 +275,8 @@ pub(crate) struct Engine<T: Transport> {
     pool: Pool,
     ctrl: VecDeque<Ctrl>,
     active: VecDeque<u64>,
+    /// What kind of failure the last `isend` error was.
+    last_send_error: RequestError,
 }
 
 impl<T: Transport> Engine<T> {
@@ -337,7 +339,14 @@ impl<T: Transport> Engine<T> {
             pool: Pool::default(),
             ctrl: VecDeque::new(),
             active: VecDeque::new(),
+            last_send_error: RequestError::Other,
         }
+    }
+
+    /// The kind of the last `isend` error (`Unreachable`, `PeerFailed`, or
+    /// `Other` for invalid arguments).
+    pub(crate) fn last_send_error(&self) -> RequestError {
+        self.last_send_error
     }
 
     /// The transport (for tests and finalize).
@@ -684,6 +693,7 @@ impl<T: Transport> Engine<T> {
     /// `args.buf` must be readable for `args.len` bytes until the request
     /// completes.
     pub(crate) unsafe fn isend(&mut self, args: &SendArgs) -> Result<u64, String> {
+        self.last_send_error = RequestError::Other;
         let dest = args.dest;
         if dest >= self.size {
             return Err(format!(
@@ -705,9 +715,13 @@ impl<T: Transport> Engine<T> {
                 self.rank
             ));
         }
-        self.resolve(dest)?;
+        if let Err(e) = self.resolve(dest) {
+            self.last_send_error = RequestError::Unreachable;
+            return Err(e);
+        }
         let peer = &mut self.peers[dest as usize];
         if let Some(reason) = &peer.failed {
+            self.last_send_error = RequestError::PeerFailed;
             return Err(format!(
                 "rank {} cannot send to rank {dest}: rank {dest} was lost ({})",
                 self.rank,

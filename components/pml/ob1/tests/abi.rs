@@ -390,6 +390,15 @@ fn wait(request: u64) -> RequestStatus {
 }
 
 fn isend(buf: &[u8], dest: u32, tag: i32, mode: SendMode) -> Result<u64, String> {
+    isend_kind(buf, dest, tag, mode).map_err(|(_, e)| e)
+}
+
+fn isend_kind(
+    buf: &[u8],
+    dest: u32,
+    tag: i32,
+    mode: SendMode,
+) -> Result<u64, (RequestError, String)> {
     let args = SendArgs {
         buf: buf.as_ptr(),
         len: buf.len(),
@@ -399,12 +408,13 @@ fn isend(buf: &[u8], dest: u32, tag: i32, mode: SendMode) -> Result<u64, String>
         mode,
     };
     let mut request = 0;
+    let mut kind = RequestError::None;
     let mut error = RString::new();
     // SAFETY: the buffer outlives the request in these tests.
-    if unsafe { (MODULE.isend)(&args, &mut request, &mut error) } {
+    if unsafe { (MODULE.isend)(&args, &mut request, &mut kind, &mut error) } {
         Ok(request)
     } else {
-        Err(error.into_string())
+        Err((kind, error.into_string()))
     }
 }
 
@@ -526,9 +536,18 @@ fn the_module_table_end_to_end() {
 
     // Unreachable peer.
     assert_eq!(
-        isend(b"x", 1, 0, SendMode::Standard).unwrap_err(),
-        "rank 0 cannot reach rank 1: loop: rank 1 published no btl_loop contact card \
-         (the btl does not run there); broken: init failed here: no device"
+        isend_kind(b"x", 1, 0, SendMode::Standard).unwrap_err(),
+        (
+            RequestError::Unreachable,
+            "rank 0 cannot reach rank 1: loop: rank 1 published no btl_loop contact card \
+             (the btl does not run there); broken: init failed here: no device"
+                .to_string()
+        )
+    );
+    // Invalid arguments are `Other`.
+    assert_eq!(
+        isend_kind(b"x", 7, 0, SendMode::Standard).unwrap_err().0,
+        RequestError::Other
     );
 
     // Unknown handle.

@@ -407,22 +407,21 @@ impl Runtime {
             mode,
         };
         let mut handle = 0u64;
+        let mut kind = RequestError::None;
         let mut error = RString::new();
         // SAFETY: under the lock; the caller guarantees the buffer.
-        if unsafe { (self.pml.isend)(&args, &mut handle, &mut error) } {
+        if unsafe { (self.pml.isend)(&args, &mut handle, &mut kind, &mut error) } {
             if comm == Comm::SelfComm {
                 state.on_self.push(handle);
             }
             return Ok(RequestId(handle));
         }
-        // The pml's sentence names the peer; its wording tells the class.
+        // The pml's sentence names the peer.
         let mut message = error.to_string();
-        let class = if message.contains("cannot reach") {
-            ErrorClass::Unreachable
-        } else if message.contains("was lost") || message.contains("failed") {
-            ErrorClass::ProcFailed
-        } else {
-            ErrorClass::Other
+        let class = match kind {
+            RequestError::Unreachable => ErrorClass::Unreachable,
+            RequestError::PeerFailed => ErrorClass::ProcFailed,
+            _ => ErrorClass::Other,
         };
         let mut add = |text: &str| {
             if !message.ends_with('.') {
