@@ -75,7 +75,6 @@ mod types;
 use std::collections::hash_map::{Entry, HashMap};
 use std::collections::VecDeque;
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use slab::{Links, List, Slab, NIL};
 pub use types::{
@@ -83,41 +82,9 @@ pub use types::{
     UnexpectedId, ANY_SOURCE, ANY_SOURCE_RAW, ANY_TAG, ANY_TAG_RAW,
 };
 
-/// A multiply-rotate hasher for the matcher's integer keys (the idea of
-/// rustc's FxHash): much cheaper than SipHash, and the keys are not chosen
-/// by an adversary.
-#[derive(Default, Clone, Copy)]
-struct KeyHasher(u64);
-
-const HASH_K: u64 = 0xf135_7aea_2e62_a9c5;
-
-impl Hasher for KeyHasher {
-    #[inline]
-    fn finish(&self) -> u64 {
-        // The high bits of the product mix every input bit; move them down
-        // to where the table takes its bucket index.
-        self.0.rotate_left(26)
-    }
-
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    #[inline]
-    fn write_u32(&mut self, x: u32) {
-        self.write_u64(u64::from(x));
-    }
-
-    #[inline]
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0 ^ x).wrapping_mul(HASH_K);
-    }
-}
-
-type BuildKeyHasher = BuildHasherDefault<KeyHasher>;
+/// The matcher's integer keys are not chosen by an adversary, so they are
+/// hashed with FxHash (`rustc-hash`), much cheaper than SipHash.
+type BuildKeyHasher = rustc_hash::FxBuildHasher;
 
 #[inline]
 fn peer_key(context: ContextId, rank: i32) -> u64 {

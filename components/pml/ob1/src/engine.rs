@@ -9,7 +9,6 @@
 
 use std::collections::hash_map::HashMap;
 use std::collections::VecDeque;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::ptr::{self, NonNull};
 
 use oxmpi_framework_btl::module::{BtlModuleInfo, SendOutcome};
@@ -71,31 +70,6 @@ pub(crate) struct Config {
     /// Fragments of one rendezvous send a btl may hold at once
     /// (`pml_ob1_send_pipeline_depth`, at least 1).
     pub send_pipeline_depth: u32,
-}
-
-/// A multiply-rotate hasher for `u32` context ids (cheap; keys are ours).
-#[derive(Default, Clone, Copy)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0.rotate_left(26)
-    }
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    #[inline]
-    fn write_u32(&mut self, x: u32) {
-        self.write_u64(u64::from(x));
-    }
-    #[inline]
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0 ^ x).wrapping_mul(0xf135_7aea_2e62_a9c5);
-    }
 }
 
 /// One module that reaches a peer.
@@ -172,7 +146,7 @@ struct Peer {
     /// `on_peer_failed` gives the real one.
     failed_provisional: bool,
     /// Next sequence number per context, for messages to this peer.
-    sequences: HashMap<u32, u64, BuildHasherDefault<KeyHasher>>,
+    sequences: HashMap<u32, u64, rustc_hash::FxBuildHasher>,
 }
 
 /// A module as the engine keeps it.
