@@ -41,12 +41,33 @@ impl JobIdentity {
         getrandom::fill(&mut bytes).map_err(|e| {
             format!("cannot read the system's random source for the job secret: {e}")
         })?;
-        let word =
-            |i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
-        Ok(JobIdentity {
+        Ok(JobIdentity::from_bytes(bytes))
+    }
+
+    /// The identity as 24 bytes (job id, then the secret; little-endian),
+    /// for carrying it as a binary value (e.g. through the modex).
+    pub fn to_bytes(&self) -> [u8; 24] {
+        let mut bytes = [0u8; 24];
+        for (i, word) in [self.job_id, self.secret[0], self.secret[1]]
+            .into_iter()
+            .enumerate()
+        {
+            bytes[i * 8..i * 8 + 8].copy_from_slice(&word.to_le_bytes());
+        }
+        bytes
+    }
+
+    /// The inverse of [`to_bytes`](JobIdentity::to_bytes).
+    pub fn from_bytes(bytes: [u8; 24]) -> JobIdentity {
+        let word = |i: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&bytes[i * 8..i * 8 + 8]);
+            u64::from_le_bytes(w)
+        };
+        JobIdentity {
             job_id: word(0),
             secret: [word(1), word(2)],
-        })
+        }
     }
 
     /// The variables that carry this identity to a rank.
@@ -108,6 +129,12 @@ mod tests {
         let env: HashMap<String, String> = id.to_env().into_iter().collect();
         let back = JobIdentity::from_env(|k| env.get(k).cloned()).unwrap();
         assert_eq!(back, Some(id));
+    }
+
+    #[test]
+    fn round_trips_through_bytes() {
+        let id = JobIdentity::generate().unwrap();
+        assert_eq!(JobIdentity::from_bytes(id.to_bytes()), id);
     }
 
     #[test]

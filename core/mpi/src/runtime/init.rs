@@ -108,26 +108,19 @@ fn job_identity(modex: &mut Modex) -> Result<oxmpi_pmi::identity::JobIdentity, E
     const KEY: &str = "job-identity";
     if modex.rank() == 0 {
         let id = Identity::generate().map_err(init_error)?;
-        let mut bytes = id.job_id.to_le_bytes().to_vec();
-        bytes.extend(id.secret[0].to_le_bytes());
-        bytes.extend(id.secret[1].to_le_bytes());
         modex
-            .put(KEY, &bytes)
+            .put(KEY, &id.to_bytes())
             .map_err(|e| init_error(e.to_string()))?;
     }
     modex.fence().map_err(|e| init_error(e.to_string()))?;
-    let bytes = modex
+    let bytes: [u8; 24] = modex
         .get(0, KEY)
         .map_err(|e| init_error(e.to_string()))?
-        .filter(|b| b.len() == 24)
+        .and_then(|b| b.try_into().ok())
         .ok_or_else(|| {
             init_error("rank 0 published no job identity; are all ranks running oxmpi?")
         })?;
-    let word = |i: usize| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
-    Ok(Identity {
-        job_id: word(0),
-        secret: [word(1), word(2)],
-    })
+    Ok(Identity::from_bytes(bytes))
 }
 
 /// Finds the module table of a loaded component.

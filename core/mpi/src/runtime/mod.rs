@@ -348,6 +348,15 @@ impl Runtime {
         })
     }
 
+    /// A receive's or probe's source as a job rank ([`ANY_SOURCE`] stays).
+    fn world_source(&self, comm: Comm, source: i32) -> Result<i32, Error> {
+        if source == ANY_SOURCE {
+            Ok(ANY_SOURCE)
+        } else {
+            Ok(self.world_rank(comm, source, "source")? as i32)
+        }
+    }
+
     fn check_tag(tag: i32, wildcard: bool) -> Result<(), Error> {
         if (0..=TAG_UB).contains(&tag) || (wildcard && tag == ANY_TAG) {
             Ok(())
@@ -461,11 +470,7 @@ impl Runtime {
         len: usize,
     ) -> Result<RequestId, Error> {
         Self::check_tag(tag, true)?;
-        let source_world = if source == ANY_SOURCE {
-            ANY_SOURCE
-        } else {
-            self.world_rank(comm, source, "source")? as i32
-        };
+        let source_world = self.world_source(comm, source)?;
         let mut state = self.enter()?;
         self.start_recv(&mut state, comm, source_world, tag, buf, len)
     }
@@ -666,11 +671,7 @@ impl Runtime {
     /// `Rank`, `Tag`, `Finalized`, `ThreadLevel`.
     pub fn iprobe(&self, comm: Comm, source: i32, tag: i32) -> Result<Option<Status>, Error> {
         Self::check_tag(tag, true)?;
-        let source_world = if source == ANY_SOURCE {
-            ANY_SOURCE
-        } else {
-            self.world_rank(comm, source, "source")? as i32
-        };
+        let source_world = self.world_source(comm, source)?;
         let mut state = self.enter()?;
         if let Some(s) = self.probe_once(comm, source_world, tag) {
             return Ok(Some(s));
