@@ -350,13 +350,7 @@ fn latency(
         if i == sched.warmup {
             start = Instant::now();
         }
-        if rank == 0 {
-            link.send(sbuf)?;
-            link.recv(rbuf)?;
-        } else {
-            link.recv(rbuf)?;
-            link.send(sbuf)?;
-        }
+        round_trip(rank, link, sbuf, rbuf)?;
     }
     let elapsed = start.elapsed().as_secs_f64();
     latency_check(rank, link, size, false, sbuf, rbuf)?;
@@ -364,6 +358,17 @@ fn latency(
         println!("{}", latency_line(size, elapsed, sched.iters));
     }
     Ok(())
+}
+
+/// One ping-pong: rank 0 sends then receives, rank 1 the other way round.
+fn round_trip(rank: u32, link: &mut Link, sbuf: &[u8], rbuf: &mut [u8]) -> Result<(), String> {
+    if rank == 0 {
+        link.send(sbuf)?;
+        link.recv(rbuf)
+    } else {
+        link.recv(rbuf)?;
+        link.send(sbuf)
+    }
 }
 
 /// One untimed round trip with patterned data, checked on both sides.
@@ -379,13 +384,7 @@ fn latency_check(
     fill(sbuf, seed(before, size, rank));
     rbuf.fill(CLEAR_BYTE);
     let peer = 1 - rank;
-    if rank == 0 {
-        link.send(sbuf)?;
-        link.recv(rbuf)?;
-    } else {
-        link.recv(rbuf)?;
-        link.send(sbuf)?;
-    }
+    round_trip(rank, link, sbuf, rbuf)?;
     verify(rbuf, seed(before, size, peer))
         .map_err(|m| format!("latency check {when} the timed loop, {size} B: {m}"))
 }
