@@ -12,6 +12,7 @@ use std::time::Instant;
 use oxmpi_framework_btl::module::{BtlReceiver, MAX_HEADER};
 
 use crate::outbound::would_block;
+use crate::stream::{ByteSource, Socket};
 use crate::sys;
 use crate::wire::{self, FRAME_HEADER_LEN, HELLO_LEN};
 
@@ -193,16 +194,32 @@ impl Inbound {
         }
     }
 
-    /// Receives what has arrived and delivers every complete fragment
-    /// (`on_header`, then `on_fragment`). Does at most a bounded number of
-    /// `recv` calls. Returns the number of fragments delivered.
+    /// Receives what has arrived on the socket and delivers every complete
+    /// fragment (`on_header`, then `on_fragment`). Does at most a bounded
+    /// number of `recv` calls. Returns the number of fragments delivered.
     ///
     /// # Errors
     ///
     /// [`Ended`] when the connection is over: after a goodbye, or on end
     /// of stream, a read error or a damaged stream (the fragments complete
     /// before that point are delivered first).
+    #[inline]
     pub fn service(&mut self, rx: &BtlReceiver) -> Result<usize, (usize, Ended)> {
+        let mut socket = Socket(self.raw);
+        self.service_from(&mut socket, rx)
+    }
+
+    /// [`Inbound::service`] with the bytes taken from `src` (the socket in
+    /// a process; a scripted stream in the framing tests).
+    ///
+    /// # Errors
+    ///
+    /// As [`Inbound::service`].
+    pub fn service_from<S: ByteSource>(
+        &mut self,
+        src: &mut S,
+        rx: &BtlReceiver,
+    ) -> Result<usize, (usize, Ended)> {
         let mut delivered = 0;
         let mut recvs = 0;
         // A read shorter than asked emptied the socket: no further read
@@ -216,7 +233,8 @@ impl Inbound {
                 if avail > 0 {
                     let n = avail.min(p.total - p.got);
                     // SAFETY: buf[start..start+n] is initialised; dest has
-                    // total bytes (the pml's promise or our side buffer).
+                    // total bytes (the pml's promise or our side buffer)
+                    // and got + n <= total.
                     unsafe {
                         std::ptr::copy_nonoverlapping(
                             self.buf.as_ptr().add(self.start),
@@ -226,10 +244,13 @@ impl Inbound {
                     };
                     self.start += n;
                     p.got += n;
-                    if self.start == self.end {
-                        self.start = 0;
-                        self.end = 0;
-                    }
+                }
+                if self.start == self.end {
+                    // Nothing buffered: the next buffered read starts at
+                    // the front (also when the header ended exactly at
+                    // the end of what was buffered).
+                    self.start = 0;
+                    self.end = 0;
                 }
                 if p.got < p.total {
                     if recvs == MAX_RECVS || drained {
@@ -238,15 +259,16 @@ impl Inbound {
                     recvs += 1;
                     let left = p.total - p.got;
                     let direct = left >= DIRECT_MIN;
-                    // The buffer is empty here (all of it went to dest).
+                    debug_assert_eq!((self.start, self.end), (0, 0));
                     let (ptr, len) = if direct {
-                        // SAFETY: got < total.
+                        // SAFETY: got < total, inside dest.
                         (unsafe { p.dest.add(p.got) }, left)
                     } else {
                         (self.buf.as_mut_ptr(), cap)
                     };
-                    // SAFETY: ptr is writable for len bytes.
-                    match unsafe { sys::recv(self.raw, ptr, len) } {
+                    // SAFETY: ptr is writable for len bytes (the rest of
+                    // dest, or the whole empty buffer).
+                    match unsafe { src.recv(ptr, len) } {
                         Ok(0) => {
                             return Err((
                                 delivered,
@@ -353,17 +375,29 @@ impl Inbound {
                         }
                         continue;
                     }
-                    let p = &mut self.partial;
-                    p.header[..hlen].copy_from_slice(&self.buf[hstart..pstart]);
-                    p.header_len = hlen;
-                    p.dest = if dest.is_null() {
+                    let dest = if dest.is_null() {
                         if self.side.len() < plen {
+                            // A damaged length must not abort the process
+                            // through a failed allocation.
+                            if self.side.try_reserve_exact(plen - self.side.len()).is_err() {
+                                return Err((
+                                    delivered,
+                                    Ended::Failed(format!(
+                                        "a fragment announces {plen} payload bytes, more than \
+                                         this process can buffer"
+                                    )),
+                                ));
+                            }
                             self.side.resize(plen, 0);
                         }
                         self.side.as_mut_ptr()
                     } else {
                         dest
                     };
+                    let p = &mut self.partial;
+                    p.header[..hlen].copy_from_slice(&self.buf[hstart..pstart]);
+                    p.header_len = hlen;
+                    p.dest = dest;
                     p.total = plen;
                     p.got = 0;
                     p.active = true;
@@ -382,13 +416,17 @@ impl Inbound {
                 return Ok(delivered);
             }
             recvs += 1;
-            let want = if self.large {
+            // After a large fragment, take only what the next frame's
+            // headers can need (its payload may be large too and then
+            // lands in place); the buffered bytes are always fewer than
+            // that here, since a complete header would have been parsed.
+            let want = if self.large && self.end < HEAD_PROBE {
                 HEAD_PROBE - self.end
             } else {
                 cap - self.end
             };
             // SAFETY: buf[end..end+want] is inside the buffer.
-            match unsafe { sys::recv(self.raw, self.buf.as_mut_ptr().add(self.end), want) } {
+            match unsafe { src.recv(self.buf.as_mut_ptr().add(self.end), want) } {
                 Ok(0) if self.bye && self.end == 0 => return Err((delivered, Ended::Clean)),
                 // Both sides said goodbye on a shared socket: the peer may
                 // close with our goodbye unread, which resets the

@@ -17,6 +17,7 @@ use std::rc::Rc;
 
 use oxmpi_framework_btl::module::{BtlReceiver, SendOutcome, MAX_HEADER};
 
+use crate::stream::{ByteSink, Socket};
 use crate::sys;
 use crate::wire::{self, ACK_LEN, FRAME_HEADER_LEN};
 
@@ -161,6 +162,30 @@ impl Endpoint {
         payload_len: usize,
         cookie: u64,
     ) -> Result<SendOutcome, io::Error> {
+        let mut socket = Socket(self.raw);
+        // SAFETY: the caller's promise on payload.
+        unsafe { self.try_send_now_to(&mut socket, header, payload, payload_len, cookie) }
+    }
+
+    /// [`Endpoint::try_send_now`] with the bytes written to `sink` (the
+    /// socket in a process; a scripted stream in the framing tests).
+    ///
+    /// # Errors
+    ///
+    /// The write error.
+    ///
+    /// # Safety
+    ///
+    /// As [`Endpoint::try_send_now`].
+    #[inline]
+    pub unsafe fn try_send_now_to<W: ByteSink>(
+        &mut self,
+        sink: &mut W,
+        header: &[u8],
+        payload: *const u8,
+        payload_len: usize,
+        cookie: u64,
+    ) -> Result<SendOutcome, io::Error> {
         let mut head = [0u8; HEAD_CAP];
         let head_len = wire::put_frame_header(&mut head, header, payload_len);
         let sent = if payload_len <= INLINE_MAX {
@@ -174,7 +199,7 @@ impl Endpoint {
                 frame[head_len..head_len + payload_len]
                     .copy_from_slice(unsafe { std::slice::from_raw_parts(payload, payload_len) });
             }
-            sys::send(self.raw, &frame[..head_len + payload_len])
+            sink.send(&frame[..head_len + payload_len])
         } else {
             let iov = [
                 libc::iovec {
@@ -188,7 +213,7 @@ impl Endpoint {
             ];
             // SAFETY: head is ours; the pml guarantees payload is readable
             // for payload_len bytes.
-            unsafe { sys::send_iov(self.raw, &iov) }
+            unsafe { sink.send_iov(&iov) }
         };
         let written = match sent {
             Ok(n) => n,
@@ -249,6 +274,16 @@ impl Endpoint {
     ///
     /// The write error (the connection is lost).
     pub fn flush(&mut self, rx: &BtlReceiver) -> io::Result<usize> {
+        let mut socket = Socket(self.raw);
+        self.flush_to(&mut socket, rx)
+    }
+
+    /// [`Endpoint::flush`] with the bytes written to `sink`.
+    ///
+    /// # Errors
+    ///
+    /// The write error.
+    pub fn flush_to<W: ByteSink>(&mut self, sink: &mut W, rx: &BtlReceiver) -> io::Result<usize> {
         let mut done = 0;
         for _ in 0..FLUSH_ROUNDS {
             if self.queue.is_empty() {
@@ -287,7 +322,7 @@ impl Endpoint {
             }
             // SAFETY: the heads are ours; payloads stay valid until
             // on_send_done (the pml's promise).
-            let mut n = match unsafe { sys::send_iov(self.raw, &iov[..n_iov]) } {
+            let mut n = match unsafe { sink.send_iov(&iov[..n_iov]) } {
                 Ok(n) => n,
                 Err(e) if would_block(&e) => break,
                 Err(e) => return Err(e),

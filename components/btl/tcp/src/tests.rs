@@ -2,6 +2,7 @@
 //! process ("ranks") talking over loopback, driven by one thread in turn.
 
 mod data;
+mod framing;
 mod handshake;
 mod harness;
 mod setup;
