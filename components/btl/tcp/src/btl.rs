@@ -122,6 +122,9 @@ pub struct TcpBtl {
     failures: Vec<(u32, u32, String)>,
     reported: HashSet<(u32, u32)>,
     tick: u32,
+    /// Set when progress panicked outside a connection's reader (a bug):
+    /// every peer was failed once, and nothing runs any more.
+    broken: Option<String>,
 }
 
 /// The interfaces the lists select from `candidates`, after leaving out
@@ -407,6 +410,7 @@ impl TcpBtl {
             accepting: Vec::new(),
             failures: Vec::new(),
             reported: HashSet::new(),
+            broken: None,
             tick: 0,
         })
     }
@@ -442,6 +446,9 @@ impl TcpBtl {
     ///
     /// The reason, as a sentence.
     pub fn add_peer(&mut self, module: u32, peer: u32, card: &[u8]) -> Result<u64, String> {
+        if let Some(why) = &self.broken {
+            return Err(why.clone());
+        }
         let n_modules = self.modules.len();
         if module as usize >= n_modules {
             return Err(format!(
@@ -551,6 +558,9 @@ impl TcpBtl {
         payload_len: usize,
         cookie: u64,
     ) -> SendOutcome {
+        if self.broken.is_some() {
+            return SendOutcome::Failed;
+        }
         let valid = (endpoint as usize) < self.endpoints.len()
             && self.endpoints[endpoint as usize].module == module
             && header_len <= MAX_HEADER
@@ -695,6 +705,40 @@ impl TcpBtl {
         self.failures.push((module, peer, reason));
     }
 
+    /// Stops the component after an internal error (a panic in progress,
+    /// outside a connection's reader): logs it once, fails every peer it
+    /// knows once with `why` (through `on_peer_failed`), closes every
+    /// connection; from then on progress does nothing, sends fail and
+    /// peers cannot be added.
+    pub fn stop_after_internal_error(&mut self, why: &str) {
+        if self.broken.is_some() {
+            return;
+        }
+        let reason = format!(
+            "the tcp btl stopped after an internal error (please report it): {why}"
+        );
+        self.log.log(0, || {
+            format!("{reason}; every peer it was connected to is reported as failed")
+        });
+        let mut peers: Vec<(u32, u32)> = self.endpoint_of.keys().copied().collect();
+        peers.extend(self.accepted_at.keys().copied());
+        peers.extend(self.inbound.iter().flatten().map(|c| (c.module, c.peer)));
+        peers.sort_unstable();
+        peers.dedup();
+        for (module, peer) in peers {
+            self.failures.push((module, peer, reason.clone()));
+        }
+        for ep in &mut self.endpoints {
+            ep.close(State::Failed);
+        }
+        self.inbound.clear();
+        self.accepting.clear();
+        self.live_inbound = 0;
+        self.active.clear();
+        self.report_failures();
+        self.broken = Some(reason);
+    }
+
     /// Calls `on_peer_failed` for each noted failure not yet reported.
     fn report_failures(&mut self) {
         for (module, peer, reason) in std::mem::take(&mut self.failures) {
@@ -712,6 +756,9 @@ impl TcpBtl {
     /// connections. Returns the number of fragments delivered plus sends
     /// finished.
     pub fn progress(&mut self) -> usize {
+        if self.broken.is_some() {
+            return 0;
+        }
         let mut events = 0;
         if !self.active.is_empty() {
             events += self.progress_outbound();

@@ -206,7 +206,33 @@ impl Inbound {
     #[inline]
     pub fn service(&mut self, rx: &BtlReceiver) -> Result<usize, (usize, Ended)> {
         let mut socket = Socket(self.raw);
-        self.service_from(&mut socket, rx)
+        self.service_guarded(&mut socket, rx)
+    }
+
+    /// [`Inbound::service_from`], with a panic inside the reader (a bug)
+    /// turned into the end of this connection: the peer is then failed
+    /// once, with the panic's message, and the reader never runs again.
+    ///
+    /// # Errors
+    ///
+    /// As [`Inbound::service`].
+    #[inline]
+    pub fn service_guarded<S: ByteSource>(
+        &mut self,
+        src: &mut S,
+        rx: &BtlReceiver,
+    ) -> Result<usize, (usize, Ended)> {
+        match oxmpi_plugin_api::guard::call(|| Ok(self.service_from(src, rx))).into_result() {
+            Ok(outcome) => outcome,
+            Err(e) => Err((
+                0,
+                Ended::Failed(format!(
+                    "the tcp btl failed while reading the connection (an internal error; \
+                     please report it): {}",
+                    e.message
+                )),
+            )),
+        }
     }
 
     /// [`Inbound::service`] with the bytes taken from `src` (the socket in

@@ -350,14 +350,20 @@ unsafe extern "C" fn send(
 }
 
 unsafe extern "C" fn progress() -> usize {
-    catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: serialised entry points.
-        match unsafe { state() } {
-            Some(btl) => btl.progress(),
-            None => 0,
+    // SAFETY: serialised entry points.
+    let Some(btl) = (unsafe { state() }) else {
+        return 0;
+    };
+    match oxmpi_plugin_api::guard::call(|| Ok(btl.progress())).into_result() {
+        Ok(events) => events,
+        Err(e) => {
+            // Never retried: the component stops and its peers fail once.
+            let _ = catch_unwind(AssertUnwindSafe(|| {
+                btl.stop_after_internal_error(e.message.as_str())
+            }));
+            1
         }
-    }))
-    .unwrap_or(0)
+    }
 }
 
 unsafe extern "C" fn finalize() {

@@ -386,3 +386,25 @@ proptest! {
         round_trip(&specs, &write_cuts, &read_cuts, direct);
     }
 }
+
+/// A source whose reads panic (stands for a bug in the reader).
+struct PanickingSource;
+
+impl ByteSource for PanickingSource {
+    unsafe fn recv(&mut self, _buf: *mut u8, _len: usize) -> io::Result<usize> {
+        panic!("a bug in the reader");
+    }
+}
+
+#[test]
+fn a_panic_in_the_reader_ends_the_connection_with_its_message() {
+    let rec = Rc::new(RefCell::new(Recorder::default()));
+    let rx = receiver(&rec);
+    let mut conn = Inbound::new(dummy_fd(), 0, 1, None, true);
+    let outcome = conn.service_guarded(&mut PanickingSource, &rx);
+    let Err((0, Ended::Failed(why))) = outcome else {
+        panic!("expected the connection to end, got {outcome:?}");
+    };
+    assert!(why.contains("internal error"), "{why}");
+    assert!(why.contains("'a bug in the reader'"), "{why}");
+}

@@ -610,3 +610,35 @@ fn a_device_with_several_addresses_is_refused_with_advice() {
         "{lines:?}"
     );
 }
+
+#[test]
+fn an_internal_error_in_progress_fails_each_peer_once_and_stops() {
+    let (mut a, mut b, ab, ba) = pair("stopped", lo_config());
+    assert_eq!(a.send(0, ab, &[1], &[], 0), SendOutcome::Done);
+    assert_eq!(b.send(0, ba, &[2], &[], 0), SendOutcome::Done);
+    pump(&mut [&mut a, &mut b], "both connections", |r| {
+        r[0].frags() == 1 && r[1].frags() == 1
+    });
+    b.btl().stop_after_internal_error("'boom' at somewhere.rs:1");
+    b.btl().stop_after_internal_error("'again' at somewhere.rs:2");
+    spin(&mut [&mut b], 100);
+    assert_eq!(b.progress(), 0);
+    let failed = b.rec.borrow().failed.clone();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!((failed[0].0, failed[0].1), (0, 0));
+    assert!(failed[0].2.contains("internal error"), "{failed:?}");
+    assert!(failed[0].2.contains("'boom'"), "{failed:?}");
+    assert_eq!(b.send(0, ba, &[3], &[], 0), SendOutcome::Failed);
+    let card = a.card();
+    assert!(b.btl().add_peer(0, 0, &card).is_err());
+    let stopped = b
+        .lines()
+        .into_iter()
+        .filter(|(_, l)| l.contains("stopped after an internal error"))
+        .count();
+    assert_eq!(stopped, 1);
+    // The peer sees the connection end (no goodbye) and fails rank 1.
+    pump(&mut [&mut a], "rank 0 noticing", |r| {
+        !r[0].rec.borrow().failed.is_empty()
+    });
+}
