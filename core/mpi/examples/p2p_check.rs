@@ -199,6 +199,87 @@ fn scenario_flood(rt: &Runtime) {
     }
 }
 
+/// The seed of message `index` from `sender` in the storm scenario.
+fn storm_seed(sender: i32, index: usize) -> u64 {
+    (u64::from(sender as u32) << 32) | index as u64
+}
+
+/// Floods messages of `len` bytes, each carrying its sender and index in
+/// its bytes (checked on arrival). `all`: every rank sends `count` to
+/// every other rank, in windows of nonblocking receives and sends. `one`:
+/// every other rank streams `count` to rank 0, which takes them from the
+/// senders in turn.
+fn scenario_storm(rt: &Runtime, len: usize, count: usize, mode: &str) {
+    const WINDOW: usize = 64;
+    const TAG: i32 = 7;
+    let me = rt.rank();
+    let peers: Vec<i32> = (0..rt.size()).filter(|&p| p != me).collect();
+    match mode {
+        "all" => {
+            let mut out = vec![vec![0u8; len]; WINDOW];
+            let mut inb = vec![vec![0u8; len]; WINDOW * peers.len()];
+            for base in (0..count).step_by(WINDOW) {
+                let k = WINDOW.min(count - base);
+                let mut reqs = Vec::with_capacity(2 * k * peers.len());
+                for (pi, &p) in peers.iter().enumerate() {
+                    for j in 0..k {
+                        let b = &mut inb[pi * WINDOW + j];
+                        // SAFETY: the buffer outlives the waits below.
+                        let r = unsafe { rt.irecv(Comm::World, p, TAG, b.as_mut_ptr(), len) };
+                        reqs.push(r.unwrap_or_else(|e| fail(me, format!("receive from {p}: {e}"))));
+                    }
+                }
+                for (j, b) in out.iter_mut().enumerate().take(k) {
+                    fill(b, storm_seed(me, base + j));
+                }
+                for &p in &peers {
+                    for b in out.iter().take(k) {
+                        // SAFETY: the buffer outlives the waits below.
+                        let r = unsafe {
+                            rt.isend(Comm::World, p, TAG, b.as_ptr(), len, SendMode::Standard)
+                        };
+                        reqs.push(r.unwrap_or_else(|e| fail(me, format!("send to {p}: {e}"))));
+                    }
+                }
+                for r in reqs {
+                    if let Err(e) = rt.wait(r) {
+                        fail(me, format!("storm window at {base}: {e}"));
+                    }
+                }
+                for (pi, &p) in peers.iter().enumerate() {
+                    for j in 0..k {
+                        let what = format!("message {} from rank {p}", base + j);
+                        check(me, &inb[pi * WINDOW + j], storm_seed(p, base + j), &what);
+                    }
+                }
+            }
+        }
+        "one" if me == 0 => {
+            let mut buf = vec![0u8; len];
+            for i in 0..count {
+                for &p in &peers {
+                    recv(rt, Comm::World, p, TAG, &mut buf);
+                    check(
+                        me,
+                        &buf,
+                        storm_seed(p, i),
+                        &format!("message {i} from rank {p}"),
+                    );
+                }
+            }
+        }
+        "one" => {
+            let mut buf = vec![0u8; len];
+            for i in 0..count {
+                fill(&mut buf, storm_seed(me, i));
+                send(rt, Comm::World, 0, TAG, &buf);
+            }
+        }
+        other => fail(me, format!("storm mode \"{other}\" (all, one)")),
+    }
+    println!("rank {me}: storm ok ({count} messages of {len} bytes, {mode})");
+}
+
 fn expect_truncated(rt: &Runtime, len: usize, cap: usize, tag: i32) {
     let mut buf = vec![0u8; cap];
     // SAFETY: the buffer outlives the wait.
@@ -493,6 +574,22 @@ fn main() {
         }
         "wildcard" => scenario_wildcard(rt),
         "flood" => scenario_flood(rt),
+        "storm" => {
+            let number = |i: usize, default: usize| {
+                args.get(i).map_or(default, |a| {
+                    a.parse()
+                        .unwrap_or_else(|_| fail(rt.rank(), format!("storm: bad number {a}")))
+                })
+            };
+            let mode = args.get(3).map_or("all", String::as_str);
+            let sizes = args.get(1).map_or("6", String::as_str);
+            for len in sizes.split(',') {
+                let len = len
+                    .parse()
+                    .unwrap_or_else(|_| fail(rt.rank(), format!("storm: bad size {len}")));
+                scenario_storm(rt, len, number(2, 1000), mode);
+            }
+        }
         "truncate" => scenario_truncate(rt),
         "ssend" => scenario_ssend(rt),
         "self" => scenario_self(rt),
@@ -506,7 +603,7 @@ fn main() {
         other => fail(
             rt.rank(),
             format!(
-                "unknown scenario \"{other}\" (sizes, wildcard, flood, truncate, ssend, self, noself, stream, killed, stdin_go, errors, funneled, threads)"
+                "unknown scenario \"{other}\" (sizes, wildcard, flood, storm, truncate, ssend, self, noself, stream, killed, stdin_go, errors, funneled, threads)"
             ),
         ),
     }

@@ -714,9 +714,8 @@ impl TcpBtl {
         if self.broken.is_some() {
             return;
         }
-        let reason = format!(
-            "the tcp btl stopped after an internal error (please report it): {why}"
-        );
+        let reason =
+            format!("the tcp btl stopped after an internal error (please report it): {why}");
         self.log.log(0, || {
             format!("{reason}; every peer it was connected to is reported as failed")
         });

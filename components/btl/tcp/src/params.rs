@@ -14,6 +14,8 @@ const FAMILY_VALUES: &[EnumValue] = &[
     EnumValue::new(6, "ipv6"),
 ];
 
+/// Smallest nonzero `btl_tcp_sndbuf` / `btl_tcp_rcvbuf` accepted.
+pub const MIN_SOCKET_BUFFER: i32 = 16 * 1024;
 /// The parameter table exported in the component's root module.
 pub static PARAMS: &[ParamDecl] = &[
     ParamDecl::new(
@@ -87,7 +89,8 @@ pub static PARAMS: &[ParamDecl] = &[
         "0",
         4,
         "Socket send buffer size in bytes (SO_SNDBUF); 0 leaves the operating system's default \
-         (and its automatic tuning).",
+         (and its automatic tuning). Otherwise at least 16384: smaller buffers can stall \
+         transfers.",
     )
     .with_range(0, i32::MAX as i64),
     ParamDecl::new(
@@ -96,7 +99,8 @@ pub static PARAMS: &[ParamDecl] = &[
         "0",
         4,
         "Socket receive buffer size in bytes (SO_RCVBUF); 0 leaves the operating system's \
-         default (and its automatic tuning).",
+         default (and its automatic tuning). Otherwise at least 16384: smaller buffers (the \
+         kernel's minimum, about 2 KiB) can stall transfers.",
     )
     .with_range(0, i32::MAX as i64),
     ParamDecl::new(
@@ -314,6 +318,18 @@ impl Config {
                 return Err(format!("{name} is 0; it must be at least 1 byte"));
             }
         }
+        for (name, value) in [
+            ("btl_tcp_sndbuf", self.sndbuf),
+            ("btl_tcp_rcvbuf", self.rcvbuf),
+        ] {
+            if value > 0 && value < MIN_SOCKET_BUFFER {
+                return Err(format!(
+                    "{name} is {value} bytes; use 0 (the system's default, which the kernel \
+                     tunes) or at least {MIN_SOCKET_BUFFER}: the kernel rounds smaller values up \
+                     to a buffer of about 2 KiB, which can stall transfers"
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -356,5 +372,21 @@ mod tests {
         );
         assert_eq!(default_of("eager_limit"), "64k");
         assert_eq!(default_of("max_send_size"), "128k");
+    }
+
+    #[test]
+    fn socket_buffers_are_zero_or_large_enough() {
+        let with = |sndbuf, rcvbuf| Config {
+            sndbuf,
+            rcvbuf,
+            ..Config::default()
+        };
+        assert_eq!(with(0, 0).check(), Ok(()));
+        assert_eq!(with(MIN_SOCKET_BUFFER, 1 << 20).check(), Ok(()));
+        let e = with(0, 1).check().unwrap_err();
+        assert!(e.starts_with("btl_tcp_rcvbuf is 1 bytes"), "{e}");
+        assert!(e.contains("at least 16384"), "{e}");
+        let e = with(MIN_SOCKET_BUFFER - 1, 0).check().unwrap_err();
+        assert!(e.starts_with("btl_tcp_sndbuf is 16383 bytes"), "{e}");
     }
 }

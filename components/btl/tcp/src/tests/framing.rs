@@ -98,7 +98,11 @@ impl ByteSource for ScriptedSource {
                 Err(io::ErrorKind::WouldBlock.into())
             };
         }
-        let n = self.chunks.take()?.min(len).min(self.bytes.len() - self.pos);
+        let n = self
+            .chunks
+            .take()?
+            .min(len)
+            .min(self.bytes.len() - self.pos);
         // SAFETY: the caller's promise: buf is writable for len >= n bytes.
         unsafe { std::ptr::copy_nonoverlapping(self.bytes.as_ptr().add(self.pos), buf, n) };
         self.pos += n;
@@ -137,7 +141,9 @@ fn encoding(frags: &[Fragment]) -> Vec<u8> {
 }
 
 fn dummy_fd() -> Rc<OwnedFd> {
-    Rc::new(OwnedFd::from(File::open("/dev/null").expect("open /dev/null")))
+    Rc::new(OwnedFd::from(
+        File::open("/dev/null").expect("open /dev/null"),
+    ))
 }
 
 /// Writes `frags` through an endpoint into a sink cut by `cuts`; checks
@@ -182,7 +188,10 @@ fn write_all(frags: &[Fragment], cuts: &[usize]) -> Vec<u8> {
         assert!(rounds < 10_000_000, "the queue never drained");
     }
     let done = std::mem::take(&mut rec.borrow_mut().done);
-    assert_eq!(done, queued, "on_send_done: each queued fragment once, in order");
+    assert_eq!(
+        done, queued,
+        "on_send_done: each queued fragment once, in order"
+    );
     sink.bytes
 }
 
@@ -233,7 +242,10 @@ fn round_trip(specs: &[(usize, usize)], write_cuts: &[usize], read_cuts: &[usize
     let bytes = write_all(&frags, write_cuts);
     let expected = encoding(&frags);
     assert_eq!(bytes.len(), expected.len(), "encoded length");
-    assert!(bytes == expected, "the written stream differs from the encoding");
+    assert!(
+        bytes == expected,
+        "the written stream differs from the encoding"
+    );
     let (got, ended) = read_all(bytes, read_cuts, direct);
     assert_eq!(got.len(), frags.len(), "fragments delivered");
     for (i, (g, f)) in got.iter().zip(&frags).enumerate() {

@@ -619,8 +619,10 @@ fn an_internal_error_in_progress_fails_each_peer_once_and_stops() {
     pump(&mut [&mut a, &mut b], "both connections", |r| {
         r[0].frags() == 1 && r[1].frags() == 1
     });
-    b.btl().stop_after_internal_error("'boom' at somewhere.rs:1");
-    b.btl().stop_after_internal_error("'again' at somewhere.rs:2");
+    b.btl()
+        .stop_after_internal_error("'boom' at somewhere.rs:1");
+    b.btl()
+        .stop_after_internal_error("'again' at somewhere.rs:2");
     spin(&mut [&mut b], 100);
     assert_eq!(b.progress(), 0);
     let failed = b.rec.borrow().failed.clone();
