@@ -21,6 +21,7 @@ use crate::card::{Card, CardInterface};
 use crate::inbound::{Accepting, Ended, HelloProgress, Inbound, BYE_HLEN};
 use crate::outbound::{would_block, Endpoint, State};
 use crate::params::Config;
+use crate::refusals::RefusalLog;
 use crate::sys;
 use crate::wire::{self, FRAME_HEADER_LEN, HELLO_LEN};
 
@@ -39,9 +40,10 @@ const EPOLL_BATCH: usize = 64;
 /// Most connections accepted per listener per check.
 const ACCEPT_BURST: usize = 16;
 
-/// Most accepted connections that may be in their handshake at once;
-/// further ones are refused until some finish.
-const MAX_HANDSHAKES: usize = 256;
+/// Most accepted connections that may be in their handshake at once; a
+/// further one makes room by dropping the oldest that has not sent a
+/// complete hello.
+pub const MAX_HANDSHAKES: usize = 256;
 
 /// Verbosity of the per-connect() lines (reference 001 §11).
 pub const CONNECT_LEVEL: i32 = 30;
@@ -122,6 +124,8 @@ pub struct TcpBtl {
     failures: Vec<(u32, u32, String)>,
     reported: HashSet<(u32, u32)>,
     tick: u32,
+    /// Refused connections, logged with a rate limit.
+    refusals: RefusalLog,
     /// Set when progress panicked outside a connection's reader (a bug):
     /// every peer was failed once, and nothing runs any more.
     broken: Option<String>,
@@ -410,6 +414,7 @@ impl TcpBtl {
             accepting: Vec::new(),
             failures: Vec::new(),
             reported: HashSet::new(),
+            refusals: RefusalLog::default(),
             broken: None,
             tick: 0,
         })
@@ -783,6 +788,11 @@ impl TcpBtl {
         let accept_tick = self.tick & (ACCEPT_EVERY - 1) == 0;
         if accept_tick {
             self.accept_new();
+            if self.refusals.pending() {
+                if let Some(line) = self.refusals.summary_due(Instant::now()) {
+                    self.log.log(0, || line);
+                }
+            }
         }
         if !self.accepting.is_empty() {
             // Deadlines (a clock read) only on accept ticks.
@@ -1058,40 +1068,14 @@ impl TcpBtl {
             }
             _ => true,
         };
-        let mut now = None;
+        let mut fresh = Vec::new();
         for (iface, local) in self.locals.iter().enumerate() {
             if !all && !ready[iface] {
                 continue;
             }
             for _ in 0..ACCEPT_BURST {
                 match sys::accept(&local.listener) {
-                    Ok(Some((fd, remote))) => {
-                        if self.accepting.len() >= MAX_HANDSHAKES {
-                            self.log.log(0, || {
-                                format!(
-                                    "refused a tcp connection from {} to {} (tcp {}): {} \
-                                     connections are already in their handshake; closed it \
-                                     without delivering anything",
-                                    show_opt(remote),
-                                    show(local.iface.addr, local.port),
-                                    local.iface.name,
-                                    MAX_HANDSHAKES
-                                )
-                            });
-                            continue;
-                        }
-                        self.accepting.push(Accepting {
-                            fd,
-                            remote,
-                            iface,
-                            hello: [0; HELLO_LEN],
-                            got: 0,
-                            accepted: None,
-                            ack_done: 0,
-                            deadline: *now.get_or_insert_with(Instant::now)
-                                + self.cfg.handshake_timeout,
-                        });
-                    }
+                    Ok(Some((fd, remote))) => fresh.push((iface, fd, remote)),
                     Ok(None) => break,
                     Err(e) => {
                         self.log.log(0, || {
@@ -1105,6 +1089,77 @@ impl TcpBtl {
                     }
                 }
             }
+        }
+        if fresh.is_empty() {
+            return;
+        }
+        let deadline = Instant::now() + self.cfg.handshake_timeout;
+        for (iface, fd, remote) in fresh {
+            if self.accepting.len() >= MAX_HANDSHAKES && !self.drop_oldest_handshake() {
+                self.note_refusal(
+                    remote,
+                    iface,
+                    &format!(
+                        "{MAX_HANDSHAKES} connections are already in their handshake, all \
+                         of them writing their acknowledgement"
+                    ),
+                );
+                continue;
+            }
+            self.accepting.push(Accepting {
+                fd,
+                remote,
+                iface,
+                hello: [0; HELLO_LEN],
+                got: 0,
+                accepted: None,
+                ack_done: 0,
+                deadline,
+            });
+        }
+    }
+
+    /// Makes room among the connections in their handshake: drops the
+    /// oldest that has not sent a complete hello (so strangers holding
+    /// connections open cannot crowd out the job's own, which present
+    /// their hello at once). Returns false when every one has.
+    fn drop_oldest_handshake(&mut self) -> bool {
+        let Some(oldest) = self
+            .accepting
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.accepted.is_none())
+            .min_by_key(|(_, a)| a.deadline)
+            .map(|(i, _)| i)
+        else {
+            return false;
+        };
+        let a = self.accepting.swap_remove(oldest);
+        let why = format!(
+            "{MAX_HANDSHAKES} connections were in their handshake, and this was the oldest \
+             without a complete one ({} of {HELLO_LEN} bytes); dropped to make room",
+            a.got
+        );
+        self.note_refusal(a.remote, a.iface, &why);
+        true
+    }
+
+    /// Logs, with a rate limit, that a connection from `remote` to local
+    /// interface `iface` was refused for `why` (the caller closes it).
+    fn note_refusal(&mut self, remote: Option<SocketAddr>, iface: usize, why: &str) {
+        let local = &self.locals[iface];
+        let line = || {
+            format!(
+                "refused a tcp connection from {} to {} (tcp {}): {why}; closed it without \
+                 delivering anything",
+                show_opt(remote),
+                show(local.iface.addr, local.port),
+                local.iface.name
+            )
+        };
+        let ip = remote.map(|r| r.ip());
+        if let Some(line) = self.refusals.refused(Instant::now(), ip, why, line) {
+            self.log.log(0, || line);
         }
     }
 
@@ -1195,16 +1250,7 @@ impl TcpBtl {
             }
             if let Some(why) = refusal {
                 let a = self.accepting.swap_remove(i);
-                let local = &self.locals[a.iface];
-                self.log.log(0, || {
-                    format!(
-                        "refused a tcp connection from {} to {} (tcp {}): {why}; closed it \
-                         without delivering anything",
-                        show_opt(a.remote),
-                        show(local.iface.addr, local.port),
-                        local.iface.name
-                    )
-                });
+                self.note_refusal(a.remote, a.iface, &why);
                 drop(a);
                 continue;
             }
@@ -1217,7 +1263,10 @@ impl TcpBtl {
     /// sending socket while fragments are still queued on it (a goodbye
     /// would land inside a frame), then closes everything. Queued
     /// fragments are dropped without `on_send_done`.
-    pub fn finalize(self) {
+    pub fn finalize(mut self) {
+        if let Some(line) = self.refusals.flush(Instant::now()) {
+            self.log.log(0, || line);
+        }
         let mut bye = [0u8; FRAME_HEADER_LEN];
         bye[0..2].copy_from_slice(&wire::FRAME_MARKER.to_le_bytes());
         bye[2..4].copy_from_slice(&BYE_HLEN.to_le_bytes());

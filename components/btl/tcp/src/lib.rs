@@ -171,6 +171,7 @@ pub mod discover;
 pub mod inbound;
 pub mod outbound;
 pub mod params;
+pub mod refusals;
 pub mod stream;
 mod sys;
 pub mod wire;

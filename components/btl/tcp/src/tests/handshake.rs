@@ -223,3 +223,41 @@ fn a_damaged_stream_after_the_handshake_fails_the_peer() {
     assert_eq!((*module, *peer), (0, 0));
     assert!(why.contains("the byte stream is damaged"), "{why}");
 }
+
+#[test]
+fn strangers_holding_many_idle_connections_cannot_crowd_out_the_job() {
+    let mut b = Rank::new("hs-crowd", lo_config(), 1, 2).unwrap();
+    let addr = b.btl().listen_addrs()[0];
+    // More idle connections than may be in their handshake at once, all
+    // accepted before the job's own connection arrives.
+    let held = crate::btl::MAX_HANDSHAKES + 44;
+    let mut strangers = Vec::new();
+    for _ in 0..held {
+        strangers.push(TcpStream::connect(addr).expect("connect to the listener"));
+        spin(&mut [&mut b], 8);
+    }
+    pump(&mut [&mut b], "every stranger to be taken in", |r| {
+        r[0].btl().socket_counts().3 == crate::btl::MAX_HANDSHAKES
+    });
+    legit_peer_still_works("hs-crowd-a", &mut b);
+    // The refusals (the dropped strangers) are logged one by one only up
+    // to a burst, the rest counted for a summary.
+    let refusals = b
+        .lines()
+        .into_iter()
+        .filter(|(l, m)| *l == 0 && m.starts_with("refused a tcp connection"))
+        .count();
+    assert!(
+        (1..=crate::refusals::BURST as usize).contains(&refusals),
+        "{refusals} refusals logged one by one"
+    );
+    b.btl.take().unwrap().finalize();
+    let summary = lines_of("hs-crowd")
+        .into_iter()
+        .find(|(_, m)| m.starts_with("refused ") && m.contains("more tcp connections"))
+        .map(|(_, m)| m)
+        .expect("a summary of the refusals at finalize");
+    assert!(summary.contains("from 127.0.0.1"), "{summary}");
+    assert!(summary.contains("dropped to make room"), "{summary}");
+    drop(strangers);
+}
