@@ -7,7 +7,9 @@
 //! component was built with.
 //!
 //! This crate holds types and the thin glue a component needs to export
-//! them ([`export_component!`], [`guard`]); it has no other logic and does no I/O.
+//! them ([`export_component!`], [`guard`]), and [`text::excerpt`], the one
+//! pure helper that core and framework crates share for quoting user text
+//! in messages; it has no other logic and does no I/O.
 //!
 //! # Evolving the ABI
 //!
@@ -37,6 +39,7 @@ pub mod guard;
 pub mod module;
 pub mod params;
 pub mod services;
+pub mod text;
 pub mod version;
 
 pub use component::{
