@@ -8,10 +8,13 @@
 //!   lifecycle (open, query, select, close).
 //! - [`mca`]: [`Mca`], which ties them together for one process.
 //! - [`log`]: `<fw>_base_verbose` diagnostics through `tracing`.
+//! - [`input_file`]: the bounded reader of every file a user names
+//!   (parameter, tune and host files).
 
 pub mod core_params;
 pub mod files;
 pub mod framework;
+pub mod input_file;
 pub mod levels;
 pub mod log;
 pub mod mca;

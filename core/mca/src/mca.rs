@@ -16,9 +16,10 @@
 //! [`Diagnostic`]s that the program prints ([`Mca::take_diagnostics`]).
 
 use crate::core_params::{
-    self, COMPONENT_PATH, PARAM_FILES, SHOW_LOAD_ERRORS, VERBOSE, WARN_UNKNOWN,
+    self, COMPONENT_PATH, OVERRIDE_FILE, PARAM_FILES, SHOW_LOAD_ERRORS, VERBOSE, WARN_UNKNOWN,
 };
 use crate::files::{self, LineError};
+use crate::input_file::read_input_file;
 use crate::paths::{user_component_dir, InstallPaths};
 use crate::registry::{check_decl, ParamInfo, Registry};
 use crate::repository::{self, LoadFailure, Repository};
@@ -298,7 +299,7 @@ impl Mca {
         }
 
         for path in &inputs.tune_files {
-            match std::fs::read_to_string(path) {
+            match read_input_file(path, "tune file") {
                 Ok(text) => {
                     let (entries, errors) = tune::parse(path, &text);
                     self.line_errors(errors);
@@ -320,26 +321,31 @@ impl Mca {
                         }
                     }
                 }
-                Err(e) => self.error(format!(
-                    "cannot read tune file {}: {e}; check the path given to --tune",
-                    path.display()
-                )),
+                Err(e) => self.error(format!("{e}; check the path given to --tune")),
             }
         }
 
+        // No override file is the normal case; one that exists but cannot
+        // be read is an error, since the settings it enforces would be lost.
         let override_file = self.paths.override_param_file();
-        if let Ok(text) = std::fs::read_to_string(&override_file) {
-            let (entries, errors) = files::parse(&override_file, &text);
-            self.line_errors(errors);
-            self.assignments
-                .extend(entries.into_iter().map(|e| Assignment {
-                    name: e.name,
-                    value: e.value,
-                    source: Source::Override {
-                        path: override_file.clone(),
-                        line: e.line,
-                    },
-                }));
+        match read_input_file(&override_file, "override parameter file") {
+            Ok(text) => {
+                let (entries, errors) = files::parse(&override_file, &text);
+                self.line_errors(errors);
+                self.assignments
+                    .extend(entries.into_iter().map(|e| Assignment {
+                        name: e.name,
+                        value: e.value,
+                        source: Source::Override {
+                            path: override_file.clone(),
+                            line: e.line,
+                        },
+                    }));
+            }
+            Err(e) if e.is_not_found() => {}
+            Err(e) => self.error(format!(
+                "{e}. Its values beat every other source and its place is fixed by the installation ({OVERRIDE_FILE}), so the file must be fixed: ask the administrator of this installation"
+            )),
         }
     }
 
@@ -360,7 +366,7 @@ impl Mca {
         }
         for (i, file) in list.iter().enumerate() {
             let path = PathBuf::from(file);
-            match std::fs::read_to_string(&path) {
+            match read_input_file(&path, "parameter file") {
                 Ok(text) => {
                     self.param_files.push((path.clone(), true));
                     let (entries, errors) = files::parse(&path, &text);
@@ -376,7 +382,7 @@ impl Mca {
                             },
                         }));
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err(e) if e.is_not_found() => {
                     self.param_files.push((path.clone(), false));
                     if explicit {
                         self.warn(format!(
@@ -388,9 +394,13 @@ impl Mca {
                 }
                 Err(e) => {
                     self.param_files.push((path.clone(), false));
+                    let listed = if explicit {
+                        format!("set by {}", winner.source)
+                    } else {
+                        "by default".to_string()
+                    };
                     self.error(format!(
-                        "cannot read parameter file {}: {e}; fix its permissions or remove it from {PARAM_FILES}",
-                        path.display()
+                        "{e}. It is read because {PARAM_FILES} lists it ({listed}); fix the file, or set {PARAM_FILES} without it"
                     ));
                 }
             }
