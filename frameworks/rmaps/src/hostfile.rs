@@ -19,7 +19,8 @@
 //! How lines add up per host is [`Hostfile::nodes`].
 
 use crate::allocation::NodeSpec;
-use crate::hosts::{valid_host_name, HostError};
+use crate::hosts::{host_name_problem, HostError};
+use oxmpi_plugin_api::text::excerpt;
 use std::path::{Path, PathBuf};
 
 /// One host line of a hostfile.
@@ -137,7 +138,7 @@ fn parse_line(path: &Path, number: usize, raw: &str) -> Result<Option<HostLine>,
         HostError(format!(
             "{}:{number}: {what}: \"{}\". {FORM}.",
             path.display(),
-            raw.trim()
+            excerpt(raw.trim())
         ))
     };
     let (first, rest) = match line.find(char::is_whitespace) {
@@ -146,21 +147,28 @@ fn parse_line(path: &Path, number: usize, raw: &str) -> Result<Option<HostLine>,
     };
     let (user, name) = match first.split_once('@') {
         Some((u, n)) if !u.is_empty() => (Some(u.to_string()), n),
-        Some(_) => return Err(err(format!("\"{first}\" has an empty user name before @"))),
+        Some(_) => {
+            return Err(err(format!(
+                "\"{}\" has an empty user name before @",
+                excerpt(first)
+            )))
+        }
         None => (None, first),
     };
     if name.starts_with('^') || name.starts_with('+') {
         return Err(err(format!(
-            "\"{name}\" (excluding a host with ^ or a relative +n host) is not supported; list the hosts to use"
+            "\"{}\" (excluding a host with ^ or a relative +n host) is not supported; list the hosts to use",
+            excerpt(name)
         )));
     }
     if name.contains('=') {
         return Err(err(format!(
-            "the line starts with \"{name}\", not a host name"
+            "the line starts with \"{}\", not a host name",
+            excerpt(name)
         )));
     }
-    if !valid_host_name(name) {
-        return Err(err(format!("\"{name}\" is not a host name")));
+    if let Some(problem) = host_name_problem(name) {
+        return Err(err(format!("\"{}\" {problem}", excerpt(name))));
     }
     let mut host = HostLine {
         name: name.to_string(),
@@ -172,14 +180,18 @@ fn parse_line(path: &Path, number: usize, raw: &str) -> Result<Option<HostLine>,
     };
     for (key, value) in attributes(rest).map_err(|w| {
         err(format!(
-            "unexpected \"{w}\" (expected ATTRIBUTE=VALUE after the host name)"
+            "unexpected \"{}\" (expected ATTRIBUTE=VALUE after the host name)",
+            excerpt(w)
         ))
     })? {
         let lower = key.to_ascii_lowercase();
         let number = || -> Result<u32, HostError> {
-            let n = value
-                .parse::<i64>()
-                .map_err(|_| err(format!("{key} needs a whole number, not \"{value}\"")))?;
+            let n = value.parse::<i64>().map_err(|_| {
+                err(format!(
+                    "{key} needs a whole number, not \"{}\"",
+                    excerpt(value)
+                ))
+            })?;
             if n < 0 {
                 return Err(err(format!("{key} cannot be negative ({n})")));
             }
@@ -204,12 +216,14 @@ fn parse_line(path: &Path, number: usize, raw: &str) -> Result<Option<HostLine>,
         } else if lower == "port" {
             host.port = Some(value.parse::<u16>().map_err(|_| {
                 err(format!(
-                    "port needs a number from 0 to 65535, not \"{value}\""
+                    "port needs a number from 0 to 65535, not \"{}\"",
+                    excerpt(value)
                 ))
             })?);
         } else {
             return Err(err(format!(
-                "unknown attribute \"{key}\" (known: slots, max_slots, username, port)"
+                "unknown attribute \"{}\" (known: slots, max_slots, username, port)",
+                excerpt(key)
             )));
         }
     }
@@ -359,6 +373,67 @@ mod tests {
             assert!(e.starts_with("/h/hosts:3: "), "{e}");
             assert!(e.contains(what), "{text}: {e}");
             assert!(e.contains(FORM), "{e}");
+        }
+    }
+
+    #[test]
+    fn errors_quote_a_bounded_excerpt_of_the_line() {
+        let line = format!("a {}", "x".repeat(5 * 1024 * 1024));
+        let e = Hostfile::parse(Path::new("/h/hosts"), &line).unwrap_err().0;
+        assert!(e.len() < 500, "{} bytes: {}", e.len(), &e[..500]);
+        assert!(e.starts_with("/h/hosts:1: unexpected \"xxxx"), "{e}");
+        assert!(e.contains("…(5242880 bytes)\""), "{e}");
+        assert!(e.contains("…(5242882 bytes)\". "), "{e}");
+        for line in [
+            format!("a {}=1", "k".repeat(100_000)),
+            format!("a slots={}", "9".repeat(100_000)),
+            format!("a port={}", "9".repeat(100_000)),
+            format!("{}=2", "h".repeat(100_000)),
+            format!("^{}", "h".repeat(100_000)),
+            format!("@{}", "h".repeat(100_000)),
+            format!("{}/", "h".repeat(100_000)),
+        ] {
+            let e = Hostfile::parse(Path::new("hf"), &line).unwrap_err().0;
+            assert!(e.len() < 600, "{} bytes: {}", e.len(), &e[..600]);
+        }
+    }
+
+    #[test]
+    fn host_names_are_at_most_255_bytes() {
+        let ok = "n".repeat(255);
+        assert_eq!(parse(&format!("{ok} slots=1\n")).lines[0].name, ok);
+        let long = "n".repeat(256);
+        let e = Hostfile::parse(Path::new("hf"), &long).unwrap_err().0;
+        assert!(
+            e.contains("is not a host name: it is longer than 255 characters"),
+            "{e}"
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parse_never_panics_and_errors_stay_short(
+            head in "(?s).{0,200}",
+            filler in proptest::sample::select(vec!["x", "=", " ", "@", "é", "\u{1b}"]),
+            repeat in 0usize..20_000,
+            tail in "(?s).{0,100}",
+        ) {
+            let text = format!("{head}{}{tail}", filler.repeat(repeat));
+            if let Err(e) = Hostfile::parse(Path::new("hf"), &text) {
+                // At most two excerpts of 80 characters (each escaped to at
+                // most 10 bytes, plus the length) and the fixed text.
+                proptest::prop_assert!(e.0.len() < 2 * (80 * 10 + 24) + 400, "{}", e.0);
+            }
+        }
+
+        #[test]
+        fn parse_never_panics_on_host_lines(
+            lines in proptest::collection::vec(
+                "[a-z@^+=#. \t]{0,6}( [a-z_-]{0,9} ?= ?[-0-9a-z]{0,12}){0,4}",
+                0..20,
+            )
+        ) {
+            let _ = Hostfile::parse(Path::new("hf"), &lines.join("\n"));
         }
     }
 }

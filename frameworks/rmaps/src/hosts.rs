@@ -6,6 +6,7 @@
 //! IPv6 addresses are written `[fe80::1]` or `[fe80::1]:2`. Errors name the
 //! option and the value.
 
+use oxmpi_plugin_api::text::excerpt;
 use std::collections::HashMap;
 use std::fmt;
 use std::net::IpAddr;
@@ -32,13 +33,26 @@ pub struct HostItem {
     pub slots: Option<u32>,
 }
 
-/// Whether `name` can be a host name: letters, digits, `-`, `.`, `_`, and
+/// The longest host name accepted, in bytes: 255, as many as a DNS name
+/// can have on the wire (a name of 253 characters and its two end marks).
+pub const MAX_HOST_NAME_LEN: usize = 255;
+
+/// Why `name` cannot be a host name, worded to follow the quoted name
+/// (`"x y" is not a host name`), or `None` when it can be one: 1 to
+/// [`MAX_HOST_NAME_LEN`] bytes of letters, digits, `-`, `.`, `_`, and
 /// `:`/`[`/`]` for IPv6 addresses.
-pub(crate) fn valid_host_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.bytes().all(|b| {
-            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'[' | b']' | b':')
-        })
+pub(crate) fn host_name_problem(name: &str) -> Option<String> {
+    let allowed =
+        |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'[' | b']' | b':');
+    if name.is_empty() || !name.bytes().all(allowed) {
+        Some("is not a host name".into())
+    } else if name.len() > MAX_HOST_NAME_LEN {
+        Some(format!(
+            "is not a host name: it is longer than {MAX_HOST_NAME_LEN} characters"
+        ))
+    } else {
+        None
+    }
 }
 
 /// Whether two host names denote the same host: equal ignoring case, or
@@ -100,17 +114,19 @@ pub fn parse_host_items(values: &[String]) -> Result<Vec<HostItem>, HostError> {
         for item in value.split(',').map(str::trim) {
             let bad = |why: String| {
                 HostError(format!(
-                    "--host {value}: {why} (expected NAME or NAME:N with N a number of slots of at least 1, separated by commas)"
+                    "--host {}: {why} (expected NAME or NAME:N with N a number of slots of at least 1, separated by commas)",
+                    excerpt(value)
                 ))
             };
+            let quoted = excerpt(item);
             let (name, count) = if let Some(inner) = item.strip_prefix('[') {
                 match inner.split_once(']') {
                     Some((addr, "")) => (addr, None),
                     Some((addr, rest)) => match rest.strip_prefix(':') {
                         Some(n) => (addr, Some(n)),
-                        None => return Err(bad(format!("\"{item}\" has text after ]"))),
+                        None => return Err(bad(format!("\"{quoted}\" has text after ]"))),
                     },
-                    None => return Err(bad(format!("\"{item}\" has no closing ]"))),
+                    None => return Err(bad(format!("\"{quoted}\" has no closing ]"))),
                 }
             } else if item.matches(':').count() > 1 {
                 (item, None)
@@ -123,15 +139,18 @@ pub fn parse_host_items(values: &[String]) -> Result<Vec<HostItem>, HostError> {
             let slots = match count {
                 None => None,
                 Some(n) => match n.parse::<u32>() {
-                    Ok(0) => return Err(bad(format!("\"{item}\" gives the host no slots"))),
+                    Ok(0) => return Err(bad(format!("\"{quoted}\" gives the host no slots"))),
                     Ok(n) => Some(n),
                     Err(_) => {
-                        return Err(bad(format!("\"{item}\" has an invalid slot count \"{n}\"")))
+                        return Err(bad(format!(
+                            "\"{quoted}\" has an invalid slot count \"{}\"",
+                            excerpt(n)
+                        )))
                     }
                 },
             };
-            if !valid_host_name(name) {
-                return Err(bad(format!("\"{item}\" is not a host name")));
+            if let Some(problem) = host_name_problem(name) {
+                return Err(bad(format!("\"{quoted}\" {problem}")));
             }
             items.push(HostItem {
                 name: name.to_string(),
@@ -183,6 +202,35 @@ mod tests {
             let e = parse_host_items(&[value.into()]).unwrap_err().0;
             assert!(e.starts_with(&format!("--host {value}: ")), "{e}");
             assert!(e.contains(what), "{value}: {e}");
+        }
+    }
+
+    #[test]
+    fn host_option_errors_quote_bounded_excerpts() {
+        let huge = "h".repeat(1_000_000);
+        for value in [
+            format!("{huge}:x"),
+            format!("a:{huge}"),
+            format!("[{huge}"),
+            format!("{huge}/"),
+            huge.clone(),
+        ] {
+            let e = parse_host_items(&[value]).unwrap_err().0;
+            assert!(e.len() < 500, "{} bytes: {}", e.len(), &e[..500]);
+            assert!(e.contains("bytes)"), "{e}");
+        }
+        let e = parse_host_items(&[huge]).unwrap_err().0;
+        assert!(e.contains("longer than 255 characters"), "{e}");
+        assert_eq!(
+            parse_host_items(&["n".repeat(255)]).unwrap(),
+            vec![item(&"n".repeat(255), None)]
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn host_items_never_panic(values in proptest::collection::vec("(?s).{0,60}", 0..4)) {
+            let _ = parse_host_items(&values);
         }
     }
 
