@@ -121,7 +121,11 @@ impl fmt::Display for InputFileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             InputFileError::Unreadable { kind, path, source } => {
-                write!(f, "cannot read {kind} {}: {source}", path.display())
+                write!(
+                    f,
+                    "cannot read {kind} {}: {source}; check the path and the file's permissions",
+                    path.display()
+                )
             }
             InputFileError::NotRegular { kind, path, what } => write!(
                 f,

@@ -321,7 +321,7 @@ impl Mca {
                         }
                     }
                 }
-                Err(e) => self.error(format!("{e}; check the path given to --tune")),
+                Err(e) => self.error(format!("{e}; the path was given with --tune")),
             }
         }
 

@@ -44,7 +44,7 @@ fn tune_file_dev_zero_is_refused() {
     let e = d.expect_one(Severity::Error, &["/dev/zero"]);
     assert_eq!(
         e,
-        "tune file /dev/zero is a character device, not a regular file, and was not read (reading a device or a pipe may block or never end); give the path of a regular text file; check the path given to --tune"
+        "tune file /dev/zero is a character device, not a regular file, and was not read (reading a device or a pipe may block or never end); give the path of a regular text file; the path was given with --tune"
     );
     assert_eq!(d.0.len(), 1, "{d}");
 }

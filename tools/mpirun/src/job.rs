@@ -149,8 +149,9 @@ fn policies(cli: &Cli, mca: &Mca) -> Result<(MapPolicy, Option<policy::RankBy>),
 fn app_hosts(app: &AppOptions) -> Result<AppHosts, String> {
     let hostfile = match &app.hostfile {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read hostfile {}: {e}", path.display()))?;
+            // Bounded: a FIFO, a device or a huge file is refused, not read.
+            let text = oxmpi_mca::input_file::read_input_file(path, "hostfile")
+                .map_err(|e| format!("{e}; the path was given with --hostfile"))?;
             Some(Hostfile::parse(path, &text).map_err(|e| e.0)?)
         }
         None => None,
