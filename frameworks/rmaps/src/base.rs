@@ -94,6 +94,9 @@ impl<'a> Ctx<'a> {
                     None => n.slots,
                 };
                 let limit = match over {
+                    // A node with fewer processors than PE holds no process,
+                    // oversubscribed or not.
+                    _ if p.pe.is_some_and(|pe| topology.cpus(p.hwtcpus) < pe) => Some(0),
                     Oversub::Allowed => n.max_slots,
                     Oversub::UpToMax => Some(n.max_slots.map_or(slots, |m| m.max(slots))),
                     Oversub::Refused => Some(slots),
@@ -569,6 +572,38 @@ pub(crate) fn run(
             MapErrorKind::BadRequest,
             format!("{} has no host", req.allocation.source),
         ));
+    }
+    if let Some(pe) = req.policy.pe {
+        let unit = if req.policy.hwtcpus {
+            "hardware threads"
+        } else {
+            "cores"
+        };
+        let fits = |n: &crate::allocation::NodeSpec| {
+            n.topology
+                .unwrap_or(req.default_topology)
+                .cpus(req.policy.hwtcpus)
+                >= pe
+        };
+        if !req.allocation.nodes.iter().any(fits) {
+            let largest = req
+                .allocation
+                .nodes
+                .iter()
+                .map(|n| {
+                    n.topology
+                        .unwrap_or(req.default_topology)
+                        .cpus(req.policy.hwtcpus)
+                })
+                .max()
+                .unwrap_or(0);
+            return Err(MapError::new(
+                MapErrorKind::BadRequest,
+                format!(
+                    "PE={pe} asks for {pe} {unit} per process, but no host of the job has that many (the largest has {largest}); give PE at most {largest}"
+                ),
+            ));
+        }
     }
     let mut ctx = Ctx::new(req);
     let mut per_node: Vec<Vec<MappedProc>> = vec![Vec::new(); req.allocation.nodes.len()];

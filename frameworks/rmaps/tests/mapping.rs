@@ -101,6 +101,26 @@ fn pe_reserves_processors() {
 }
 
 #[test]
+fn pe_larger_than_every_host_is_an_error_even_when_oversubscribing() {
+    for policy in [
+        "slot:PE=100000",
+        "core:PE=9:OVERSUBSCRIBE",
+        "slot:PE=17:HWTCPUS",
+    ] {
+        let f = fails(&big_job(Some(2), "a slots=4\n", policy));
+        assert_eq!(f.kind, Some(MapErrorKind::BadRequest), "{policy}");
+        assert!(
+            f.message.contains("no host of the job has that many"),
+            "{policy}: {}",
+            f.message
+        );
+    }
+    // PE equal to a host's processors fits.
+    let v = map(&big_job(Some(1), "a slots=4\n", "slot:PE=8"));
+    assert_eq!(field(&v, "a", "cpus"), [json!([0, 1, 2, 3, 4, 5, 6, 7])]);
+}
+
+#[test]
 fn rank_by_node_and_slot() {
     let hf = "a slots=2\nb slots=2\n";
     let v = map(&Job {
