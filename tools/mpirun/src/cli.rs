@@ -8,6 +8,7 @@
 //! `--hostfile`, `-x` and `--wdir`.
 
 use clap::{Args, Parser};
+use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
 /// Launches a parallel job: N copies (ranks) of a program, or several
@@ -86,8 +87,8 @@ pub struct Cli {
 
     /// Set an MCA parameter for the job (repeatable; giving the same name
     /// twice with different values is an error).
-    #[arg(long = "mca", visible_alias = "gmca", num_args = 2, value_names = ["NAME", "VALUE"], action = clap::ArgAction::Append)]
-    pub mca: Vec<String>,
+    #[arg(long = "mca", visible_alias = "gmca", num_args = 2, value_names = ["NAME", "VALUE"], action = clap::ArgAction::Append, value_parser = clap::builder::OsStringValueParser::new())]
+    pub mca: Vec<OsString>,
 
     /// Read options from FILE: lines of `--mca NAME VALUE`, `-x VAR[=VALUE]`
     /// and `NAME = VALUE`. --mca on the command line beats a tune file.
@@ -103,7 +104,8 @@ pub struct Cli {
     #[arg(long = "output-filename", value_name = "DIR")]
     pub output_filename: Option<PathBuf>,
 
-    /// Stop the job, with a report, if it runs longer than SECONDS.
+    /// Stop the job, with a report, if it runs longer than SECONDS (a
+    /// positive number, at most 1e9).
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<f64>,
 
@@ -135,8 +137,8 @@ pub struct AppOptions {
 
     /// Export VAR (from mpirun's environment) or VAR=VALUE to the ranks.
     /// Repeatable.
-    #[arg(short = 'x', value_name = "VAR[=VALUE]")]
-    pub export: Vec<String>,
+    #[arg(short = 'x', value_name = "VAR[=VALUE]", value_parser = clap::builder::OsStringValueParser::new())]
+    pub export: Vec<OsString>,
 
     /// Working directory of the ranks.
     #[arg(long = "wdir", visible_alias = "wd", value_name = "DIR")]
@@ -146,9 +148,10 @@ pub struct AppOptions {
     #[arg(
         trailing_var_arg = true,
         allow_hyphen_values = true,
-        value_name = "PROGRAM"
+        value_name = "PROGRAM",
+        value_parser = clap::builder::OsStringValueParser::new()
     )]
-    pub command: Vec<String>,
+    pub command: Vec<OsString>,
 }
 
 /// One extra program of an MPMD job (after a `:`).
@@ -206,8 +209,10 @@ fn arity(option: &str) -> usize {
 
 /// Splits the arguments (without the program name) into the MPMD segments
 /// separated by `:`, rewriting single-dash long options (`-np`) to `--np`.
-/// Only words before each segment's program are rewritten.
-pub fn normalize(args: &[String]) -> Vec<Vec<String>> {
+/// Only words before each segment's program are rewritten. Arguments need
+/// not be UTF-8: program names, arguments and paths are passed on as the
+/// operating system gave them.
+pub fn normalize(args: &[OsString]) -> Vec<Vec<OsString>> {
     let mut segments = vec![Vec::new()];
     let mut in_program = false;
     let mut pending_values = 0;
@@ -228,28 +233,40 @@ pub fn normalize(args: &[String]) -> Vec<Vec<String>> {
             segment.push(arg.clone());
             continue;
         }
-        if !arg.starts_with('-') || arg == "-" {
+        let Some(text) = arg.to_str() else {
+            // Not UTF-8: no option is spelled so, so it is a program name
+            // unless it starts with a dash (then an unknown option).
+            in_program = !starts_with_dash(arg);
+            segment.push(arg.clone());
+            continue;
+        };
+        if !text.starts_with('-') || text == "-" {
             in_program = true;
             segment.push(arg.clone());
             continue;
         }
-        let mut word = arg.clone();
-        if !arg.starts_with("--") && arg.len() > 2 {
-            let name = arg[1..].split('=').next().unwrap_or("");
+        let mut word = text.to_string();
+        if !text.starts_with("--") && text.len() > 2 {
+            let name = text[1..].split('=').next().unwrap_or("");
             if LONG_OPTIONS.iter().any(|(n, _)| *n == name) {
-                word = format!("-{arg}");
+                word = format!("-{text}");
             }
         }
         pending_values = arity(&word);
-        segment.push(word);
+        segment.push(word.into());
     }
     segments
+}
+
+fn starts_with_dash(word: &OsStr) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    word.as_bytes().first() == Some(&b'-')
 }
 
 /// The first word before a segment's program that looks like an option but
 /// is none of `command`'s (such as `--hostname`), so it is reported instead
 /// of being run as the program.
-pub fn unknown_option(segment: &[String], command: &clap::Command) -> Option<String> {
+pub fn unknown_option(segment: &[OsString], command: &clap::Command) -> Option<String> {
     let known = |word: &str| -> bool {
         if let Some(long) = word.strip_prefix("--") {
             let name = long.split('=').next().unwrap_or("");
@@ -270,14 +287,17 @@ pub fn unknown_option(segment: &[String], command: &clap::Command) -> Option<Str
             pending -= 1;
             continue;
         }
+        let Some(word) = word.to_str() else {
+            return starts_with_dash(word).then(|| word.to_string_lossy().into_owned());
+        };
         if !word.starts_with('-') || word == "-" {
             return None;
         }
-        if word == "--" || matches!(word.as_str(), "-h" | "--help") {
+        if word == "--" || matches!(word, "-h" | "--help") {
             return None;
         }
         if !known(word) {
-            return Some(word.clone());
+            return Some(word.to_string());
         }
         pending = arity(word);
     }
@@ -323,7 +343,43 @@ mod tests {
     use super::*;
 
     fn n(args: &[&str]) -> Vec<Vec<String>> {
-        normalize(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        normalize(&args.iter().map(OsString::from).collect::<Vec<_>>())
+            .into_iter()
+            .map(|seg| {
+                seg.into_iter()
+                    .map(|w| w.into_string().expect("utf-8 in these tests"))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn words_that_are_not_utf8_pass_through_as_programs_or_arguments() {
+        use std::os::unix::ffi::OsStringExt;
+        let odd = OsString::from_vec(b"x\xff".to_vec());
+        let dashed = OsString::from_vec(b"-\xff".to_vec());
+        let args = vec![
+            OsString::from("-np"),
+            OsString::from("2"),
+            odd.clone(),
+            dashed.clone(),
+        ];
+        assert_eq!(
+            normalize(&args),
+            vec![vec![
+                OsString::from("--np"),
+                "2".into(),
+                odd.clone(),
+                dashed.clone()
+            ]]
+        );
+        use clap::CommandFactory;
+        let cmd = Cli::command();
+        assert_eq!(unknown_option(&[odd], &cmd), None);
+        assert_eq!(
+            unknown_option(&[dashed], &cmd),
+            Some("-\u{fffd}".to_string())
+        );
     }
 
     #[test]
@@ -368,7 +424,7 @@ mod tests {
     fn unknown_options_are_found_before_the_program_only() {
         use clap::CommandFactory;
         let cmd = Cli::command();
-        let seg = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let seg = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
         assert_eq!(
             unknown_option(&seg(&["--hostname", "h", "-n", "2", "true"]), &cmd),
             Some("--hostname".into())

@@ -2,8 +2,10 @@
 //! the process group of every rank; if mpirun dies without dismissing it
 //! (killed with SIGKILL, say), the pipe from mpirun reaches end-of-file and
 //! the guardian terminates every rank's process group, so no process of the
-//! job is left behind. (Each rank also has PR_SET_PDEATHSIG, which covers
-//! the rank itself but not processes it started.)
+//! job is left behind. It is one of two safeguards: each rank's supervisor
+//! ([`crate::supervisor`]) also stops its rank and everything the rank
+//! started when mpirun dies, so killing mpirun and the guardian together
+//! leaves nothing behind either.
 
 use nix::unistd::{fork, pipe2, ForkResult};
 use std::io::Write;
@@ -67,6 +69,8 @@ impl Guardian {
 fn guard(pipe: OwnedFd) -> ! {
     // SAFETY: plain system calls in the single-threaded child.
     unsafe {
+        // Its own name (`ps -o comm`), so `pkill mpirun` leaves it to clean up.
+        libc::prctl(libc::PR_SET_NAME, c"oxmpi-guardian".as_ptr());
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGPIPE] {
             libc::signal(sig, libc::SIG_IGN);
         }

@@ -18,6 +18,8 @@ use oxmpi_framework_rmaps::{
 use oxmpi_mca::log;
 use oxmpi_mca::Mca;
 use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 /// One program of the job.
@@ -25,10 +27,10 @@ use std::path::PathBuf;
 pub struct App {
     /// Index in the MPMD list (0 for the first program).
     pub index: u32,
-    /// Program and arguments.
-    pub argv: Vec<String>,
+    /// Program and arguments, as given (not necessarily UTF-8).
+    pub argv: Vec<OsString>,
     /// `-x` exports resolved to (name, value).
-    pub exports: Vec<(String, String)>,
+    pub exports: Vec<(OsString, OsString)>,
     /// Working directory.
     pub wdir: Option<PathBuf>,
 }
@@ -90,15 +92,24 @@ impl Job {
 }
 
 /// Resolves `-x VAR` (copied from mpirun's environment) and `-x VAR=VALUE`.
-pub fn resolve_exports(specs: &[String]) -> Result<Vec<(String, String)>, String> {
+/// Names and values need not be UTF-8; they are passed on as given.
+pub fn resolve_exports<S: AsRef<OsStr>>(specs: &[S]) -> Result<Vec<(OsString, OsString)>, String> {
     specs
         .iter()
-        .map(|spec| match spec.split_once('=') {
-            Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value.to_string())),
-            Some(_) => Err(format!("-x {spec}: missing the variable name before =")),
-            None => std::env::var(spec).map(|v| (spec.clone(), v)).map_err(|_| {
-                format!("-x {spec}: {spec} is not set in mpirun's environment; set it, or give a value with -x {spec}=VALUE")
-            }),
+        .map(|spec| {
+            let spec = spec.as_ref();
+            let bytes = spec.as_bytes();
+            let shown = spec.to_string_lossy();
+            match bytes.iter().position(|&b| b == b'=') {
+                Some(0) => Err(format!("-x {shown}: missing the variable name before =")),
+                Some(eq) => Ok((
+                    OsStr::from_bytes(&bytes[..eq]).to_os_string(),
+                    OsStr::from_bytes(&bytes[eq + 1..]).to_os_string(),
+                )),
+                None => std::env::var_os(spec).map(|v| (spec.to_os_string(), v)).ok_or_else(|| {
+                    format!("-x {shown}: {shown} is not set in mpirun's environment; set it, or give a value with -x {shown}=VALUE")
+                }),
+            }
         })
         .collect()
 }
@@ -158,6 +169,22 @@ fn app_hosts(app: &AppOptions) -> Result<AppHosts, String> {
     };
     let hosts = hosts::parse_host_items(&app.host).map_err(|e| e.0)?;
     Ok(AppHosts { hostfile, hosts })
+}
+
+/// Checks `--wdir` before anything starts, so a bad directory is blamed,
+/// not the program.
+fn check_wdir(dir: &std::path::Path) -> Result<(), String> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(format!(
+            "--wdir {}: not a directory; give the directory the ranks should start in",
+            dir.display()
+        )),
+        Err(e) => Err(format!(
+            "--wdir {}: cannot use it as the working directory: {e}",
+            dir.display()
+        )),
+    }
 }
 
 /// Maps the job with the first usable rmaps component that accepts the
@@ -224,7 +251,7 @@ fn map_with_components(mca: &Mca, request: &MapRequest) -> Result<JobMap, String
 pub fn build(
     cli: &Cli,
     extra_apps: &[AppOptions],
-    tune_exports: &[(String, String)],
+    tune_exports: &[(OsString, OsString)],
     mca: &Mca,
     local_topology: Topology,
 ) -> Result<Job, String> {
@@ -247,7 +274,7 @@ pub fn build(
         if app.np.is_none() && mpmd {
             return Err(format!(
                 "give -n for each program of an MPMD job ({} has none)",
-                app.command[0]
+                app.command[0].to_string_lossy()
             ));
         }
         let mut exports = tune_exports.to_vec();
@@ -255,17 +282,24 @@ pub fn build(
         if i > 0 {
             exports.extend(resolve_exports(&app.export)?);
         }
+        let wdir = app.wdir.clone().or_else(|| all[0].wdir.clone());
+        if let Some(dir) = &wdir {
+            check_wdir(dir)?;
+        }
         apps.push(App {
             index: i as u32,
             argv: app.command.clone(),
             exports,
-            wdir: app.wdir.clone().or_else(|| all[0].wdir.clone()),
+            wdir,
         });
     }
 
     let (map_policy, rank_by) = policies(cli, mca)?;
     let hosts: Vec<AppHosts> = all.iter().map(|a| app_hosts(a)).collect::<Result<_, _>>()?;
-    let env: HashMap<String, String> = std::env::vars().collect();
+    // Scheduler variables are text; a variable that is not UTF-8 is none of them.
+    let env: HashMap<String, String> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
     let local = LocalHost {
         name: gethostname::gethostname().to_string_lossy().into_owned(),
         topology: local_topology,

@@ -1,17 +1,25 @@
-//! Starting one rank: fork/exec with its environment, its own process
-//! group, pipes for standard I/O, and one end of a socket pair as `PMI_FD`.
+//! Starting one rank: mpirun forks the rank's supervisor
+//! ([`crate::supervisor`]), which starts the program (fork/exec) with its
+//! environment, its own process group, pipes for standard I/O, and one end
+//! of a socket pair as `PMI_FD`, then reports the program's pid (or why it
+//! could not start) back to mpirun over a pipe.
 
 use crate::job::{Job, Proc};
+use crate::supervisor;
 use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
-use std::io;
+use nix::unistd::{fork, pipe2, ForkResult};
+use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
 /// The parent's ends of a started rank.
 pub struct Started {
-    /// Process id (also its process group id).
+    /// The program's process id (also its process group id).
     pub pid: i32,
+    /// The supervisor's process id: mpirun's child, whose exit status is
+    /// the program's.
+    pub supervisor: i32,
     /// mpirun's end of the PMI socket.
     pub pmi: OwnedFd,
     /// Read end of the rank's standard output.
@@ -22,7 +30,17 @@ pub struct Started {
     pub stdin: Option<OwnedFd>,
 }
 
-/// Starts `proc` of `job` with `env` added to mpirun's environment.
+/// The rank's ends of its descriptors, handed to the supervisor.
+struct ChildEnds {
+    pmi: OwnedFd,
+    stdin: Option<OwnedFd>,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+    report: OwnedFd,
+}
+
+/// Starts `proc` of `job` with `env` added to mpirun's environment. Call
+/// only while mpirun is single-threaded (it forks).
 pub fn start(
     job: &Job,
     proc: &Proc,
@@ -32,15 +50,195 @@ pub fn start(
     guardian_fd: Option<RawFd>,
 ) -> Result<Started, String> {
     let app = &job.apps[proc.app as usize];
-    let (ours, theirs) = socketpair(
+    let rank = proc.rank;
+    let cannot =
+        |what: &str, e: nix::errno::Errno| format!("cannot create the {what} for rank {rank}: {e}");
+    let (pmi_ours, pmi_theirs) = socketpair(
         AddressFamily::Unix,
         SockType::Stream,
         None,
         SockFlag::SOCK_CLOEXEC,
     )
-    .map_err(|e| format!("cannot create the PMI socket for rank {}: {e}", proc.rank))?;
-    let child_fd = theirs.as_raw_fd();
+    .map_err(|e| cannot("PMI socket", e))?;
+    let pipe = || pipe2(nix::fcntl::OFlag::O_CLOEXEC);
+    let (out_r, out_w) = pipe().map_err(|e| cannot("output pipe", e))?;
+    let (err_r, err_w) = pipe().map_err(|e| cannot("error pipe", e))?;
+    let stdin_pipe = if reads_stdin {
+        Some(pipe().map_err(|e| cannot("input pipe", e))?)
+    } else {
+        None
+    };
+    let (report_r, report_w) = pipe().map_err(|e| cannot("report pipe", e))?;
+    let (stdin_r, stdin_w) = match stdin_pipe {
+        Some((r, w)) => (Some(r), Some(w)),
+        None => (None, None),
+    };
+    let ends = ChildEnds {
+        pmi: pmi_theirs,
+        stdin: stdin_r,
+        stdout: out_w,
+        stderr: err_w,
+        report: report_w,
+    };
+    let mpirun = std::process::id() as i32;
+    // SAFETY: mpirun is single-threaded while it launches (the topology
+    // thread was joined); the child only runs `run_supervisor`, which never
+    // returns.
+    match unsafe { fork() } {
+        Ok(ForkResult::Child) => run_supervisor(job, proc, env, ends, binding, guardian_fd, mpirun),
+        Ok(ForkResult::Parent { child }) => {
+            drop(ends);
+            let supervisor_pid = child.as_raw();
+            let mut report = String::new();
+            let _ = std::fs::File::from(report_r).read_to_string(&mut report);
+            let outcome = parse_report(&report);
+            match outcome {
+                Report::Started(pid) => Ok(Started {
+                    pid,
+                    supervisor: supervisor_pid,
+                    pmi: pmi_ours,
+                    stdout: out_r,
+                    stderr: err_r,
+                    stdin: stdin_w,
+                }),
+                failed => {
+                    let _ = nix::sys::wait::waitpid(child, None);
+                    Err(match failed {
+                        Report::Failed(e) => {
+                            describe_spawn_error(&app.argv[0], rank, app.wdir.as_deref(), &e)
+                        }
+                        _ => format!(
+                            "cannot start rank {rank}: its supervisor process ended before starting the program"
+                        ),
+                    })
+                }
+            }
+        }
+        Err(e) => Err(format!(
+            "cannot start rank {rank}: fork failed: {e}{}",
+            if e == nix::errno::Errno::EAGAIN {
+                " (the limit on processes was reached; run fewer ranks)"
+            } else {
+                ""
+            }
+        )),
+    }
+}
 
+/// What the supervisor reports about starting the program.
+#[derive(Debug)]
+enum Report {
+    Started(i32),
+    Failed(io::Error),
+    Nothing,
+}
+
+fn parse_report(text: &str) -> Report {
+    let text = text.trim();
+    if let Some(pid) = text.strip_prefix("started ") {
+        if let Ok(pid) = pid.parse() {
+            return Report::Started(pid);
+        }
+    }
+    if let Some(errno) = text.strip_prefix("failed ") {
+        if let Ok(errno) = errno.parse() {
+            return Report::Failed(io::Error::from_raw_os_error(errno));
+        }
+    }
+    Report::Nothing
+}
+
+/// The supervisor's life: start the program, report, supervise.
+fn run_supervisor(
+    job: &Job,
+    proc: &Proc,
+    env: &[(String, String)],
+    ends: ChildEnds,
+    binding: Option<oxmpi_topology::PreparedBinding>,
+    guardian_fd: Option<RawFd>,
+    mpirun: i32,
+) -> ! {
+    let ChildEnds {
+        pmi,
+        stdin,
+        stdout,
+        stderr,
+        report,
+    } = ends;
+    let mut keep = vec![
+        pmi.as_raw_fd(),
+        stdout.as_raw_fd(),
+        stderr.as_raw_fd(),
+        report.as_raw_fd(),
+    ];
+    keep.extend(stdin.as_ref().map(AsRawFd::as_raw_fd));
+    keep.extend(guardian_fd);
+    // Descriptors of mpirun (other ranks' pipes and sockets) must not stay
+    // open here: a rank would never see the end of its input.
+    supervisor::close_other_descriptors(&keep);
+    if !supervisor::become_supervisor(mpirun) {
+        // SAFETY: ending the forked child without running destructors.
+        unsafe { libc::_exit(1) };
+    }
+    let me = std::process::id() as libc::pid_t;
+    let pmi_fd = pmi.as_raw_fd();
+    let mut cmd = command(job, proc, env, pmi_fd);
+    cmd.stdin(stdin.map_or_else(Stdio::null, Stdio::from))
+        .stdout(Stdio::from(stdout))
+        .stderr(Stdio::from(stderr));
+    // SAFETY: the closure only makes async-signal-safe system calls.
+    unsafe {
+        cmd.pre_exec(move || {
+            // Keep this rank's PMI socket open across exec (and no other).
+            if libc::fcntl(pmi_fd, libc::F_SETFD, 0) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            // Die with the supervisor.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            // Register this rank's process group with the guardian before
+            // the program can start children (one atomic pipe write).
+            if let Some(fd) = guardian_fd {
+                let mut line = [0u8; 24];
+                let len = format_pid_line(libc::getpid(), &mut line);
+                libc::write(fd, line.as_ptr().cast(), len);
+            }
+            if libc::getppid() != me {
+                libc::_exit(1);
+            }
+            // The program gets the descriptor limit mpirun was given.
+            crate::limits::restore_descriptor_limit_in_child();
+            // Bind before the program starts.
+            if let Some(b) = &binding {
+                b.apply_in_child()?;
+            }
+            Ok(())
+        });
+    }
+    let spawned = cmd.spawn();
+    drop(cmd);
+    drop(pmi);
+    let mut report = std::fs::File::from(report);
+    let program = match spawned {
+        Ok(child) => {
+            let _ = write!(report, "started {}", child.id());
+            nix::unistd::Pid::from_raw(child.id() as i32)
+        }
+        Err(e) => {
+            let _ = write!(report, "failed {}", e.raw_os_error().unwrap_or(libc::EIO));
+            // SAFETY: ending the forked child without running destructors.
+            unsafe { libc::_exit(127) };
+        }
+    };
+    drop(report);
+    supervisor::close_other_descriptors(&[]);
+    supervisor::detach_standard_streams();
+    supervisor::supervise(program, mpirun)
+}
+
+/// The program's command: argv, environment, working directory, its own
+/// process group.
+fn command(job: &Job, proc: &Proc, env: &[(String, String)], pmi_fd: RawFd) -> Command {
+    let app = &job.apps[proc.app as usize];
     let mut cmd = Command::new(&app.argv[0]);
     cmd.args(&app.argv[1..])
         .envs(env.iter().map(|(k, v)| (k, v)))
@@ -54,16 +252,9 @@ pub fn start(
         )
         .env("OXMPI_COMM_WORLD_NODE_RANK", proc.local_rank.to_string())
         .env("OXMPI_APPNUM", proc.app.to_string())
-        .env("PMI_FD", child_fd.to_string())
+        .env("PMI_FD", pmi_fd.to_string())
         .env("PMI_RANK", proc.rank.to_string())
         .env("PMI_SIZE", job.size().to_string())
-        .stdin(if reads_stdin {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .process_group(0);
     if let Some(dir) = &app.wdir {
         cmd.current_dir(dir);
@@ -75,48 +266,7 @@ pub fn start(
     if !user_chose && job.node_oversubscribed(proc.node) {
         cmd.env(yield_var, "1");
     }
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: the closure only makes async-signal-safe system calls.
-    unsafe {
-        cmd.pre_exec(move || {
-            // Keep this rank's PMI socket open across exec (and no other).
-            if libc::fcntl(child_fd, libc::F_SETFD, 0) == -1 {
-                return Err(io::Error::last_os_error());
-            }
-            // Die with mpirun (the guardian also covers grandchildren).
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            // Register this rank's process group with the guardian before
-            // the program can start children (one atomic pipe write).
-            if let Some(fd) = guardian_fd {
-                let mut line = [0u8; 24];
-                let len = format_pid_line(libc::getpid(), &mut line);
-                libc::write(fd, line.as_ptr().cast(), len);
-            }
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            // Bind before the program starts.
-            if let Some(b) = &binding {
-                b.apply_in_child()?;
-            }
-            Ok(())
-        });
-    }
-    let child = cmd
-        .spawn()
-        .map_err(|e| describe_spawn_error(&app.argv[0], proc.rank, app.wdir.as_deref(), &e))?;
-    drop(theirs);
-    let pid = child.id() as i32;
-    let stdout: OwnedFd = child.stdout.expect("piped").into();
-    let stderr: OwnedFd = child.stderr.expect("piped").into();
-    let stdin: Option<OwnedFd> = child.stdin.map(Into::into);
-    Ok(Started {
-        pid,
-        pmi: ours,
-        stdout,
-        stderr,
-        stdin,
-    })
+    cmd
 }
 
 /// Writes `<pid>\n` into `buf` without allocating (safe between fork and
@@ -141,20 +291,24 @@ fn format_pid_line(pid: libc::pid_t, buf: &mut [u8; 24]) -> usize {
 }
 
 fn describe_spawn_error(
-    program: &str,
+    program: &std::ffi::OsStr,
     rank: u32,
     wdir: Option<&std::path::Path>,
     e: &io::Error,
 ) -> String {
+    let has_slash = program.as_encoded_bytes().contains(&b'/');
+    let program = program.to_string_lossy();
     let what = match e.kind() {
         io::ErrorKind::NotFound if wdir.is_some_and(|d| !d.is_dir()) => format!(
             "the working directory {} does not exist",
             wdir.map(|d| d.display().to_string()).unwrap_or_default()
         ),
-        io::ErrorKind::NotFound if program.contains('/') => format!("{program} does not exist"),
+        io::ErrorKind::NotFound if has_slash => format!("{program} does not exist"),
         io::ErrorKind::NotFound => format!(
             "{program} was not found in PATH ({})",
-            std::env::var("PATH").unwrap_or_default()
+            std::env::var_os("PATH")
+                .unwrap_or_default()
+                .to_string_lossy()
         ),
         io::ErrorKind::PermissionDenied => {
             format!("{program} is not executable (permission denied)")

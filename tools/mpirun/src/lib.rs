@@ -8,15 +8,41 @@ pub mod cli;
 pub mod guardian;
 pub mod job;
 pub mod launch;
+pub mod limits;
 pub mod output;
 pub mod report;
 pub mod run;
+pub mod supervisor;
 
 use clap::Parser;
 use cli::{AppCli, Cli, StdinTarget};
 use oxmpi_mca::{Mca, McaInputs, Source};
 use oxmpi_pmi::server::{JobInfo, PmiServer};
 use std::process::ExitCode;
+
+/// The `--mca NAME VALUE` pairs as text. Parameter names and values are
+/// text, so bytes that are not UTF-8 are an error naming the option.
+fn mca_arguments(words: &[std::ffi::OsString]) -> Result<Vec<(String, String)>, String> {
+    words
+        .chunks(2)
+        .filter(|c| c.len() == 2)
+        .map(|c| {
+            let name = c[0].to_str().ok_or_else(|| {
+                format!(
+                    "--mca {}: the parameter name is not valid UTF-8 text",
+                    c[0].to_string_lossy()
+                )
+            })?;
+            let value = c[1].to_str().ok_or_else(|| {
+                format!(
+                    "--mca {name} {}: the value is not valid UTF-8 text (the bad bytes are shown as U+FFFD); parameter values must be text",
+                    c[1].to_string_lossy()
+                )
+            })?;
+            Ok((name.to_string(), value.to_string()))
+        })
+        .collect()
+}
 
 fn fail(message: &str) -> ExitCode {
     eprintln!("mpirun: error: {message}");
@@ -61,7 +87,7 @@ fn forwarded_env(mca: &Mca) -> Vec<(String, String)> {
 
 /// Runs mpirun with the process's arguments; returns its exit status.
 pub fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let segments = cli::normalize(&args);
     {
         use clap::CommandFactory;
@@ -75,7 +101,8 @@ pub fn main() -> ExitCode {
             ));
         }
     }
-    let first = std::iter::once("mpirun".to_string()).chain(segments[0].iter().cloned());
+    let first =
+        std::iter::once(std::ffi::OsString::from("mpirun")).chain(segments[0].iter().cloned());
     let cli = match Cli::try_parse_from(first) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
@@ -95,13 +122,14 @@ pub fn main() -> ExitCode {
         Ok(t) => t,
         Err(e) => return fail(&e),
     };
-    if let Some(t) = cli.timeout {
-        if !(t > 0.0 && t.is_finite()) {
-            return fail(&format!(
-                "--timeout {t}: expected a positive number of seconds"
-            ));
-        }
-    }
+    let timeout = match cli.timeout.map(run::timeout_from_seconds).transpose() {
+        Ok(t) => t,
+        Err(e) => return fail(&e),
+    };
+    let mca_pairs = match mca_arguments(&cli.mca) {
+        Ok(pairs) => pairs,
+        Err(e) => return fail(&e),
+    };
 
     // Reading the topology takes milliseconds: do it while the parameters
     // are resolved. The thread is joined before mapping, so mpirun is
@@ -109,12 +137,7 @@ pub fn main() -> ExitCode {
     let topology_thread = std::thread::spawn(oxmpi_topology::Topology::local);
     oxmpi_mca::log::init_stderr_logging();
     let mut inputs = McaInputs::from_process("mpirun");
-    inputs.command_line = cli
-        .mca
-        .chunks(2)
-        .filter(|c| c.len() == 2)
-        .map(|c| (c[0].clone(), c[1].clone()))
-        .collect();
+    inputs.command_line = mca_pairs;
     inputs.tune_files = cli.tune.clone();
     let mca = Mca::init(inputs);
     if mca.print_diagnostics() {
@@ -133,6 +156,28 @@ pub fn main() -> ExitCode {
         Err(e) => return fail(&format!("in a tune file: {e}")),
     };
 
+    // A job that cannot fit is refused before mapping (mapping millions of
+    // ranks takes a while); the mapped job is checked again below.
+    let descriptor_limit = limits::raise_descriptor_limit();
+    let asked: u64 = std::iter::once(&cli.app)
+        .chain(&extra)
+        .filter_map(|a| a.np)
+        .map(u64::from)
+        .sum();
+    let per_rank = limits::descriptors_per_rank(
+        stdin_target != StdinTarget::None,
+        cli.output_filename.is_some(),
+    );
+    if !cli.do_not_launch {
+        if let Err(e) = limits::check_capacity(
+            asked,
+            per_rank,
+            descriptor_limit,
+            limits::ProcessLimits::read(),
+        ) {
+            return fail(&e);
+        }
+    }
     let topology = match topology_thread.join() {
         Ok(Ok(t)) => t,
         Ok(Err(e)) => {
@@ -152,6 +197,14 @@ pub fn main() -> ExitCode {
         Ok(job) => job,
         Err(e) => return fail(&e),
     };
+    if let StdinTarget::Rank(r) = stdin_target {
+        if r >= job.size() {
+            return fail(&format!(
+                "--stdin {r}: the job has no rank {r} (its ranks are 0 to {}); give a rank of the job, all or none",
+                job.size().saturating_sub(1)
+            ));
+        }
+    }
     // Bindings of the ranks on this machine (shown in the map, applied at
     // launch).
     let plan = match binding::plan(
@@ -187,7 +240,15 @@ pub fn main() -> ExitCode {
             remote.name
         ));
     }
-    ExitCode::from(launch_and_run(&cli, &mca, &job, stdin_target, topology, plan) as u8)
+    if let Err(e) = limits::check_capacity(
+        u64::from(job.size()),
+        per_rank,
+        descriptor_limit,
+        limits::ProcessLimits::read(),
+    ) {
+        return fail(&e);
+    }
+    ExitCode::from(launch_and_run(&cli, &mca, &job, stdin_target, timeout, topology, plan) as u8)
 }
 
 fn launch_and_run(
@@ -195,6 +256,7 @@ fn launch_and_run(
     mca: &Mca,
     job: &job::Job,
     stdin_target: StdinTarget,
+    timeout: Option<f64>,
     topology: &oxmpi_topology::Topology,
     plan: binding::Plan,
 ) -> i32 {
@@ -207,6 +269,16 @@ fn launch_and_run(
             );
         }
     }
+    let sink = match &cli.output_filename {
+        Some(dir) => match output::Sink::files(job.size() as usize, dir) {
+            Ok(sink) => sink,
+            Err(message) => {
+                eprintln!("mpirun: error: {message}");
+                return 1;
+            }
+        },
+        None => output::Sink::terminal(cli.tag_output),
+    };
     let guardian = match guardian::start() {
         Ok(g) => Some(g),
         Err(e) => {
@@ -231,7 +303,6 @@ fn launch_and_run(
             &job.procs.iter().map(|p| p.node as u32).collect::<Vec<_>>(),
         ),
     });
-    let sink = output::Sink::new(size as usize, cli.tag_output, cli.output_filename.clone());
     let forward_stdin = job.procs.iter().any(|p| stdin_target.includes(p.rank));
     let guardian_fd = guardian.as_ref().map(guardian::Guardian::raw_fd);
     let mut runner = run::Runner::new(
@@ -240,7 +311,7 @@ fn launch_and_run(
         signals,
         guardian,
         host,
-        cli.timeout,
+        timeout,
         forward_stdin,
     );
     let mut env = forwarded_env(mca);

@@ -2,10 +2,16 @@
 //! so lines of different ranks never interleave mid-line. With
 //! `--tag-output` each line gets `[1,RANK]<stdout>:`; with
 //! `--output-filename DIR` lines go to `DIR/1/rank.RANK/stdout|stderr`.
+//!
+//! Output is never lost without a word: output files are created before
+//! any rank starts (a directory that cannot be made stops the job before
+//! launch), and a failed write, or a reader of mpirun's standard output
+//! that went away, is reported to the run loop, which stops the job.
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
 
 /// A partial line longer than this is written out without waiting for its
 /// end, so a rank printing without newlines cannot exhaust memory.
@@ -23,44 +29,93 @@ pub enum Stream {
 /// Where output goes.
 pub struct Sink {
     tag: bool,
-    dir: Option<PathBuf>,
+    to_files: bool,
     files: Vec<[Option<File>; 2]>,
     out: Vec<u8>,
     err: Vec<u8>,
-    stdout_broken: bool,
+    trouble: Option<Trouble>,
+}
+
+/// Output that could not be delivered; the job cannot go on without
+/// losing it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Trouble {
+    /// mpirun's standard output was closed by its reader (`| head`).
+    StdoutClosed,
+    /// A rank's output file could not be written.
+    FileWrite {
+        /// The file.
+        path: PathBuf,
+        /// The system's reason.
+        reason: String,
+    },
 }
 
 impl Sink {
-    /// A sink for `ranks` ranks.
-    pub fn new(ranks: usize, tag: bool, dir: Option<PathBuf>) -> Sink {
+    /// A sink that forwards to mpirun's standard output and error.
+    pub fn terminal(tag: bool) -> Sink {
         Sink {
             tag,
-            dir,
-            files: (0..ranks).map(|_| [None, None]).collect(),
+            to_files: false,
+            files: Vec::new(),
             out: Vec::with_capacity(64 * 1024),
             err: Vec::new(),
-            stdout_broken: false,
+            trouble: None,
         }
     }
 
-    fn file(&mut self, rank: u32, stream: Stream) -> io::Result<&mut File> {
-        let slot = &mut self.files[rank as usize][stream as usize];
-        if slot.is_none() {
-            let dir = self
-                .dir
-                .as_ref()
-                .expect("files only with a directory")
-                .join("1")
-                .join(format!("rank.{rank}"));
-            std::fs::create_dir_all(&dir)?;
-            let name = if stream == Stream::Stdout {
-                "stdout"
-            } else {
-                "stderr"
-            };
-            *slot = Some(File::create(dir.join(name))?);
+    /// A sink that writes each rank's output to `dir/1/rank.RANK/stdout`
+    /// and `.../stderr`, creating (and truncating) every file now.
+    ///
+    /// Directories mpirun creates are private (mode 0700) and files are
+    /// created with mode 0600. An existing `1` or `rank.RANK` below `dir`
+    /// must be a real directory (not a symbolic link) owned by this user and
+    /// not writable by others, and an existing output file must be a
+    /// regular file owned by this user; anything else is an error, so output
+    /// never lands in a place another user prepared.
+    ///
+    /// # Errors
+    /// A message naming the path that could not be used and why.
+    pub fn files(ranks: usize, dir: &Path) -> Result<Sink, String> {
+        let job_dir = dir.join("1");
+        std::fs::create_dir_all(dir).map_err(|e| {
+            format!(
+                "--output-filename {}: cannot create the directory: {e}",
+                dir.display()
+            )
+        })?;
+        private_dir(&job_dir)?;
+        let mut files = Vec::with_capacity(ranks);
+        for rank in 0..ranks {
+            let rank_dir = job_dir.join(format!("rank.{rank}"));
+            private_dir(&rank_dir)?;
+            files.push([
+                Some(private_file(&rank_dir.join("stdout"))?),
+                Some(private_file(&rank_dir.join("stderr"))?),
+            ]);
         }
-        Ok(slot.as_mut().expect("just set"))
+        Ok(Sink {
+            tag: false,
+            to_files: true,
+            files,
+            out: Vec::new(),
+            err: Vec::new(),
+            trouble: None,
+        })
+    }
+
+    /// Why output can no longer be delivered, once; `None` while all is well.
+    pub fn take_trouble(&mut self) -> Option<Trouble> {
+        self.trouble.take()
+    }
+
+    fn file_path(&self, rank: u32, stream: Stream) -> PathBuf {
+        let name = if stream == Stream::Stdout {
+            "stdout"
+        } else {
+            "stderr"
+        };
+        PathBuf::from(format!("1/rank.{rank}/{name}"))
     }
 
     /// Emits complete text (whole lines, or a final partial line).
@@ -68,11 +123,19 @@ impl Sink {
         if text.is_empty() {
             return;
         }
-        if self.dir.is_some() {
-            let result = self.file(rank, stream).and_then(|f| f.write_all(text));
-            if let Err(e) = result {
-                eprintln!("mpirun: cannot write the output of rank {rank}: {e}");
-                self.dir = None;
+        if self.to_files {
+            let Some(file) = self.files[rank as usize][stream as usize].as_mut() else {
+                return;
+            };
+            if let Err(e) = file.write_all(text) {
+                // Writing to this file again would fail the same way.
+                self.files[rank as usize][stream as usize] = None;
+                if self.trouble.is_none() {
+                    self.trouble = Some(Trouble::FileWrite {
+                        path: self.file_path(rank, stream),
+                        reason: e.to_string(),
+                    });
+                }
             }
             return;
         }
@@ -99,12 +162,22 @@ impl Sink {
         }
     }
 
-    /// Writes what was collected to mpirun's stdout and stderr.
+    /// Writes what was collected to mpirun's stdout and stderr. A reader
+    /// of standard output that went away is recorded as [`Trouble`].
     pub fn flush(&mut self) {
         if !self.out.is_empty() {
-            if !self.stdout_broken && io::stdout().lock().write_all(&self.out).is_err() {
-                // Reader gone (mpirun ... | head): drop further output.
-                self.stdout_broken = true;
+            let mut stdout = io::stdout().lock();
+            if let Err(e) = stdout.write_all(&self.out).and_then(|()| stdout.flush()) {
+                if self.trouble.is_none() {
+                    self.trouble = Some(if e.kind() == io::ErrorKind::BrokenPipe {
+                        Trouble::StdoutClosed
+                    } else {
+                        Trouble::FileWrite {
+                            path: "mpirun's standard output".into(),
+                            reason: e.to_string(),
+                        }
+                    });
+                }
             }
             self.out.clear();
         }
@@ -113,6 +186,76 @@ impl Sink {
             self.err.clear();
         }
     }
+}
+
+/// Makes `dir` (mode 0700) if it does not exist, or checks that the
+/// existing one is a directory of this user that others cannot write to.
+fn private_dir(dir: &Path) -> Result<(), String> {
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => {
+            return Err(format!(
+                "--output-filename: cannot create the directory {}: {e}",
+                dir.display()
+            ))
+        }
+    }
+    let meta = std::fs::symlink_metadata(dir)
+        .map_err(|e| format!("--output-filename: cannot inspect {}: {e}", dir.display()))?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let problem = if meta.file_type().is_symlink() {
+        Some("is a symbolic link")
+    } else if !meta.is_dir() {
+        Some("is not a directory")
+    } else if meta.uid() != me {
+        Some("belongs to another user")
+    } else if meta.mode() & 0o022 != 0 {
+        Some("is writable by other users")
+    } else {
+        None
+    };
+    match problem {
+        Some(what) => Err(format!(
+            "--output-filename: {} {what}; mpirun writes output only into directories it owns alone: remove it or choose another directory",
+            dir.display()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Creates or truncates an output file (mode 0600), refusing symbolic
+/// links and files of other users.
+fn private_file(path: &Path) -> Result<File, String> {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            let why = if e.raw_os_error() == Some(libc::ELOOP) {
+                "it is a symbolic link".to_string()
+            } else {
+                e.to_string()
+            };
+            format!("--output-filename: cannot create {}: {why}", path.display())
+        })?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("--output-filename: cannot inspect {}: {e}", path.display()))?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if !meta.is_file() || meta.uid() != me {
+        return Err(format!(
+            "--output-filename: {} exists and is not a regular file of this user; remove it or choose another directory",
+            path.display()
+        ));
+    }
+    file.set_len(0)
+        .map_err(|e| format!("--output-filename: cannot truncate {}: {e}", path.display()))?;
+    Ok(file)
 }
 
 /// Per-rank, per-stream buffer of a partial line.
@@ -156,7 +299,7 @@ mod tests {
 
     #[test]
     fn only_whole_lines_are_emitted_until_the_end() {
-        let mut sink = Sink::new(2, true, None);
+        let mut sink = Sink::terminal(true);
         let mut b = LineBuffer::default();
         b.push(&mut sink, 1, Stream::Stdout, b"hel");
         assert!(sink.out.is_empty());
@@ -168,7 +311,7 @@ mod tests {
 
     #[test]
     fn untagged_output_passes_through_unchanged() {
-        let mut sink = Sink::new(1, false, None);
+        let mut sink = Sink::terminal(false);
         let mut b = LineBuffer::default();
         b.push(&mut sink, 0, Stream::Stderr, b"a\nb\nc");
         b.finish(&mut sink, 0, Stream::Stderr);

@@ -22,8 +22,12 @@ pub enum Failure {
     Timeout { seconds: f64 },
     /// mpirun received a terminating signal.
     Interrupted { signal: i32 },
-    /// A rank could not be started.
+    /// A rank could not be started, or the job could not go on (the
+    /// message says why).
     Launch { message: String },
+    /// The reader of mpirun's standard output went away (`mpirun ... |
+    /// head`): the job is stopped as a pipeline's writer would be.
+    OutputClosed,
 }
 
 /// `SIGSEGV (Segmentation fault)`.
@@ -80,6 +84,7 @@ impl Failure {
             }
             Failure::Timeout { .. } => 124,
             Failure::Launch { .. } => 1,
+            Failure::OutputClosed => 128 + libc::SIGPIPE,
         }
     }
 
@@ -105,6 +110,9 @@ impl Failure {
             Failure::Timeout { seconds } => format!("the job ran longer than --timeout {seconds} seconds"),
             Failure::Interrupted { signal } => format!("mpirun received {}", signal_name(*signal)),
             Failure::Launch { message } => message.clone(),
+            Failure::OutputClosed => {
+                "the reader of mpirun's standard output closed it (broken pipe)".to_string()
+            }
         }
     }
 }

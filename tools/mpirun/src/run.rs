@@ -5,7 +5,7 @@
 //! second later.
 
 use crate::guardian::Guardian;
-use crate::output::{LineBuffer, Sink, Stream};
+use crate::output::{LineBuffer, Sink, Stream, Trouble};
 use crate::report::Failure;
 use nix::sys::signal::{killpg, SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
@@ -22,12 +22,30 @@ const GRACE: Duration = Duration::from_secs(1);
 /// processes the ranks started) before those are killed.
 const DRAIN: Duration = Duration::from_secs(1);
 
+/// The longest `--timeout` accepted, in seconds (about 31 years).
+pub const MAX_TIMEOUT_SECONDS: f64 = 1e9;
+
+/// Checks a `--timeout` value: a positive, finite number of seconds, at most
+/// [`MAX_TIMEOUT_SECONDS`].
+pub fn timeout_from_seconds(seconds: f64) -> Result<f64, String> {
+    if seconds > 0.0 && seconds <= MAX_TIMEOUT_SECONDS {
+        Ok(seconds)
+    } else {
+        Err(format!(
+            "--timeout {seconds}: expected a positive number of seconds, at most {MAX_TIMEOUT_SECONDS:e}"
+        ))
+    }
+}
+
 /// One running rank.
 pub struct Rank {
     /// Rank number.
     pub rank: u32,
-    /// Process (and process group) id.
+    /// The program's process (and process group) id.
     pub pid: i32,
+    /// Its supervisor's process id (mpirun's child; its exit status is the
+    /// program's).
+    pub supervisor: i32,
     pmi: Option<OwnedFd>,
     out: Option<OwnedFd>,
     err: Option<OwnedFd>,
@@ -48,6 +66,7 @@ impl Rank {
         Rank {
             rank,
             pid: started.pid,
+            supervisor: started.supervisor,
             pmi: Some(started.pmi),
             out: Some(started.stdout),
             err: Some(started.stderr),
@@ -295,7 +314,7 @@ impl Runner {
                 self.on_signals();
             }
             self.on_timers();
-            self.sink.flush();
+            self.flush_output();
         }
         self.sink.flush();
         if let Some(g) = self.guardian.take() {
@@ -319,6 +338,24 @@ impl Runner {
         }
     }
 
+    /// Writes collected output; output that cannot be delivered stops the
+    /// job (a reader of standard output that went away, as `| head` does,
+    /// or an output file that cannot be written).
+    fn flush_output(&mut self) {
+        self.sink.flush();
+        if let Some(trouble) = self.sink.take_trouble() {
+            self.fail(match trouble {
+                Trouble::StdoutClosed => Failure::OutputClosed,
+                Trouble::FileWrite { path, reason } => Failure::Launch {
+                    message: format!(
+                        "the output of the job could not be written to {}: {reason}",
+                        path.display()
+                    ),
+                },
+            });
+        }
+    }
+
     fn next_timer_ms(&self) -> i32 {
         let now = Instant::now();
         let mut next: Option<Instant> = None;
@@ -339,7 +376,7 @@ impl Runner {
             Some(t) => {
                 t.saturating_duration_since(now)
                     .as_millis()
-                    .min(i32::MAX as u128) as i32
+                    .min(i32::MAX as u128 - 1) as i32
                     + 1
             }
         }
@@ -541,7 +578,7 @@ impl Runner {
         }
         ended.sort_by_key(|(_, exit)| exit.is_ok());
         for (pid, exit) in ended {
-            let Some(i) = self.ranks.iter().position(|r| r.pid == pid) else {
+            let Some(i) = self.ranks.iter().position(|r| r.supervisor == pid) else {
                 continue;
             };
             // Take in the rank's last PMI messages (an abort) first.

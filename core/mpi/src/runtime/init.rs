@@ -85,7 +85,7 @@ unsafe extern "C" fn register_progress(ctx: *mut c_void, poll: ProgressFn) {
 
 /// The program name for messages (`argv[0]`'s file name).
 fn program_name() -> String {
-    std::env::args()
+    std::env::args_os()
         .next()
         .and_then(|a| {
             std::path::Path::new(&a)

@@ -90,11 +90,14 @@ pub fn wait_with_timeout(mut child: Child, limit: Duration, marker: &str) -> Run
     let start = Instant::now();
     let pid = child.id() as i32;
     // Read pipes in threads so a chatty job cannot block on a full pipe.
-    let mut out = child.stdout.take().unwrap();
+    // A test may have taken standard output to read it itself.
+    let out = child.stdout.take();
     let mut err = child.stderr.take().unwrap();
     let out_t = std::thread::spawn(move || {
         let mut s = String::new();
-        std::io::Read::read_to_string(&mut out, &mut s).ok();
+        if let Some(mut out) = out {
+            std::io::Read::read_to_string(&mut out, &mut s).ok();
+        }
         s
     });
     let err_t = std::thread::spawn(move || {

@@ -1,0 +1,198 @@
+//! The rank supervisor: a small child of mpirun that is the parent of one
+//! rank's program and a child subreaper, so every process the program
+//! starts (even one that leaves its process group or session) stays its
+//! descendant and is stopped with the rank.
+//!
+//! It exists so that no process of a job survives the job, whatever is
+//! killed: when mpirun dies (even together with its guardian, both with
+//! SIGKILL), each supervisor learns it from its parent-death signal and
+//! stops its program and everything the program started. When the program
+//! ends, the supervisor gives what it left running [`DRAIN`] to finish (a
+//! background writer flushing its last lines), stops the rest, and exits
+//! with the program's status (the same exit code, or death by the same
+//! signal), which is what mpirun sees.
+//!
+//! The supervisor runs as a forked copy of mpirun (no exec), so it is
+//! named `oxmpi-rank` (see `ps -o comm`): `pkill mpirun` leaves it to
+//! clean up after mpirun.
+
+use nix::sys::signal::{killpg, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+use std::time::{Duration, Instant};
+
+/// How long a rank's leftover processes may run after the program exited.
+pub const DRAIN: Duration = Duration::from_secs(1);
+
+/// How long leftover processes get between SIGTERM and SIGKILL when
+/// mpirun is gone.
+const GRACE_WITHOUT_MPIRUN: Duration = Duration::from_millis(500);
+
+/// Prepares the current process (just forked from mpirun, single-threaded)
+/// to supervise: process name, subreaper, parent-death signal. Returns
+/// false if mpirun is already gone.
+pub fn become_supervisor(mpirun: i32) -> bool {
+    // SAFETY: prctl with constant arguments on the calling process.
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, c"oxmpi-rank".as_ptr());
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
+        // SIGHUP is blocked (inherited from mpirun's signal mask), so it
+        // stays pending until `supervise` collects it.
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGHUP);
+        libc::getppid() == mpirun
+    }
+}
+
+/// Closes every descriptor from 3 up except those in `keep`.
+pub fn close_other_descriptors(keep: &[i32]) {
+    let mut keep: Vec<i32> = keep.iter().copied().filter(|&fd| fd >= 3).collect();
+    keep.sort_unstable();
+    let mut from: u32 = 3;
+    for fd in keep {
+        let fd = fd as u32;
+        if fd > from {
+            // SAFETY: closing descriptors this process owns and will not use.
+            unsafe { libc::close_range(from, fd - 1, 0) };
+        }
+        from = fd + 1;
+    }
+    // SAFETY: as above.
+    unsafe { libc::close_range(from, u32::MAX, 0) };
+}
+
+/// Points standard input, output and error at /dev/null, so the supervisor
+/// holds none of mpirun's terminal or pipes.
+pub fn detach_standard_streams() {
+    // SAFETY: open/dup2/close on descriptors of this process.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        if null >= 0 {
+            for fd in 0..3 {
+                libc::dup2(null, fd);
+            }
+            if null > 2 {
+                libc::close(null);
+            }
+        }
+    }
+}
+
+/// Supervises `program` until it and every process it started are gone,
+/// then exits with the program's status. Never returns.
+pub fn supervise(program: Pid, mpirun: i32) -> ! {
+    let mut status: Option<WaitStatus> = None;
+    let mut mpirun_gone = false;
+    let mut term_sent = false;
+    let mut kill_at: Option<Instant> = None;
+    loop {
+        // Reap whatever ended: the program, or orphans that came to us.
+        let no_children = loop {
+            match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) => break false,
+                Ok(s @ (WaitStatus::Exited(pid, _) | WaitStatus::Signaled(pid, _, _))) => {
+                    if pid == program {
+                        status = Some(s);
+                    }
+                }
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(_) => break true,
+            }
+        };
+        if no_children {
+            finish(status);
+        }
+        // SAFETY: getppid has no preconditions.
+        if !mpirun_gone && unsafe { libc::getppid() } != mpirun {
+            mpirun_gone = true;
+        }
+        let now = Instant::now();
+        if mpirun_gone && !term_sent {
+            term_sent = true;
+            signal_descendants(program, Signal::SIGTERM);
+            let deadline = now + GRACE_WITHOUT_MPIRUN;
+            kill_at = Some(kill_at.map_or(deadline, |k| k.min(deadline)));
+        }
+        if status.is_some() && kill_at.is_none() {
+            kill_at = Some(now + DRAIN);
+        }
+        if kill_at.is_some_and(|k| now >= k) {
+            signal_descendants(program, Signal::SIGKILL);
+        }
+        let wait = kill_at.map_or(Duration::from_millis(100), |k| {
+            k.saturating_duration_since(now)
+                .clamp(Duration::from_millis(1), Duration::from_millis(100))
+        });
+        wait_for_signal(wait);
+    }
+}
+
+/// Sends `signal` to the program's process group and to every child of
+/// this process (the program and orphans reparented to the subreaper).
+/// Grandchildren become children as their parents die, so repeated calls
+/// reach every descendant.
+fn signal_descendants(program: Pid, signal: Signal) {
+    let _ = killpg(program, signal);
+    // SAFETY: getpid has no preconditions.
+    let me = unsafe { libc::getpid() };
+    let children =
+        std::fs::read_to_string(format!("/proc/{me}/task/{me}/children")).unwrap_or_default();
+    for pid in children
+        .split_whitespace()
+        .filter_map(|p| p.parse::<i32>().ok())
+    {
+        let _ = nix::sys::signal::kill(Pid::from_raw(pid), signal);
+        // Its own process group too, if it leads one.
+        let _ = killpg(Pid::from_raw(pid), signal);
+    }
+}
+
+/// Waits at most `limit` for SIGCHLD or SIGHUP (both blocked, so they
+/// wait pending).
+fn wait_for_signal(limit: Duration) {
+    // SAFETY: sigset operations on a local set; sigtimedwait with valid
+    // pointers.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGCHLD);
+        libc::sigaddset(&mut set, libc::SIGHUP);
+        let timeout = libc::timespec {
+            tv_sec: limit.as_secs() as libc::time_t,
+            tv_nsec: limit.subsec_nanos() as libc::c_long,
+        };
+        libc::sigtimedwait(&set, std::ptr::null_mut(), &timeout);
+    }
+}
+
+/// Exits the way the program did.
+fn finish(status: Option<WaitStatus>) -> ! {
+    let code = match status {
+        Some(WaitStatus::Exited(_, code)) => code,
+        Some(WaitStatus::Signaled(_, signal, _)) => {
+            let signal = signal as i32;
+            // SAFETY: plain system calls in this single-threaded process:
+            // no core file of the supervisor, default action for the
+            // signal, unblocked, then raised; it ends the process.
+            unsafe {
+                let no_core = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+                libc::signal(signal, libc::SIG_DFL);
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                libc::sigaddset(&mut set, signal);
+                libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+                libc::raise(signal);
+            }
+            128 + signal
+        }
+        // The program never ran, or mpirun went before it ended.
+        _ => 1,
+    };
+    // SAFETY: ends this forked process without running mpirun's
+    // destructors or flushing its buffers.
+    unsafe { libc::_exit(code) }
+}
