@@ -8,8 +8,10 @@
 //! `[A-Za-z0-9_.-]`. Within one file the last line for a name wins.
 //!
 //! A malformed line is reported with its file and line; the other lines of
-//! the file still count.
+//! the file still count. Messages quote at most an excerpt of the line
+//! ([`excerpt`]).
 
+use oxmpi_plugin_api::text::excerpt;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -45,7 +47,7 @@ impl fmt::Display for LineError {
             self.path.display(),
             self.line,
             self.problem,
-            self.text.trim_end()
+            excerpt(self.text.trim_end())
         )
     }
 }
@@ -110,7 +112,8 @@ pub fn parse(path: &Path, text: &str) -> (Vec<FileEntry>, Vec<LineError>) {
         }
         if !valid_name(name) {
             errors.push(error(format!(
-                "\"{name}\" is not a valid parameter name (letters, digits, _ . - only)"
+                "\"{}\" is not a valid parameter name (letters, digits, _ . - only)",
+                excerpt(name)
             )));
             continue;
         }
@@ -181,10 +184,46 @@ mod tests {
         );
     }
 
+    #[test]
+    fn errors_quote_an_excerpt_of_a_long_line() {
+        let (_, errors) = parse_str(&format!("{} words\n", "x".repeat(10_000)));
+        let msg = errors[0].to_string();
+        assert!(
+            msg.starts_with(&format!(
+                "/etc/x.conf:1: no `=` on the line: \"{}…(10006 bytes)\". ",
+                "x".repeat(80)
+            )),
+            "{msg}"
+        );
+        let (_, errors) = parse_str(&format!("a b{} = 1\n", "y".repeat(10_000)));
+        let msg = errors[0].to_string();
+        assert!(msg.len() < 600, "{msg}");
+        assert!(
+            msg.contains("…(10003 bytes)\" is not a valid parameter name"),
+            "{msg}"
+        );
+    }
+
     proptest! {
         #[test]
         fn never_panics(text in "(?s).{0,200}") {
             let _ = parse_str(&text);
+        }
+
+        #[test]
+        fn messages_stay_short(
+            head in "(?s).{0,100}",
+            filler in prop::sample::select(vec!["x", "=", " ", "\"", "'", "#", "é", "\u{1b}"]),
+            repeat in 0usize..20_000,
+            tail in "(?s).{0,100}",
+        ) {
+            let (_, errors) = parse_str(&format!("{head}{}{tail}", filler.repeat(repeat)));
+            for e in errors {
+                let msg = e.to_string();
+                // The path, two excerpts (80 characters escaped to at most
+                // 10 bytes each, and a length) and the fixed text.
+                prop_assert!(msg.len() < 2 * (80 * 10 + 24) + 400, "{}", msg);
+            }
         }
 
         #[test]

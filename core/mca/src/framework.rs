@@ -120,7 +120,14 @@ impl<'m> OpenFramework<'m> {
         if !filter.allows(&c.name) {
             let r = self.mca.value(self.info.name);
             let how = r
-                .map(|r| format!("{} = \"{}\" (from {})", self.info.name, r.text, r.source))
+                .map(|r| {
+                    format!(
+                        "{} = \"{}\" (from {})",
+                        self.info.name,
+                        oxmpi_plugin_api::text::excerpt(&r.text),
+                        r.source
+                    )
+                })
                 .unwrap_or_default();
             self.log(&c.name, log::COMPONENT, &format!("excluded by {how}"));
             self.reasons

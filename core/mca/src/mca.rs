@@ -28,6 +28,7 @@ use crate::source::Source;
 use crate::tune::{self, TuneEntry};
 use crate::value::{self, Value};
 use crate::{log, services, suggest, FRAMEWORKS};
+use oxmpi_plugin_api::text::excerpt;
 use oxmpi_plugin_api::FrameworkInfo;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -80,11 +81,14 @@ pub struct Assignment {
 }
 
 impl Assignment {
-    /// How the user wrote it, for messages (`OXMPI_MCA_x (environment)`).
+    /// How the user wrote it, for messages (`environment variable
+    /// OXMPI_MCA_x`); a name quoted in it is an [`excerpt`].
     pub fn origin(&self) -> String {
         match &self.source {
-            Source::Environment { variable } => format!("environment variable {variable}"),
-            Source::CommandLine => format!("--mca {} on the command line", self.name),
+            Source::Environment { variable } => {
+                format!("environment variable {}", excerpt(variable))
+            }
+            Source::CommandLine => format!("--mca {} on the command line", excerpt(&self.name)),
             other => other.to_string(),
         }
     }
@@ -287,7 +291,10 @@ impl Mca {
             if let Some(previous) = seen.insert(name, value) {
                 if previous != value {
                     self.error(format!(
-                        "--mca {name} is given twice with different values (\"{previous}\" and \"{value}\"); give it once"
+                        "--mca {} is given twice with different values (\"{}\" and \"{}\"); give it once",
+                        excerpt(name),
+                        excerpt(previous),
+                        excerpt(value)
                     ));
                 }
             }
@@ -494,14 +501,14 @@ impl Mca {
                 } else {
                     "parameter files cannot set it"
                 },
-                a.value
+                excerpt(&a.value)
             ));
         }
         match value::parse(&info.decl, &a.value, self.home.as_deref()) {
             Ok(v) => Ok(value::display(&info.decl, &v)),
             Err(e) => Err(format!(
                 "invalid value \"{}\" for parameter {} (from {}): {}. Expected {}.",
-                a.value,
+                excerpt(&a.value),
                 info.full_name,
                 a.origin(),
                 e.0,
@@ -688,7 +695,7 @@ impl Mca {
             let hint = suggest::did_you_mean(&self.suggest(&a.name));
             self.warn(format!(
                 "unknown parameter {} (set by {}): no installed framework or component declares it. {hint}`oxmpi_info --param all all --level 9` lists every parameter; {WARN_UNKNOWN}=0 silences this warning.",
-                a.name,
+                excerpt(&a.name),
                 a.origin()
             ));
         }
@@ -752,7 +759,11 @@ impl Mca {
                     framework,
                     "base",
                     log::COMPONENT,
-                    &format!("{framework} = \"{text}\" excludes {n}, which is not installed"),
+                    &format!(
+                        "{framework} = \"{}\" excludes {}, which is not installed",
+                        excerpt(text),
+                        excerpt(n)
+                    ),
                 );
             }
         }

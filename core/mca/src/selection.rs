@@ -6,8 +6,10 @@
 //! item of an include list (`a,^b`) mixes the two forms and is an error; so
 //! is an empty name. Including a
 //! component that is not available is an error listing the available ones;
-//! excluding one that is not available is only logged.
+//! excluding one that is not available is only logged. Errors quote at
+//! most an excerpt of the value and of the names ([`excerpt`]).
 
+use oxmpi_plugin_api::text::excerpt;
 use oxmpi_plugin_api::SelectionKind;
 use std::fmt;
 
@@ -49,7 +51,9 @@ impl Filter {
             .find(|i| i.starts_with('^'))
             .filter(|_| !negated)
         {
-            let first_pos = items[0];
+            let first_pos = excerpt(items[0]);
+            let stray = excerpt(stray);
+            let value = excerpt(value);
             return Err(SelectionError(format!(
                 "parameter {framework} = \"{value}\" (from {source}) mixes included ({first_pos}) and excluded ({stray}) components. \
 A ^ at the start excludes every component listed after it: \"^tcp,self\" uses all {framework} components except tcp and self. \
@@ -62,7 +66,8 @@ Without ^ the list names the only components to use: \"tcp,self\". Use one form 
             .collect();
         if names.iter().any(String::is_empty) {
             return Err(SelectionError(format!(
-                "parameter {framework} = \"{value}\" (from {source}) has an empty component name; list component names separated by commas, such as \"tcp,self\""
+                "parameter {framework} = \"{}\" (from {source}) has an empty component name; list component names separated by commas, such as \"tcp,self\"",
+                excerpt(value)
             )));
         }
         Ok(if negated {
@@ -113,9 +118,9 @@ Without ^ the list names the only components to use: \"tcp,self\". Use one form 
         Err(SelectionError(format!(
             "parameter {framework} = \"{}\" (from {source}) asks for {} {} that {} not available. {listing}. \
 Run `oxmpi_info --show-failed` to see component libraries that failed to load, and `oxmpi_info --path` for where components are searched.",
-            value.trim(),
+            excerpt(value.trim()),
             if missing.len() == 1 { "component" } else { "components" },
-            missing.join(", "),
+            excerpt(&missing.join(", ")),
             if missing.len() == 1 { "is" } else { "are" },
         )))
     }

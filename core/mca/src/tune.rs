@@ -7,6 +7,7 @@
 //! file and line.
 
 use crate::files::{valid_name, LineError};
+use oxmpi_plugin_api::text::excerpt;
 use std::path::Path;
 
 /// One item of a tune file.
@@ -62,7 +63,10 @@ pub fn parse(path: &Path, text: &str) -> (Vec<TuneEntry>, Vec<LineError>) {
                         })
                     }
                     (Some(name), Some(_)) => {
-                        problem = Some(format!("\"{name}\" is not a valid parameter name"));
+                        problem = Some(format!(
+                            "\"{}\" is not a valid parameter name",
+                            excerpt(&name)
+                        ));
                         break;
                     }
                     _ => {
@@ -102,12 +106,16 @@ pub fn parse(path: &Path, text: &str) -> (Vec<TuneEntry>, Vec<LineError>) {
                         (word.clone(), words.next().unwrap_or_default())
                     } else {
                         problem = Some(format!(
-                            "unexpected \"{word}\" (expected --mca NAME VALUE, -x VAR[=VALUE] or NAME = VALUE)"
+                            "unexpected \"{}\" (expected --mca NAME VALUE, -x VAR[=VALUE] or NAME = VALUE)",
+                            excerpt(&word)
                         ));
                         break;
                     };
                     if !valid_name(&name) {
-                        problem = Some(format!("\"{name}\" is not a valid parameter name"));
+                        problem = Some(format!(
+                            "\"{}\" is not a valid parameter name",
+                            excerpt(&name)
+                        ));
                         break;
                     }
                     line_entries.push(TuneEntry::Param {
@@ -185,10 +193,41 @@ mod tests {
         assert!(errors[1].to_string().contains("t.conf:2"), "{}", errors[1]);
     }
 
+    #[test]
+    fn errors_quote_an_excerpt_of_a_long_line() {
+        let word = "w".repeat(10_000);
+        let (_, errors) = parse(Path::new("t.conf"), &format!("{word}\n"));
+        let msg = errors[0].to_string();
+        assert!(msg.len() < 800, "{msg}");
+        assert!(
+            msg.starts_with(&format!(
+                "t.conf:1: unexpected \"{}…(10000 bytes)\" (expected --mca NAME VALUE",
+                "w".repeat(80)
+            )),
+            "{msg}"
+        );
+        let (_, errors) = parse(Path::new("t.conf"), &format!("--mca {word}% 1\n"));
+        assert!(errors[0].to_string().len() < 800, "{}", errors[0]);
+    }
+
     proptest! {
         #[test]
         fn never_panics(text in "(?s).{0,200}") {
             let _ = parse(Path::new("t"), &text);
+        }
+
+        #[test]
+        fn messages_stay_short(
+            head in "(?s).{0,100}",
+            filler in prop::sample::select(vec!["x", "=", " ", "\"", "'", "#", "-x ", "%", "\u{1b}"]),
+            repeat in 0usize..20_000,
+            tail in "(?s).{0,100}",
+        ) {
+            let (_, errors) = parse(Path::new("t"), &format!("{head}{}{tail}", filler.repeat(repeat)));
+            for e in errors {
+                let msg = e.to_string();
+                prop_assert!(msg.len() < 2 * (80 * 10 + 24) + 400, "{}", msg);
+            }
         }
     }
 }

@@ -4,7 +4,10 @@
 //! declarations. Unlike Open MPI, integers reject trailing garbage (`4x`),
 //! a leading `0` is decimal (not octal), and out-of-range numbers are errors
 //! rather than being clamped or wrapped.
+//!
+//! Errors quote at most an excerpt of the value ([`excerpt`]).
 
+use oxmpi_plugin_api::text::excerpt;
 use oxmpi_plugin_api::{ParamDecl, ParamType, ParamValue};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -156,7 +159,7 @@ pub fn parse_integer(text: &str) -> Result<i128, ValueError> {
         .unwrap_or(digits_and_suffix.len());
     let (digits, suffix) = digits_and_suffix.split_at(digits_end);
     if digits.is_empty() {
-        return Err(ValueError(format!("\"{t}\" is not a number")));
+        return Err(ValueError(format!("\"{}\" is not a number", excerpt(t))));
     }
     let shift = match suffix {
         "" => 0,
@@ -165,7 +168,9 @@ pub fn parse_integer(text: &str) -> Result<i128, ValueError> {
         "g" | "G" => 30,
         _ => {
             return Err(ValueError(format!(
-                "\"{t}\" has unexpected text \"{suffix}\" after the number (only a k, m or g suffix is allowed)"
+                "\"{}\" has unexpected text \"{}\" after the number (only a k, m or g suffix is allowed)",
+                excerpt(t),
+                excerpt(suffix)
             )))
         }
     };
@@ -173,7 +178,7 @@ pub fn parse_integer(text: &str) -> Result<i128, ValueError> {
         .ok()
         .and_then(|m| m.checked_mul(1i128 << shift))
         .filter(|m| *m <= u64::MAX as i128)
-        .ok_or_else(|| ValueError(format!("\"{t}\" is too large")))?;
+        .ok_or_else(|| ValueError(format!("\"{}\" is too large", excerpt(t))))?;
     Ok(if negative { -magnitude } else { magnitude })
 }
 
@@ -182,7 +187,10 @@ pub fn parse_bool(text: &str) -> Result<bool, ValueError> {
     match text.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "t" | "yes" | "y" | "on" | "enabled" => Ok(true),
         "0" | "false" | "f" | "no" | "n" | "off" | "disabled" => Ok(false),
-        _ => Err(ValueError(format!("\"{}\" is not a boolean", text.trim()))),
+        _ => Err(ValueError(format!(
+            "\"{}\" is not a boolean",
+            excerpt(text.trim())
+        ))),
     }
 }
 
@@ -225,7 +233,10 @@ pub fn parse(decl: &ParamDecl, text: &str, home: Option<&Path>) -> Result<Value,
             let t = text.trim();
             match t.parse::<f64>() {
                 Ok(v) if v.is_finite() => Ok(Value::Double(v)),
-                _ => Err(ValueError(format!("\"{t}\" is not a finite number"))),
+                _ => Err(ValueError(format!(
+                    "\"{}\" is not a finite number",
+                    excerpt(t)
+                ))),
             }
         }
         ParamType::String => Ok(Value::Str(expand_home(text, home))),
@@ -246,7 +257,7 @@ pub fn parse(decl: &ParamDecl, text: &str, home: Option<&Path>) -> Result<Value,
                 return Ok(Value::Int(v.value));
             }
             let n = parse_integer(t)
-                .map_err(|_| ValueError(format!("\"{t}\" is not a valid choice")))?;
+                .map_err(|_| ValueError(format!("\"{}\" is not a valid choice", excerpt(t))))?;
             let named = decl.enum_values.iter().any(|v| v.value as i128 == n);
             let in_range = decl
                 .range

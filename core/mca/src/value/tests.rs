@@ -144,3 +144,42 @@ proptest! {
         prop_assert!(p(&INT, &text).is_err());
     }
 }
+
+#[test]
+fn errors_quote_an_excerpt_of_a_long_value() {
+    let long = |c: &str| c.repeat(100_000);
+    let cases = [
+        (&INT, long("x"), "\"xxxx"),
+        (&INT, format!("1{}", long("q")), "unexpected text \"qqqq"),
+        (&INT, long("9"), "is too large"),
+        (&BOOL, long("b"), "is not a boolean"),
+        (&DOUBLE, long("d"), "is not a finite number"),
+        (&ENUM, long("e"), "is not a valid choice"),
+    ];
+    for (decl, text, what) in cases {
+        let e = p(decl, &text).unwrap_err().0;
+        assert!(e.contains(what), "{e}");
+        assert!(
+            e.contains("…(100000 bytes)") || e.contains("…(100001 bytes)"),
+            "{e}"
+        );
+        assert!(e.len() < 400, "{} bytes: {}", e.len(), &e[..400]);
+    }
+}
+
+proptest! {
+    #[test]
+    fn errors_stay_short(
+        head in ".{0,20}",
+        filler in prop::sample::select(vec!["x", "9", "k", " ", "é", "\u{7}"]),
+        repeat in 0usize..5_000,
+        decl in prop::sample::select(vec![INT, SIZE, BOOL, DOUBLE, ENUM, VERBOSE]),
+    ) {
+        let text = format!("{head}{}", filler.repeat(repeat));
+        if let Err(e) = p(&decl, &text) {
+            // Two excerpts at most, each 80 characters escaped to at most 10
+            // bytes plus its length, and the fixed words.
+            prop_assert!(e.0.len() < 2 * (80 * 10 + 24) + 200, "{}", e.0);
+        }
+    }
+}
