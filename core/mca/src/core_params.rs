@@ -4,6 +4,7 @@
 
 use crate::paths::{user_component_dir, user_param_file, InstallPaths};
 use oxmpi_plugin_api::params::VERBOSITY_VALUES;
+use oxmpi_plugin_api::text::excerpt;
 use oxmpi_plugin_api::{flags, FrameworkInfo, ParamDecl, ParamType};
 use std::path::Path;
 
@@ -19,6 +20,67 @@ pub const SHOW_LOAD_ERRORS: &str = "mca_base_component_show_load_errors";
 pub const WARN_UNKNOWN: &str = "mca_base_warn_unknown";
 /// `mca_base_verbose`.
 pub const VERBOSE: &str = "mca_base_verbose";
+
+/// What [`SHOW_LOAD_ERRORS`] accepts, worded for the end of an "invalid
+/// value" message.
+pub const SHOW_LOAD_ERRORS_ACCEPTED: &str = "\"all\", \"none\" (also yes/no, true/false, 1/0), or a comma-separated list of framework or framework/component names (\"btl,pml/ucx\"), with one ^ in front to report all but those";
+
+/// Checks a value of [`SHOW_LOAD_ERRORS`]: the words of
+/// [`SHOW_LOAD_ERRORS_ACCEPTED`], or a list whose items each name one of
+/// `frameworks` (optionally `/component`; components are not checked, since
+/// the one that fails to load is not installed). Empty items are ignored.
+/// The error says what is wrong, quoting excerpts of the items.
+pub fn check_show_load_errors(spec: &str, frameworks: &[&str]) -> Result<(), String> {
+    let spec = spec.trim();
+    if matches!(
+        spec.to_ascii_lowercase().as_str(),
+        "all" | "yes" | "1" | "true" | "none" | "no" | "0" | "false" | ""
+    ) {
+        return Ok(());
+    }
+    let list = spec.strip_prefix('^').unwrap_or(spec);
+    let mut unknown: Vec<&str> = Vec::new();
+    for item in list.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        if item.starts_with('^') {
+            return Err(format!(
+                "\"{}\" has a ^ inside the list; a ^ applies to the whole list and goes once in front of it",
+                excerpt(item)
+            ));
+        }
+        let framework = match item.split_once('/') {
+            Some((_, component)) if component.trim().is_empty() => {
+                return Err(format!(
+                    "\"{}\" names no component after the /",
+                    excerpt(item)
+                ))
+            }
+            Some((fw, _)) => fw.trim(),
+            None => item,
+        };
+        if !frameworks.contains(&framework) && !unknown.contains(&framework) {
+            unknown.push(framework);
+        }
+    }
+    match unknown.as_slice() {
+        [] => Ok(()),
+        [one] => Err(format!(
+            "\"{}\" is not a framework (known: {})",
+            excerpt(one),
+            frameworks.join(", ")
+        )),
+        many => Err(format!(
+            "{} are not frameworks (known: {})",
+            excerpt(
+                &many
+                    .iter()
+                    .map(|f| format!("\"{f}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            frameworks.join(", ")
+        )),
+    }
+}
 
 fn leak(s: String) -> &'static str {
     Box::leak(s.into_boxed_str())
@@ -132,6 +194,50 @@ pub fn framework_params(info: &FrameworkInfo) -> [ParamDecl; 2] {
 mod tests {
     use super::*;
     use crate::registry::check_decl;
+
+    const FWS: &[&str] = &["btl", "coll", "mtl", "pml", "rmaps"];
+
+    #[test]
+    fn show_load_errors_accepts_words_and_known_frameworks() {
+        for ok in [
+            "all",
+            "ALL",
+            "none",
+            "",
+            " yes ",
+            "0",
+            "btl",
+            "^btl",
+            "btl,pml/ucx",
+            "btl, ,pml",
+            "^btl/tcp, rmaps",
+        ] {
+            assert_eq!(check_show_load_errors(ok, FWS), Ok(()), "{ok:?}");
+        }
+    }
+
+    #[test]
+    fn show_load_errors_names_what_is_wrong() {
+        assert_eq!(
+            check_show_load_errors("bogus", FWS),
+            Err("\"bogus\" is not a framework (known: btl, coll, mtl, pml, rmaps)".into())
+        );
+        assert_eq!(
+            check_show_load_errors("^btl,foo/x,bar,foo", FWS),
+            Err("\"foo\", \"bar\" are not frameworks (known: btl, coll, mtl, pml, rmaps)".into())
+        );
+        assert_eq!(
+            check_show_load_errors("btl,^pml", FWS),
+            Err("\"^pml\" has a ^ inside the list; a ^ applies to the whole list and goes once in front of it".into())
+        );
+        assert_eq!(
+            check_show_load_errors("btl/", FWS),
+            Err("\"btl/\" names no component after the /".into())
+        );
+        let long = "x".repeat(10_000);
+        let e = check_show_load_errors(&long, FWS).unwrap_err();
+        assert!(e.len() < 300 && e.contains("…(10000 bytes)"), "{e}");
+    }
 
     #[test]
     fn every_core_and_framework_declaration_is_valid() {

@@ -504,7 +504,22 @@ impl Mca {
                 excerpt(&a.value)
             ));
         }
-        match value::parse(&info.decl, &a.value, self.home.as_deref()) {
+        let checked = value::parse(&info.decl, &a.value, self.home.as_deref()).and_then(|v| {
+            if info.full_name == SHOW_LOAD_ERRORS {
+                let known: Vec<&str> = FRAMEWORKS.iter().map(|f| f.name).collect();
+                core_params::check_show_load_errors(v.as_str().unwrap_or(""), &known)
+                    .map_err(value::ValueError)?;
+            }
+            Ok(v)
+        });
+        let expected = || {
+            if info.full_name == SHOW_LOAD_ERRORS {
+                core_params::SHOW_LOAD_ERRORS_ACCEPTED.to_string()
+            } else {
+                value::accepted_values(&info.decl)
+            }
+        };
+        match checked {
             Ok(v) => Ok(value::display(&info.decl, &v)),
             Err(e) => Err(format!(
                 "invalid value \"{}\" for parameter {} (from {}): {}. Expected {}.",
@@ -512,7 +527,7 @@ impl Mca {
                 info.full_name,
                 a.origin(),
                 e.0,
-                value::accepted_values(&info.decl)
+                expected()
             )),
         }
     }

@@ -313,6 +313,30 @@ fn show_load_errors_none_hides_the_warning_unless_the_component_is_requested() {
 }
 
 #[test]
+fn show_load_errors_with_an_unknown_framework_is_an_invalid_value() {
+    let mut w = World::new();
+    let junk = w.write_component_file("libmca_btl_junk.so", b"junk");
+    w.set_param_env("mca_base_component_show_load_errors", "none");
+    w.set_mca("mca_base_component_show_load_errors", "bogus");
+    let (mca, d) = w.init();
+    let error = d.expect_one(Severity::Error, &["mca_base_component_show_load_errors"]);
+    assert_eq!(
+        error,
+        "invalid value \"bogus\" for parameter mca_base_component_show_load_errors (from --mca mca_base_component_show_load_errors on the command line): \"bogus\" is not a framework (known: btl, coll, mtl, pml, rmaps). Expected \"all\", \"none\" (also yes/no, true/false, 1/0), or a comma-separated list of framework or framework/component names (\"btl,pml/ucx\"), with one ^ in front to report all but those."
+    );
+    // As for any invalid value, the next source wins: the environment's
+    // "none" hides the load failure.
+    assert_eq!(
+        mca.value("mca_base_component_show_load_errors")
+            .unwrap()
+            .text,
+        "none"
+    );
+    assert!(d.matching(&[&junk.display().to_string()]).is_empty(), "{d}");
+    assert_eq!(d.0.len(), 1, "{d}");
+}
+
+#[test]
 fn show_load_errors_by_framework_and_component() {
     let mut w = World::new();
     let junk = w.write_component_file("libmca_btl_junk.so", b"junk");
