@@ -156,14 +156,14 @@ impl PmiClient {
         if let Some(rc) = reply.get("rc").filter(|rc| *rc != "0") {
             return Err(PmiError::Refused {
                 during: during.into(),
-                rc: rc.into(),
+                rc: excerpt(rc.as_bytes()),
                 msg: format!(
                     "the server speaks PMI {}.{} and this client PMI 1.1{}",
-                    reply.get("pmi_version").unwrap_or("?"),
-                    reply.get("pmi_subversion").unwrap_or("?"),
+                    excerpt(reply.get("pmi_version").unwrap_or("?").as_bytes()),
+                    excerpt(reply.get("pmi_subversion").unwrap_or("?").as_bytes()),
                     reply
                         .get("msg")
-                        .map(|m| format!(" ({m})"))
+                        .map(|m| format!(" ({})", excerpt(m.as_bytes())))
                         .unwrap_or_default()
                 ),
             });
@@ -327,7 +327,7 @@ impl PmiClient {
         if reply.command != "barrier_out" {
             return Err(PmiError::Protocol {
                 during: during.into(),
-                detail: format!("expected cmd=barrier_out, got {:?}", reply.to_string()),
+                detail: format!("expected cmd=barrier_out, got {:?}", shown(&reply)),
             });
         }
         check_rc(&reply, during)
@@ -538,7 +538,7 @@ fn check_value(value: &str, maxes: Maxes) -> Result<(), PmiError> {
 fn required<'a>(reply: &'a Message, key: &str, during: &str) -> Result<&'a str, PmiError> {
     reply.get(key).ok_or_else(|| PmiError::Protocol {
         during: during.into(),
-        detail: format!("the reply {:?} has no {key}= field", reply.to_string()),
+        detail: format!("the reply {:?} has no {key}= field", shown(reply)),
     })
 }
 
@@ -550,15 +550,24 @@ fn field_number<T: std::str::FromStr>(
     let text = required(reply, key, during)?;
     text.parse().map_err(|_| PmiError::Protocol {
         during: during.into(),
-        detail: format!("{key}={text:?} in {:?} is not a number", reply.to_string()),
+        detail: format!(
+            "{key}={:?} in {:?} is not a number",
+            excerpt(text.as_bytes()),
+            shown(reply)
+        ),
     })
+}
+
+/// The reply as an excerpt, for messages.
+fn shown(reply: &Message) -> String {
+    excerpt(reply.to_string().as_bytes())
 }
 
 fn refused(reply: &Message, during: &str) -> PmiError {
     PmiError::Refused {
         during: during.into(),
-        rc: reply.get("rc").unwrap_or("?").into(),
-        msg: reply.get("msg").unwrap_or("no reason given").into(),
+        rc: excerpt(reply.get("rc").unwrap_or("?").as_bytes()),
+        msg: excerpt(reply.get("msg").unwrap_or("no reason given").as_bytes()),
     }
 }
 
@@ -582,7 +591,7 @@ impl Conn {
         }
         Err(PmiError::Protocol {
             during: during.into(),
-            detail: format!("expected cmd={expected}, got {:?}", reply.to_string()),
+            detail: format!("expected cmd={expected}, got {:?}", shown(&reply)),
         })
     }
 
@@ -603,7 +612,7 @@ impl Conn {
             if set.command != "set" {
                 return Err(PmiError::Protocol {
                     during,
-                    detail: format!("expected cmd=set, got {:?}", set.to_string()),
+                    detail: format!("expected cmd=set, got {:?}", shown(&set)),
                 });
             }
             if set.get("size").is_some() {

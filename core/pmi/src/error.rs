@@ -88,7 +88,7 @@ pub enum PmiError {
     Invalid {
         /// `key` or `value`.
         what: &'static str,
-        /// The offending text (at most 120 bytes of it).
+        /// The offending text (an excerpt, see [`crate::wire::excerpt`]).
         text: String,
         /// What is wrong with it and what to do.
         reason: String,

@@ -37,6 +37,18 @@ impl Default for Maxes {
     }
 }
 
+/// How many keys one rank may put into a launcher's key-value space: 1024.
+///
+/// The value length is bounded by [`Maxes::vallen_max`] and the key length
+/// by [`Maxes::keylen_max`]; this bounds their number, so that one rank
+/// that puts keys in a loop cannot make the launcher hold more than about
+/// 1.1 MB for it. Real ranks put a few keys (an MPICH rank one or two per
+/// transport; an oxmpi rank one per modex card chunk, at most
+/// `MAX_CARD_CHUNKS` of the MPI layer's modex for each transport). Putting
+/// a key again with the same value does not count again. hydra has no such
+/// limit.
+pub const MAX_KEYS_PER_RANK: usize = 1024;
+
 /// Keys the server answers itself; a `put` of one of them is refused.
 pub const RESERVED_KEYS: &[&str] = &[PROCESS_MAPPING_KEY, DEAD_PROCESSES_KEY];
 
@@ -82,6 +94,12 @@ pub enum PutError {
     Duplicate {
         /// The key.
         key: String,
+    },
+    /// The rank has put as many keys as it may ([`MAX_KEYS_PER_RANK`]).
+    #[error("too_many_keys_(a_rank_may_put_{max})")]
+    TooManyKeys {
+        /// The limit.
+        max: usize,
     },
 }
 
@@ -224,6 +242,7 @@ mod tests {
             PutError::ValueTooLong { len: 2, max: 1 },
             PutError::Reserved { key: "k".into() },
             PutError::Duplicate { key: "k".into() },
+            PutError::TooManyKeys { max: 1024 },
         ] {
             assert!(!e.to_string().contains(' '), "{e}");
         }

@@ -22,7 +22,8 @@
 //! Errors are replies with `rc=-1` and a `msg=` token (spaces written as
 //! `_`), under the reply name the client waits for, so that it fails
 //! cleanly instead of hanging: a `put` that breaks the rules of
-//! [`crate::Kvs`] (duplicate key with another value, too long, reserved),
+//! [`crate::Kvs`] (duplicate key with another value, too long, reserved,
+//! more than [`crate::kvs::MAX_KEYS_PER_RANK`] keys from one rank),
 //! an unsupported PMI version, name publishing and spawning (unsupported:
 //! `publish_result`, `unpublish_result`, `lookup_result`, `spawn_result`
 //! with `rc=-1`), a malformed or overlong message. An unknown command is
@@ -34,7 +35,9 @@
 //! first, so it cannot tell).
 
 use crate::frame::{Frame, Framer};
-use crate::kvs::{Kvs, Maxes, DEAD_PROCESSES_KEY, PROCESS_MAPPING_KEY};
+use crate::kvs::{
+    Kvs, Maxes, PutError, DEAD_PROCESSES_KEY, MAX_KEYS_PER_RANK, PROCESS_MAPPING_KEY,
+};
 use crate::mapping::process_mapping;
 use crate::wire::{self, excerpt, msg_token, response, Message, WireError};
 
@@ -117,6 +120,8 @@ struct RankState {
     in_barrier: bool,
     aborted: bool,
     disconnected: bool,
+    /// Keys this rank has put (new keys only).
+    keys: usize,
 }
 
 /// The launcher's PMI-1 server for one job. See the module documentation
@@ -454,8 +459,9 @@ impl Core {
                 actions.push(Action::ProtocolError {
                     rank,
                     message: format!(
-                        "rank {rank} sent an unknown PMI command {other:?} ({:?}); \
+                        "rank {rank} sent an unknown PMI command {:?} ({:?}); \
                          answered with an error",
+                        excerpt(other.as_bytes()),
                         excerpt(line.strip_suffix(b"\n").unwrap_or(line))
                     ),
                 });
@@ -487,8 +493,8 @@ impl Core {
         }
         let asked = format!(
             "{}.{}",
-            msg.get("pmi_version").unwrap_or("?"),
-            msg.get("pmi_subversion").unwrap_or("?")
+            excerpt(msg.get("pmi_version").unwrap_or("?").as_bytes()),
+            excerpt(msg.get("pmi_subversion").unwrap_or("?").as_bytes())
         );
         actions.push(Action::ProtocolError {
             rank,
@@ -525,7 +531,7 @@ impl Core {
             Self::send(actions, rank, bytes.into_bytes());
             return;
         }
-        let got = msg.get("pmiid").unwrap_or("(none)");
+        let got = excerpt(msg.get("pmiid").unwrap_or("(none)").as_bytes());
         actions.push(Action::ProtocolError {
             rank,
             message: format!(
@@ -567,8 +573,33 @@ impl Core {
         };
         // Like hydra, a put without value= stores the empty value.
         let value = msg.get("value").unwrap_or("");
+        let new = self.kvs.get(key).is_none();
+        let state = &mut self.ranks[rank as usize];
+        if new && state.keys >= MAX_KEYS_PER_RANK {
+            if state.keys == MAX_KEYS_PER_RANK {
+                // Said once; later refusals only get the reply.
+                state.keys += 1;
+                actions.push(Action::ProtocolError {
+                    rank,
+                    message: format!(
+                        "rank {rank} put more than {MAX_KEYS_PER_RANK} PMI keys, the limit for \
+                         one rank; its further new keys are refused"
+                    ),
+                });
+            }
+            let e = PutError::TooManyKeys {
+                max: MAX_KEYS_PER_RANK,
+            };
+            Self::fail(actions, rank, Some("put"), &e.to_string());
+            return;
+        }
         match self.kvs.put(key, value) {
-            Ok(()) => Self::send(actions, rank, PUT_OK.to_vec()),
+            Ok(()) => {
+                if new {
+                    state.keys += 1;
+                }
+                Self::send(actions, rank, PUT_OK.to_vec())
+            }
             Err(e) => Self::fail(actions, rank, Some("put"), &e.to_string()),
         }
     }

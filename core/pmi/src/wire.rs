@@ -24,8 +24,10 @@ use std::fmt::Write as _;
 /// bounds the memory a misbehaving peer can make the other side buffer.
 pub const MAX_MESSAGE_LEN: usize = 64 * 1024;
 
-/// How many bytes of an offending message an error quotes.
-const EXCERPT_LEN: usize = 120;
+/// How many bytes of an offending message an error quotes: 80, as
+/// `oxmpi_plugin_api::text::excerpt` quotes 80 characters (this crate
+/// stays free of the plugin ABI, so it has its own copy for bytes).
+pub const EXCERPT_LEN: usize = 80;
 
 /// One PMI-1 message: the command (the value of the leading `cmd=`) and the
 /// other tokens in the order they appeared.
@@ -42,7 +44,8 @@ pub struct Message {
 }
 
 /// Why a message could not be parsed or encoded. Every variant quotes the
-/// offending text (at most 120 bytes of it, lossily decoded as UTF-8).
+/// offending text as an excerpt: at most [`EXCERPT_LEN`] bytes of it,
+/// lossily decoded as UTF-8, then `…(N bytes)` when it was longer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WireError {
     /// The line holds no token at all (empty, or only spaces).
@@ -110,13 +113,15 @@ pub enum WireError {
     },
 }
 
-/// Quotes at most [`EXCERPT_LEN`] bytes of `bytes`, lossily decoded.
-pub(crate) fn excerpt(bytes: &[u8]) -> String {
+/// Quotes at most [`EXCERPT_LEN`] bytes of `bytes`, lossily decoded, then
+/// `…(N bytes)` with the whole length when it cut. Messages print it with
+/// `{:?}`, which escapes control characters.
+pub fn excerpt(bytes: &[u8]) -> String {
     if bytes.len() <= EXCERPT_LEN {
         String::from_utf8_lossy(bytes).into_owned()
     } else {
         let mut s = String::from_utf8_lossy(&bytes[..EXCERPT_LEN]).into_owned();
-        s.push_str("...");
+        s.push_str(&format!("…({} bytes)", bytes.len()));
         s
     }
 }

@@ -439,3 +439,61 @@ fn pmi_fd_is_checked_and_claimed_once() {
     drop(c);
     assert_eq!(host.wait().finalized, vec![true]);
 }
+
+#[test]
+fn long_replies_are_quoted_short() {
+    let huge = "r".repeat(30_000);
+    let mut c = with_handshake(vec![
+        (
+            "cmd=barrier_in\n",
+            Some(format!("cmd=put_result rc=0 x={huge}\n").leak()),
+        ),
+        (
+            "cmd=put kvsname=kvs_1 key=k value=v\n",
+            Some(format!("cmd=put_result rc={huge} msg={huge}\n").leak()),
+        ),
+        (
+            "cmd=get_universe_size\n",
+            Some(format!("cmd=universe_size size={huge}\n").leak()),
+        ),
+    ]);
+    within(move || {
+        let e = c.barrier().unwrap_err().to_string();
+        assert!(e.len() < 400 && e.contains("…(30022 bytes)"), "{e}");
+        let e = c.put("k", "v").unwrap_err().to_string();
+        assert!(e.len() < 400 && e.contains("rc=rrrr"), "{e}");
+        let e = c.universe_size().unwrap_err().to_string();
+        assert!(e.len() < 600 && e.contains("is not a number"), "{e}");
+    });
+}
+
+#[test]
+fn a_reply_without_end_is_an_error_not_unbounded_buffering() {
+    // The server sends 1 MB without a newline: the client gives up once it
+    // holds more than MAX_MESSAGE_LEN bytes.
+    let (client_end, mut server_end) = UnixStream::pair().unwrap();
+    let server = thread::spawn(move || {
+        let mut reader = BufReader::new(server_end.try_clone().unwrap());
+        for (_, reply) in HANDSHAKE {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            server_end.write_all(reply.unwrap().as_bytes()).unwrap();
+        }
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        // The client stops reading: the writes may fail, which is fine.
+        let _ = server_end.write_all(&vec![b'x'; 1 << 20]);
+    });
+    let mut c = PmiClient::from_unix_stream(client_end, 0, 1).unwrap();
+    let e = within(move || c.barrier().unwrap_err());
+    assert!(matches!(e, PmiError::Protocol { .. }), "{e}");
+    let e = e.to_string();
+    assert!(
+        e.contains(&format!(
+            "a reply longer than {MAX_MESSAGE_LEN} bytes without a newline"
+        )),
+        "{e}"
+    );
+    assert!(e.len() < 400, "{e}");
+    let _ = server.join();
+}

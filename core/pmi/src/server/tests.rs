@@ -475,6 +475,77 @@ fn malformed_and_overlong_messages_get_an_error_reply() {
 }
 
 #[test]
+fn a_rank_may_put_a_bounded_number_of_keys() {
+    let mut s = server(2);
+    for i in 0..MAX_KEYS_PER_RANK {
+        put(&mut s, 0, &format!("k{i}"), "v");
+    }
+    // Putting a key again with the same value does not count.
+    put(&mut s, 0, "k0", "v");
+    let refused = (
+        0,
+        "cmd=put_result rc=-1 msg=too_many_keys_(a_rank_may_put_1024)\n".to_string(),
+    );
+    let (sends, other) = talk(&mut s, 0, &format!("cmd=put kvsname={KVS} key=x value=v\n"));
+    assert_eq!(sends, std::slice::from_ref(&refused));
+    match &other[..] {
+        [Action::ProtocolError { rank: 0, message }] => assert_eq!(
+            message,
+            "rank 0 put more than 1024 PMI keys, the limit for one rank; its further new keys are refused"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // Reported once; the refusals go on.
+    let (sends, other) = talk(&mut s, 0, &format!("cmd=put kvsname={KVS} key=y value=v\n"));
+    assert_eq!((sends, other), (vec![refused], vec![]));
+    // Other ranks have their own allowance, and gets still work.
+    put(&mut s, 1, "x", "w");
+    assert_eq!(
+        get(&mut s, 0, "x"),
+        "cmd=get_result rc=0 msg=success value=w\n"
+    );
+    assert_eq!(
+        get(&mut s, 1, "k1023"),
+        "cmd=get_result rc=0 msg=success value=v\n"
+    );
+}
+
+#[test]
+fn protocol_errors_quote_short_excerpts() {
+    let mut s = server(1);
+    let huge = "z".repeat(30_000);
+    for (request, cut) in [
+        (format!("cmd={huge}\n"), true),
+        (
+            format!("cmd=init pmi_version={huge} pmi_subversion={huge}\n"),
+            true,
+        ),
+        (format!("cmd=initack pmiid={huge}\n"), true),
+        (format!("cmd=put ={huge}\n"), true),
+        // Too long: the message gives the length and the first 80 bytes.
+        (format!("cmd=put key={huge}{huge}{huge}\n"), false),
+        // Cut off by the disconnection: the same.
+        (format!("cmd=put key={huge}"), false),
+    ] {
+        let mut actions = s.on_bytes(0, request.as_bytes());
+        actions.extend(s.on_disconnect(0));
+        s = server(1);
+        let messages: Vec<&String> = actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::ProtocolError { message, .. } => Some(message),
+                _ => None,
+            })
+            .collect();
+        assert!(!messages.is_empty(), "{}", &request[..20]);
+        for m in messages {
+            assert!(m.len() < 500, "{} bytes: {}", m.len(), &m[..500]);
+            assert_eq!(m.contains("…("), cut, "{m}");
+        }
+    }
+}
+
+#[test]
 fn ranks_outside_the_job_and_closed_connections() {
     let mut s = server(2);
     let (sends, other) = talk(&mut s, 5, "cmd=get_maxes\n");
@@ -566,6 +637,7 @@ proptest! {
                     b"barrier_in", b"abort", b"key=k ", b"value=v", b"kvsname=kvs ",
                     b"pmi_version=1", b"\n", b" ", b"=", b"\xff", b"initack pmiid=1",
                     b"finalize", b"spawnssofar=1\ntotspawns=1\n", b"get_maxes",
+                    &[b'q'; 3000][..], b"frob",
                 ]),
                 0..12)),
             0..60),
@@ -575,9 +647,15 @@ proptest! {
         for (rank, parts) in &steps {
             let bytes: Vec<u8> = parts.iter().flat_map(|p| p.iter().copied()).collect();
             for a in s.on_bytes(*rank, &bytes) {
-                if let Action::Send { rank, bytes } = a {
-                    prop_assert!(rank < 3);
-                    prop_assert!(bytes.ends_with(b"\n"));
+                match a {
+                    Action::Send { rank, bytes } => {
+                        prop_assert!(rank < 3);
+                        prop_assert!(bytes.ends_with(b"\n"));
+                    }
+                    Action::ProtocolError { message, .. } => {
+                        prop_assert!(message.len() < 1000, "{}", message);
+                    }
+                    Action::Abort { .. } => {}
                 }
             }
             if disconnect == Some(*rank) {

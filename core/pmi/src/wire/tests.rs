@@ -131,6 +131,19 @@ fn errors_name_the_offending_text() {
 }
 
 #[test]
+fn excerpts_give_the_length_of_what_they_cut() {
+    assert_eq!(excerpt(b"cmd=get_maxes"), "cmd=get_maxes");
+    assert_eq!(excerpt(&[b'a'; 80]), "a".repeat(80));
+    assert_eq!(
+        excerpt(&[b'a'; 81]),
+        format!("{}…(81 bytes)", "a".repeat(80))
+    );
+    let e = parse_line(format!("cmd=put ={}", "v".repeat(10_000)).as_bytes()).unwrap_err();
+    assert!(e.to_string().contains("…(10001 bytes)"), "{e}");
+    assert!(e.to_string().contains("…(10009 bytes)"), "{e}");
+}
+
+#[test]
 fn spawn_messages_are_rejected_as_unsupported() {
     let block = b"mcmd=spawn\nnprocs=2\nexecname=./a.out\ntotspawns=1\nspawnssofar=1\nargcnt=0\npreput_num=0\ninfo_num=0\nendcmd\n";
     let e = parse_line(block).unwrap_err();
