@@ -9,14 +9,29 @@
 //! [`CHUNK`] characters (small enough for hydra's 1024-byte lines too):
 //! key `ox:<name>:<rank>` holds `<chunks>:<first chunk>` (one round trip for
 //! a small card), keys `ox:<name>:<rank>:<i>` the others.
+//!
+//! A card is at most [`MAX_CARD_LEN`] bytes, so at most
+//! [`MAX_CARD_CHUNKS`] chunks. Reading a card checks the chunk count and
+//! every chunk's length before fetching or allocating anything for them:
+//! a damaged or hostile card is a [`ModexError::Corrupt`], never a large
+//! allocation or a panic.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
+use oxmpi_plugin_api::text::excerpt;
 use oxmpi_pmi::{PmiClient, PmiError};
 use std::collections::HashMap;
 
 /// Longest chunk of encoded card per PMI value, in characters.
 pub const CHUNK: usize = 600;
+
+/// Longest card, in bytes: 64 KiB (a tcp card with a dozen interfaces is
+/// under 1 KiB).
+pub const MAX_CARD_LEN: usize = 64 * 1024;
+
+/// Most chunks a card can have: [`MAX_CARD_LEN`] bytes encoded (4
+/// characters for every 3 bytes), [`CHUNK`] characters a chunk — 146.
+pub const MAX_CARD_CHUNKS: usize = (MAX_CARD_LEN * 4).div_ceil(3).div_ceil(CHUNK);
 
 /// Longest transport name (keys must stay within PMI's 64 bytes).
 pub const MAX_NAME: usize = 40;
@@ -30,6 +45,16 @@ pub enum ModexError {
     /// The transport name cannot be used in a key.
     #[error("modex: the card name \"{0}\" must be 1 to 40 letters, digits, '_' or '-'")]
     BadName(String),
+    /// The card to put is larger than [`MAX_CARD_LEN`].
+    #[error("modex: the {name} card is {len} bytes, more than the modex carries ({max} bytes)")]
+    TooLarge {
+        /// Transport name.
+        name: String,
+        /// The card's length in bytes.
+        len: usize,
+        /// [`MAX_CARD_LEN`].
+        max: usize,
+    },
     /// The card read back is damaged.
     #[error("modex: the {name} card of rank {rank} is damaged ({what}); was it written by another version of oxmpi?")]
     Corrupt {
@@ -65,7 +90,7 @@ fn check_name(name: &str) -> Result<(), ModexError> {
     if ok {
         Ok(())
     } else {
-        Err(ModexError::BadName(name.to_string()))
+        Err(ModexError::BadName(excerpt(name)))
     }
 }
 
@@ -94,10 +119,18 @@ impl Modex {
     }
 
     /// Publishes this rank's `name` card; peers can read it after the next
-    /// [`Modex::fence`]. Errors: a bad name, or the PMI request failing
-    /// (putting a different card under the same name again is refused).
+    /// [`Modex::fence`]. Errors: a bad name, a card larger than
+    /// [`MAX_CARD_LEN`], or the PMI request failing (putting a different
+    /// card under the same name again is refused).
     pub fn put(&mut self, name: &str, card: &[u8]) -> Result<(), ModexError> {
         check_name(name)?;
+        if card.len() > MAX_CARD_LEN {
+            return Err(ModexError::TooLarge {
+                name: name.to_string(),
+                len: card.len(),
+                max: MAX_CARD_LEN,
+            });
+        }
         let encoded = URL_SAFE_NO_PAD.encode(card);
         let chunks: Vec<&str> = if encoded.is_empty() {
             vec![""]
@@ -157,21 +190,55 @@ impl Modex {
         let count: usize = count
             .parse()
             .ok()
-            .filter(|n| (1..=1_000_000).contains(n))
-            .ok_or_else(|| corrupt(format!("bad chunk count \"{count}\"")))?;
+            .filter(|n| (1..=MAX_CARD_CHUNKS).contains(n))
+            .ok_or_else(|| {
+                corrupt(format!(
+                    "bad chunk count \"{}\" (a card has 1 to {MAX_CARD_CHUNKS})",
+                    excerpt(count)
+                ))
+            })?;
+        // Every chunk but the last is exactly CHUNK characters long; the
+        // last one 1 to CHUNK (0 only for an empty card). Too long is
+        // refused as each chunk arrives, so that at most count × CHUNK
+        // characters are ever kept; too short once all have arrived.
+        let bad_len = |i: usize, len: usize| {
+            corrupt(format!("chunk {i} of {count} is {len} characters long"))
+        };
+        let mut lens = Vec::with_capacity(count);
         let mut encoded = String::with_capacity(count * CHUNK);
-        encoded.push_str(first);
-        for i in 1..count {
-            let chunk = self
-                .client
-                .get(&format!("ox:{name}:{rank}:{i}"))?
-                .ok_or_else(|| corrupt(format!("chunk {i} of {count} is missing")))?;
-            encoded.push_str(&chunk);
+        for i in 0..count {
+            let fetched;
+            let chunk = if i == 0 {
+                first
+            } else {
+                fetched = self
+                    .client
+                    .get(&format!("ox:{name}:{rank}:{i}"))?
+                    .ok_or_else(|| corrupt(format!("chunk {i} of {count} is missing")))?;
+                fetched.as_str()
+            };
+            if chunk.len() > CHUNK {
+                return Err(bad_len(i, chunk.len()));
+            }
+            lens.push(chunk.len());
+            encoded.push_str(chunk);
         }
-        URL_SAFE_NO_PAD
+        for (i, &len) in lens.iter().enumerate() {
+            let last = i + 1 == count;
+            if (!last && len != CHUNK) || (last && count > 1 && len == 0) {
+                return Err(bad_len(i, len));
+            }
+        }
+        let card = URL_SAFE_NO_PAD
             .decode(encoded.as_bytes())
-            .map(Some)
-            .map_err(|e| corrupt(format!("not base64: {e}")))
+            .map_err(|e| corrupt(format!("not base64: {e}")))?;
+        if card.len() > MAX_CARD_LEN {
+            return Err(corrupt(format!(
+                "{} bytes, more than the {MAX_CARD_LEN} a card may have",
+                card.len()
+            )));
+        }
+        Ok(Some(card))
     }
 }
 
@@ -234,6 +301,78 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("not base64"));
+    }
+
+    #[test]
+    fn cards_are_bounded_on_put() {
+        let mut m = Modex::new(PmiClient::singleton());
+        let biggest: Vec<u8> = (0..MAX_CARD_LEN).map(|i| (i % 251) as u8).collect();
+        m.put("big", &biggest).unwrap();
+        assert_eq!(m.get(0, "big").unwrap(), Some(&biggest[..]));
+        assert_eq!(MAX_CARD_CHUNKS, 146);
+        let e = m.put("bigger", &vec![0; MAX_CARD_LEN + 1]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "modex: the bigger card is 65537 bytes, more than the modex carries (65536 bytes)"
+        );
+    }
+
+    #[test]
+    fn damaged_counts_and_chunks_are_refused_before_fetching() {
+        let mut client = PmiClient::singleton();
+        // Before the bound, a count of a million reserved 600 MB and then
+        // asked for the missing chunk 1.
+        client.put("ox:a:0", "1000000:AAAA").unwrap();
+        client
+            .put("ox:b:0", &format!("{}:AAAA", "9".repeat(500)))
+            .unwrap();
+        client
+            .put("ox:c:0", &format!("2:{}", "A".repeat(601)))
+            .unwrap();
+        client.put("ox:d:0", "2:AAAA").unwrap();
+        client.put("ox:d:0:1", "AAAA").unwrap();
+        client
+            .put("ox:e:0", &format!("2:{}", "A".repeat(600)))
+            .unwrap();
+        client.put("ox:e:0:1", "").unwrap();
+        client.put("ox:f:0", "0:").unwrap();
+        let mut m = Modex::new(client);
+        let err = |m: &mut Modex, name: &str| m.get(0, name).unwrap_err().to_string();
+        assert_eq!(
+            err(&mut m, "a"),
+            "modex: the a card of rank 0 is damaged (bad chunk count \"1000000\" (a card has 1 to 146)); was it written by another version of oxmpi?"
+        );
+        let e = err(&mut m, "b");
+        assert!(e.contains("…(500 bytes)"), "{e}");
+        assert!(e.len() < 300, "{e}");
+        assert!(
+            err(&mut m, "c").contains("chunk 0 of 2 is 601 characters long"),
+            "{}",
+            err(&mut m, "c")
+        );
+        assert!(err(&mut m, "d").contains("chunk 0 of 2 is 4 characters long"));
+        assert!(err(&mut m, "e").contains("chunk 1 of 2 is 0 characters long"));
+        assert!(err(&mut m, "f").contains("bad chunk count \"0\""));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn damaged_cards_never_panic(
+            head in "([0-9]{0,4}|[0-9]{0,30})(:[A-Za-z0-9_*=-]{0,700})?",
+            chunks in proptest::collection::vec("[A-Za-z0-9_*-]{0,700}", 0..4),
+        ) {
+            let mut client = PmiClient::singleton();
+            client.put("ox:t:0", &head).unwrap();
+            for (i, c) in chunks.iter().enumerate() {
+                client.put(&format!("ox:t:0:{}", i + 1), c).unwrap();
+            }
+            let mut m = Modex::new(client);
+            match m.get(0, "t") {
+                Ok(card) => proptest::prop_assert!(card.unwrap().len() <= MAX_CARD_LEN),
+                Err(ModexError::Corrupt { what, .. }) => proptest::prop_assert!(what.len() < 300, "{}", what),
+                Err(e) => proptest::prop_assert!(false, "{e}"),
+            }
+        }
     }
 
     #[test]
