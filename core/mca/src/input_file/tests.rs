@@ -117,6 +117,25 @@ fn directories_and_sockets_are_refused() {
 }
 
 #[test]
+fn a_block_device_is_refused() {
+    // Any block device of this machine (/dev/vda, /dev/loop0, ...); some
+    // containers have none, and then there is nothing to check.
+    let Some(device) = std::fs::read_dir("/dev")
+        .unwrap()
+        .flatten()
+        .find(|e| std::fs::metadata(e.path()).is_ok_and(|m| m.file_type().is_block_device()))
+    else {
+        return;
+    };
+    let e = read_without_blocking(&device.path()).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("is a block device, not a regular file"),
+        "{e}"
+    );
+}
+
+#[test]
 fn size_limit_is_inclusive_and_named_in_the_message() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("hosts");
