@@ -118,16 +118,26 @@ fn directories_and_sockets_are_refused() {
 
 #[test]
 fn a_block_device_is_refused() {
-    // Any block device of this machine (/dev/vda, /dev/loop0, ...); some
-    // containers have none, and then there is nothing to check.
-    let Some(device) = std::fs::read_dir("/dev")
-        .unwrap()
-        .flatten()
-        .find(|e| std::fs::metadata(e.path()).is_ok_and(|m| m.file_type().is_block_device()))
-    else {
-        return;
+    // A block device node made for the test (root may, as CI runs), else
+    // any block device of this machine.
+    let dir = tempfile::tempdir().unwrap();
+    let made = dir.path().join("blockdev");
+    let c_path = std::ffi::CString::new(made.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mknod with a valid NUL-terminated path; loop device numbers.
+    let device = if unsafe {
+        libc::mknod(c_path.as_ptr(), libc::S_IFBLK | 0o600, libc::makedev(7, 0))
+    } == 0
+    {
+        made
+    } else {
+        std::fs::read_dir("/dev")
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| std::fs::metadata(p).is_ok_and(|m| m.file_type().is_block_device()))
+            .expect("no block device to test with: run as root (the test makes one) or on a machine with one in /dev")
     };
-    let e = read_without_blocking(&device.path()).unwrap_err();
+    let e = read_without_blocking(&device).unwrap_err();
     assert!(
         e.to_string()
             .contains("is a block device, not a regular file"),
@@ -222,22 +232,31 @@ fn invalid_utf8_names_line_and_column() {
 
 #[test]
 fn an_unreadable_file_is_reported() {
-    // Root reads files whatever their mode: nothing to check then.
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("secret");
     std::fs::write(&path, "x = 1\n").unwrap();
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
-    let e = read_input_file(&path, "tune file").unwrap_err();
+    // A path through a regular file cannot be read, even by root.
+    let through = path.join("inside");
+    let e = read_input_file(&through, "tune file").unwrap_err();
     assert!(!e.is_not_found());
     assert!(
         e.to_string()
-            .starts_with(&format!("cannot read tune file {}: ", path.display())),
+            .starts_with(&format!("cannot read tune file {}: ", through.display())),
         "{e}"
     );
+    // A file without read permission, for users other than root (root
+    // reads files whatever their mode).
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        let e = read_input_file(&path, "tune file").unwrap_err();
+        assert!(!e.is_not_found());
+        assert!(
+            e.to_string()
+                .starts_with(&format!("cannot read tune file {}: ", path.display())),
+            "{e}"
+        );
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
