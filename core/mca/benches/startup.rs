@@ -158,6 +158,7 @@ fn main() {
         tune_files: Vec::new(),
         // Finds the checkout's etc/ (dev tree), as oxmpi_info does.
         exe: Some(exe.clone()),
+        env_not_text: Vec::new(),
     };
 
     // Cold: the first init loads every library.

@@ -52,6 +52,9 @@ pub struct McaInputs {
     pub tune_files: Vec<PathBuf>,
     /// The running program, to find the install (dev tree or prefix).
     pub exe: Option<PathBuf>,
+    /// `OXMPI_MCA_*` variables whose value is not UTF-8 text (each is an
+    /// error: parameter values are text).
+    pub env_not_text: Vec<String>,
 }
 
 impl McaInputs {
@@ -65,6 +68,12 @@ impl McaInputs {
             command_line: Vec::new(),
             tune_files: Vec::new(),
             exe: std::env::current_exe().ok(),
+            env_not_text: std::env::vars_os()
+                .filter_map(|(k, v)| {
+                    let k = k.into_string().ok()?;
+                    (k.starts_with(ENV_PREFIX) && v.to_str().is_none()).then_some(k)
+                })
+                .collect(),
         }
     }
 }
@@ -271,6 +280,12 @@ impl Mca {
     }
 
     fn collect_direct_sources(&mut self, env: &HashMap<&str, &str>, inputs: &McaInputs) {
+        for variable in &inputs.env_not_text {
+            self.error(format!(
+                "environment variable {}: its value is not valid UTF-8 text, and parameter values are text; set it to a text value or unset it",
+                excerpt(variable)
+            ));
+        }
         let mut from_env: Vec<Assignment> = env
             .iter()
             .filter(|(k, _)| !k.starts_with(ENV_SOURCE_PREFIX))

@@ -144,3 +144,16 @@ fn huge_lines_in_parameter_and_tune_files() {
         d.expect_one(Severity::Error, &[&format!("job.tune:{line}: ")]);
     }
 }
+
+#[test]
+fn an_environment_value_that_is_not_text_is_an_error() {
+    let w = World::new();
+    let mut inputs = w.inputs();
+    inputs.env_not_text = vec!["OXMPI_MCA_btl".to_string()];
+    let mca = Mca::init(inputs);
+    let d = Diagnostics(mca.take_diagnostics());
+    d.expect_one(
+        Severity::Error,
+        &["environment variable OXMPI_MCA_btl", "not valid UTF-8 text"],
+    );
+}

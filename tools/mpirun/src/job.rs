@@ -139,14 +139,14 @@ fn policies(cli: &Cli, mca: &Mca) -> Result<(MapPolicy, Option<policy::RankBy>),
     let from_cli = cli
         .map_by
         .as_deref()
-        .map(|t| policy::parse_map_by(t).map_err(|e| format!("--map-by {t}: {}", e.0)))
+        .map(|t| policy::parse_map_by(t).map_err(|e| e.0))
         .transpose()?;
     let mut map_policy = MapPolicy::resolve(param.as_ref(), from_cli.as_ref());
     if cli.oversubscribe {
         map_policy.oversubscribe = Some(true);
     }
     let rank_by = match cli.rank_by.as_deref() {
-        Some(t) => Some(policy::parse_rank_by(t).map_err(|e| format!("--rank-by {t}: {}", e.0))?),
+        Some(t) => Some(policy::parse_rank_by(t).map_err(|e| e.0)?),
         None => text("rmaps_base_ranking_policy")
             .map(|t| {
                 policy::parse_default_ranking_policy(&t)

@@ -51,6 +51,8 @@ pub struct Rank {
     err: Option<OwnedFd>,
     stdin: Option<OwnedFd>,
     stdin_pending: Vec<u8>,
+    /// PMI replies not yet taken by the rank.
+    pmi_pending: Vec<u8>,
     out_lines: LineBuffer,
     err_lines: LineBuffer,
     exited: bool,
@@ -72,6 +74,7 @@ impl Rank {
             err: Some(started.stderr),
             stdin: started.stdin,
             stdin_pending: Vec::new(),
+            pmi_pending: Vec::new(),
             out_lines: LineBuffer::default(),
             err_lines: LineBuffer::default(),
             exited: false,
@@ -111,27 +114,26 @@ fn read_fd(fd: RawFd, buf: &mut [u8]) -> Read {
     }
 }
 
-/// Writes all of `bytes` to a non-blocking descriptor, waiting for room.
-fn write_all(fd: RawFd, mut bytes: &[u8]) -> io::Result<()> {
-    while !bytes.is_empty() {
+/// The most PMI reply bytes a rank may leave unread. PMI-1 is a
+/// request-reply protocol with short replies, so only a rank that keeps
+/// sending without reading gets near it; it is stopped rather than let it
+/// grow mpirun's memory or stall its event loop.
+pub const MAX_PMI_BACKLOG: usize = 1 << 20;
+
+/// Writes what `pending` holds to a non-blocking descriptor, as far as it
+/// takes it now; `Err` when the descriptor is broken.
+fn write_some(fd: RawFd, pending: &mut Vec<u8>) -> io::Result<()> {
+    while !pending.is_empty() {
         // SAFETY: writing from a buffer we own.
-        let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        let n = unsafe { libc::write(fd, pending.as_ptr().cast(), pending.len()) };
         if n >= 0 {
-            bytes = &bytes[n as usize..];
+            pending.drain(..n as usize);
             continue;
         }
         let e = io::Error::last_os_error();
         match e.kind() {
             io::ErrorKind::Interrupted => {}
-            io::ErrorKind::WouldBlock => {
-                let mut p = libc::pollfd {
-                    fd,
-                    events: libc::POLLOUT,
-                    revents: 0,
-                };
-                // SAFETY: polling one descriptor.
-                unsafe { libc::poll(&mut p, 1, 1000) };
-            }
+            io::ErrorKind::WouldBlock => return Ok(()),
             _ => return Err(e),
         }
     }
@@ -268,7 +270,12 @@ impl Runner {
             };
             for (i, r) in self.ranks.iter().enumerate() {
                 if let Some(fd) = &r.pmi {
-                    add(fd.as_raw_fd(), libc::POLLIN, Slot::Pmi(i));
+                    let out = if r.pmi_pending.is_empty() {
+                        0
+                    } else {
+                        libc::POLLOUT
+                    };
+                    add(fd.as_raw_fd(), libc::POLLIN | out, Slot::Pmi(i));
                 }
                 if let Some(fd) = &r.out {
                     add(fd.as_raw_fd(), libc::POLLIN, Slot::Out(i));
@@ -302,7 +309,12 @@ impl Runner {
                     continue;
                 }
                 match slots[k] {
-                    Slot::Pmi(i) => self.on_pmi(i),
+                    Slot::Pmi(i) => {
+                        if fds[k].revents & libc::POLLOUT != 0 {
+                            self.flush_pmi(i);
+                        }
+                        self.on_pmi(i);
+                    }
                     Slot::Out(i) => self.on_output(i, Stream::Stdout),
                     Slot::Err(i) => self.on_output(i, Stream::Stderr),
                     Slot::RankStdin(i) => self.flush_stdin(i),
@@ -438,8 +450,15 @@ impl Runner {
         for action in actions {
             match action {
                 Action::Send { rank, bytes } => {
-                    if let Some(fd) = self.ranks.get(rank as usize).and_then(|r| r.pmi.as_ref()) {
-                        let _ = write_all(fd.as_raw_fd(), &bytes);
+                    // Ranks are started, and so stored, in rank order.
+                    let i = rank as usize;
+                    if self
+                        .ranks
+                        .get(i)
+                        .is_some_and(|r| r.rank == rank && r.pmi.is_some())
+                    {
+                        self.ranks[i].pmi_pending.extend_from_slice(&bytes);
+                        self.flush_pmi(i);
                     }
                 }
                 Action::Abort {
@@ -459,6 +478,33 @@ impl Runner {
                     eprintln!("mpirun: rank {rank} sent a PMI message mpirun does not understand: {message}");
                 }
             }
+        }
+    }
+
+    /// Writes rank `i`'s pending PMI replies as far as its socket takes
+    /// them; a rank that leaves more than [`MAX_PMI_BACKLOG`] unread stops
+    /// the job.
+    fn flush_pmi(&mut self, i: usize) {
+        let r = &mut self.ranks[i];
+        let Some(fd) = r.pmi.as_ref().map(AsRawFd::as_raw_fd) else {
+            r.pmi_pending.clear();
+            return;
+        };
+        if write_some(fd, &mut r.pmi_pending).is_err() {
+            // The rank closed its end; its exit is handled when reaped.
+            r.pmi_pending.clear();
+            return;
+        }
+        if r.pmi_pending.len() > MAX_PMI_BACKLOG {
+            let (rank, pid) = (r.rank, r.pid);
+            r.pmi_pending.clear();
+            r.pmi = None;
+            self.fail(Failure::Launch {
+                message: format!(
+                    "rank {rank} (pid {pid}) on host {} kept sending PMI requests without reading the replies (more than {MAX_PMI_BACKLOG} bytes of replies waited); mpirun closed its PMI connection",
+                    self.host
+                ),
+            });
         }
     }
 

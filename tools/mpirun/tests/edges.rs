@@ -116,6 +116,19 @@ fn bytes_that_are_not_utf8_pass_through_or_get_a_clear_message() {
         "{}",
         run.stderr
     );
+    // A parameter variable whose value is not text.
+    let run = mpirun_os(
+        &["-n".as_ref(), "1".as_ref(), "true".as_ref()],
+        &[("OXMPI_MCA_btl", ff)],
+    );
+    assert_no_panic(&run);
+    assert_eq!(run.code(), 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("environment variable OXMPI_MCA_btl: its value is not valid UTF-8"),
+        "{}",
+        run.stderr
+    );
     // --wdir and --hostfile naming paths that do not exist.
     let run = mpirun_os(
         &[
@@ -434,6 +447,32 @@ fn the_supervisor_reports_the_programs_own_status() {
     assert!(
         run.stderr.contains(&format!("(pid {pid})")),
         "{pid}: {}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_rank_that_never_reads_its_pmi_replies_cannot_stall_mpirun() {
+    let start = Instant::now();
+    let run = mpirun(&[
+        "-n",
+        "2",
+        "sh",
+        "-c",
+        "test $OXMPI_COMM_WORLD_RANK = 1 && exec sleep 30; yes 'cmd=get kvsname=k key=a' >&$PMI_FD",
+    ]);
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert_eq!(run.code(), 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("rank 0 (pid")
+            && run
+                .stderr
+                .contains("kept sending PMI requests without reading the replies"),
+        "{}",
         run.stderr
     );
 }

@@ -273,6 +273,7 @@ impl World {
             command_line: self.command_line.clone(),
             tune_files: self.tune_files.clone(),
             exe: None,
+            env_not_text: Vec::new(),
         }
     }
 
