@@ -37,17 +37,24 @@ pub struct LineError {
     pub text: String,
     /// What is wrong with it.
     pub problem: String,
+    /// What a line of this kind of file looks like, for the message.
+    pub expected: &'static str,
 }
+
+/// The form of parameter file lines, as [`LineError::expected`] says it.
+pub const PARAM_FILE_FORM: &str =
+    "Parameter file lines have the form `name = value` (blank lines and lines starting with # are ignored)";
 
 impl fmt::Display for LineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}:{}: {}: \"{}\". Parameter file lines have the form `name = value` (blank lines and lines starting with # are ignored); fix or remove the line.",
+            "{}:{}: {}: \"{}\". {}; fix or remove the line.",
             self.path.display(),
             self.line,
             self.problem,
-            excerpt(self.text.trim_end())
+            excerpt(self.text.trim_end()),
+            self.expected
         )
     }
 }
@@ -100,6 +107,7 @@ pub fn parse(path: &Path, text: &str) -> (Vec<FileEntry>, Vec<LineError>) {
             line: i + 1,
             text: line.to_string(),
             problem,
+            expected: PARAM_FILE_FORM,
         };
         let Some((name, raw_value)) = trimmed.split_once('=') else {
             errors.push(error("no `=` on the line".into()));

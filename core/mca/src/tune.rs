@@ -33,6 +33,9 @@ pub enum TuneEntry {
     },
 }
 
+/// The form of tune file lines, as [`LineError::expected`] says it.
+pub const TUNE_FILE_FORM: &str = "Tune file lines hold `--mca NAME VALUE` (or `-mca`), `-x VAR[=VALUE]` or `NAME = VALUE` (blank lines and lines starting with # are ignored)";
+
 /// Parses the text of a tune file.
 pub fn parse(path: &Path, text: &str) -> (Vec<TuneEntry>, Vec<LineError>) {
     let mut entries = Vec::new();
@@ -44,6 +47,7 @@ pub fn parse(path: &Path, text: &str) -> (Vec<TuneEntry>, Vec<LineError>) {
             line: line_no,
             text: line.to_string(),
             problem,
+            expected: TUNE_FILE_FORM,
         };
         let Some(words) = shlex::split(line) else {
             errors.push(error("unbalanced quotes".into()));
@@ -191,6 +195,15 @@ mod tests {
             vec![1, 2, 3, 4, 5]
         );
         assert!(errors[1].to_string().contains("t.conf:2"), "{}", errors[1]);
+        // The advice is about tune files, not parameter files.
+        assert!(
+            errors[1]
+                .to_string()
+                .contains("Tune file lines hold `--mca NAME VALUE`")
+                && !errors[1].to_string().contains("Parameter file lines"),
+            "{}",
+            errors[1]
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! default policy and changes only what it names.
 
 use crate::topology::Resource;
+use oxmpi_plugin_api::text::excerpt;
 use std::fmt;
 
 /// Where processes go.
@@ -276,7 +277,9 @@ fn resource(word: &str) -> Option<Resource> {
 }
 
 fn unknown(label: &str, text: &str, what: &str, word: &str, candidates: Vec<&str>) -> PolicyError {
-    let why = if UNSUPPORTED.iter().any(|u| u.eq_ignore_ascii_case(word)) {
+    let unsupported = UNSUPPORTED.iter().any(|u| u.eq_ignore_ascii_case(word));
+    let (text, word) = (excerpt(text), excerpt(word));
+    let why = if unsupported {
         format!("{what} \"{word}\" is not supported by oxmpi")
     } else if candidates.len() > 1 {
         format!(
@@ -304,6 +307,7 @@ pub fn parse_default_mapping_policy(text: &str) -> Result<MapDirective, PolicyEr
 
 fn parse_directive(label: &str, text: &str) -> Result<MapDirective, PolicyError> {
     let value = text.trim();
+    let shown = excerpt(value);
     if value.is_empty() {
         return Err(PolicyError(format!("{label}: empty value; {MAP_BY_HELP}")));
     }
@@ -327,21 +331,23 @@ fn parse_directive(label: &str, text: &str) -> Result<MapDirective, PolicyError>
                 let count = match count.parse::<u32>() {
                     Ok(n) if n > 0 => n,
                     _ if count.is_empty() => {
-                        return Err(PolicyError(format!("{label} {value}: {usage}")))
+                        return Err(PolicyError(format!("{label} {shown}: {usage}")))
                     }
                     _ => {
                         return Err(PolicyError(format!(
-                            "{label} {value}: the ppr count \"{count}\" must be a whole number of at least 1 ({usage})"
+                            "{label} {shown}: the ppr count \"{}\" must be a whole number of at least 1 ({usage})",
+                            excerpt(count)
                         )))
                     }
                 };
                 let word = tokens.next().unwrap_or("");
                 if word.is_empty() {
-                    return Err(PolicyError(format!("{label} {value}: {usage}")));
+                    return Err(PolicyError(format!("{label} {shown}: {usage}")));
                 }
                 let resource = resource(word).ok_or_else(|| {
                     PolicyError(format!(
-                        "{label} {value}: unknown ppr resource \"{word}\"; accepted: {}",
+                        "{label} {shown}: unknown ppr resource \"{}\"; accepted: {}",
+                        excerpt(word),
                         RESOURCES.join(", ")
                     ))
                 })?;
@@ -352,7 +358,7 @@ fn parse_directive(label: &str, text: &str) -> Result<MapDirective, PolicyError>
     for token in tokens {
         if token.is_empty() {
             return Err(PolicyError(format!(
-                "{label} {value}: empty modifier (two separators in a row?); {MAP_BY_HELP}"
+                "{label} {shown}: empty modifier (two separators in a row?); {MAP_BY_HELP}"
             )));
         }
         let (word, arg) = match token.split_once('=') {
@@ -363,13 +369,13 @@ fn parse_directive(label: &str, text: &str) -> Result<MapDirective, PolicyError>
             keyword(word, MODIFIERS).map_err(|c| unknown(label, value, "modifier", word, c))?;
         if modifier != "PE" && arg.is_some() {
             return Err(PolicyError(format!(
-                "{label} {value}: the modifier {modifier} takes no value"
+                "{label} {shown}: the modifier {modifier} takes no value"
             )));
         }
         let set = |slot: &mut Option<bool>, on: bool, other: &str| {
             if *slot == Some(!on) {
                 return Err(PolicyError(format!(
-                    "{label} {value}: {modifier} and {other} contradict each other; give one"
+                    "{label} {shown}: {modifier} and {other} contradict each other; give one"
                 )));
             }
             *slot = Some(on);
@@ -385,12 +391,13 @@ fn parse_directive(label: &str, text: &str) -> Result<MapDirective, PolicyError>
                 let n = arg.unwrap_or("");
                 let pe = n.parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| {
                     PolicyError(format!(
-                        "{label} {value}: PE needs a number of processors per process of at least 1, as in PE=2 (got \"{n}\")"
+                        "{label} {shown}: PE needs a number of processors per process of at least 1, as in PE=2 (got \"{}\")",
+                        excerpt(n)
                     ))
                 })?;
                 if d.pe.is_some_and(|old| old != pe) {
                     return Err(PolicyError(format!(
-                        "{label} {value}: PE is given twice with different values"
+                        "{label} {shown}: PE is given twice with different values"
                     )));
                 }
                 d.pe = Some(pe);
@@ -415,11 +422,12 @@ pub fn parse_default_ranking_policy(text: &str) -> Result<RankBy, PolicyError> {
 
 fn parse_ranking(label: &str, text: &str) -> Result<RankBy, PolicyError> {
     let value = text.trim();
+    let shown = excerpt(value);
     let accepted =
         "accepted: slot, node, package (or socket), numa, core, hwthread (case does not matter)";
     if value.contains(':') || value.contains(',') {
         return Err(PolicyError(format!(
-            "{label} {value}: ranking takes no modifiers; {accepted}"
+            "{label} {shown}: ranking takes no modifiers; {accepted}"
         )));
     }
     match keyword(value, RANK_POLICIES) {
@@ -427,11 +435,11 @@ fn parse_ranking(label: &str, text: &str) -> Result<RankBy, PolicyError> {
         Ok("node") => Ok(RankBy::Node),
         Ok(word) => Ok(RankBy::Object(resource(word).unwrap_or(Resource::Core))),
         Err(c) if c.len() > 1 => Err(PolicyError(format!(
-            "{label} {value}: \"{value}\" is ambiguous (it could be {}); {accepted}",
+            "{label} {shown}: \"{shown}\" is ambiguous (it could be {}); {accepted}",
             c.join(" or ")
         ))),
         Err(_) => Err(PolicyError(format!(
-            "{label} {value}: unknown ranking policy \"{value}\"; {accepted}"
+            "{label} {shown}: unknown ranking policy \"{shown}\"; {accepted}"
         ))),
     }
 }
@@ -442,6 +450,23 @@ mod tests {
 
     fn map_by(text: &str) -> MapDirective {
         parse_map_by(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    #[test]
+    fn long_values_are_quoted_as_an_excerpt() {
+        let long = format!("slot:{}", "x".repeat(100_000));
+        let e = parse_map_by(&long).unwrap_err().0;
+        assert!(
+            e.len() < 2_000 && e.contains("…(100005 bytes)"),
+            "{}",
+            e.len()
+        );
+        let e = parse_rank_by(&"y".repeat(100_000)).unwrap_err().0;
+        assert!(e.len() < 2_000, "{}", e.len());
+        let e = parse_map_by(&format!("ppr:{}:core", "9".repeat(100_000)))
+            .unwrap_err()
+            .0;
+        assert!(e.len() < 2_000, "{}", e.len());
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! needs `--map-by :OVERSUBSCRIBE`).
 
 use crate::allocation::{AllocError, Allocation, AllocationSource, NodeSpec};
+use oxmpi_plugin_api::text::excerpt;
 use std::collections::HashMap;
 
 /// Most host names a host list may expand to (guards against
@@ -41,14 +42,14 @@ enum Piece<'a> {
 /// in order. Errors on unbalanced or nested brackets, empty names,
 /// non-numeric or descending ranges, and lists longer than [`MAX_NODES`].
 pub fn expand_nodelist(list: &str) -> Result<Vec<String>, SlurmError> {
-    let bad = |why: String| SlurmError(format!("host list \"{list}\": {why}"));
+    let bad = |why: String| SlurmError(format!("host list \"{}\": {why}", excerpt(list)));
     let mut names = Vec::new();
     for item in split_top_level(list).map_err(|w| bad(w.into()))? {
         let item = item.trim();
         if item.is_empty() {
             return Err(bad("empty host name (two commas in a row?)".into()));
         }
-        let pieces = pieces(item).map_err(|w| bad(format!("in \"{item}\": {w}")))?;
+        let pieces = pieces(item).map_err(|w| bad(format!("in \"{}\": {w}", excerpt(item))))?;
         let mut count: usize = 1;
         for p in &pieces {
             if let Piece::Ranges(ranges) = p {
@@ -142,17 +143,21 @@ fn ranges(text: &str) -> Result<Vec<(u64, u64, usize)>, String> {
     let number = |s: &str| -> Result<u64, String> {
         let s = s.trim();
         if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(format!("\"{s}\" is not a number in [{text}]"));
+            return Err(format!(
+                "\"{}\" is not a number in [{}]",
+                excerpt(s),
+                excerpt(text)
+            ));
         }
         s.parse::<u64>()
-            .map_err(|_| format!("\"{s}\" is too large in [{text}]"))
+            .map_err(|_| format!("\"{}\" is too large in [{}]", excerpt(s), excerpt(text)))
     };
     let mut out = Vec::new();
     for range in text.split(',') {
         let (lo_text, hi_text) = range.split_once('-').unwrap_or((range, range));
         let (lo, hi) = (number(lo_text)?, number(hi_text)?);
         if lo > hi {
-            return Err(format!("the range {range} goes down"));
+            return Err(format!("the range {} goes down", excerpt(range)));
         }
         out.push((lo, hi, lo_text.trim().len()));
     }
@@ -165,7 +170,8 @@ fn ranges(text: &str) -> Result<Vec<(u64, u64, usize)>, String> {
 pub fn parse_tasks_per_node(text: &str) -> Result<Vec<u32>, SlurmError> {
     let bad = |why: String| {
         SlurmError(format!(
-            "\"{text}\": {why} (expected counts like 2(x3),1: N, or N(xR) for R nodes with N each, separated by commas)"
+            "\"{}\": {why} (expected counts like 2(x3),1: N, or N(xR) for R nodes with N each, separated by commas)",
+            excerpt(text)
         ))
     };
     let mut out = Vec::new();
@@ -175,20 +181,20 @@ pub fn parse_tasks_per_node(text: &str) -> Result<Vec<u32>, SlurmError> {
                 let r = rest
                     .strip_suffix(')')
                     .and_then(|r| r.trim().strip_prefix(['x', 'X']))
-                    .ok_or_else(|| bad(format!("\"{item}\" is not N(xR)")))?;
+                    .ok_or_else(|| bad(format!("\"{}\" is not N(xR)", excerpt(item))))?;
                 let r = r
                     .trim()
                     .parse::<usize>()
                     .ok()
                     .filter(|&r| r > 0)
-                    .ok_or_else(|| bad(format!("bad repeat count in \"{item}\"")))?;
+                    .ok_or_else(|| bad(format!("bad repeat count in \"{}\"", excerpt(item))))?;
                 (n.trim(), r)
             }
             None => (item, 1),
         };
         let n = n
             .parse::<u32>()
-            .map_err(|_| bad(format!("\"{n}\" is not a count")))?;
+            .map_err(|_| bad(format!("\"{}\" is not a count", excerpt(n))))?;
         if repeat > MAX_NODES.saturating_sub(out.len()) {
             return Err(bad(format!("more than {MAX_NODES} nodes")));
         }
@@ -226,8 +232,10 @@ pub fn allocation_from_env(
     let slots = parse_tasks_per_node(counts).map_err(|e| AllocError(format!("{count_var}={e}")))?;
     if slots.len() != names.len() {
         return Err(AllocError(format!(
-            "{count_var}={counts} gives counts for {} nodes but {list_var}={list} lists {}",
+            "{count_var}={} gives counts for {} nodes but {list_var}={} lists {}",
+            excerpt(counts),
             slots.len(),
+            excerpt(list),
             names.len()
         )));
     }
@@ -266,6 +274,15 @@ mod tests {
 
     fn expand(list: &str) -> Vec<String> {
         expand_nodelist(list).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn long_values_are_quoted_as_an_excerpt() {
+        let long = format!("n[{}]", "z".repeat(100_000));
+        let e = expand_nodelist(&long).unwrap_err();
+        assert!(e.to_string().len() < 2_000, "{}", e.to_string().len());
+        let e = parse_tasks_per_node(&"q".repeat(100_000)).unwrap_err();
+        assert!(e.0.len() < 2_000, "{}", e.0.len());
     }
 
     #[test]
