@@ -176,52 +176,52 @@ fn run_supervisor(
     // Descriptors of mpirun (other ranks' pipes and sockets) must not stay
     // open here: a rank would never see the end of its input.
     supervisor::close_other_descriptors(&keep);
+    // Renumber what is left to the lowest descriptors: the program gets
+    // mpirun's original (possibly much lower) descriptor limit, and
+    // posix_spawn refuses descriptors above the limit in force.
+    let (pmi, stdout, stderr, report) = (
+        supervisor::renumber_low(pmi),
+        supervisor::renumber_low(stdout),
+        supervisor::renumber_low(stderr),
+        supervisor::renumber_low(report),
+    );
+    let stdin = stdin.map(supervisor::renumber_low);
+    let guardian_fd = guardian_fd.map(supervisor::renumber_raw_low);
     if !supervisor::become_supervisor(mpirun) {
         // SAFETY: ending the forked child without running destructors.
         unsafe { libc::_exit(1) };
     }
-    let me = std::process::id() as libc::pid_t;
     let pmi_fd = pmi.as_raw_fd();
+    let mut report = std::fs::File::from(report);
+    // What the program inherits is set up on the supervisor itself, so the
+    // program can be started with posix_spawn (no second copy of mpirun's
+    // memory): the PMI socket without close-on-exec, the descriptor limit
+    // mpirun was given, and the binding.
+    let prepared = prepare_inheritance(pmi_fd, binding.as_ref());
+    if let Err(e) = prepared {
+        let _ = write!(report, "failed {}", e.raw_os_error().unwrap_or(libc::EIO));
+        // SAFETY: ending the forked child without running destructors.
+        unsafe { libc::_exit(127) };
+    }
     let mut cmd = command(job, proc, env, pmi_fd);
     cmd.stdin(stdin.map_or_else(Stdio::null, Stdio::from))
         .stdout(Stdio::from(stdout))
         .stderr(Stdio::from(stderr));
-    // SAFETY: the closure only makes async-signal-safe system calls.
-    unsafe {
-        cmd.pre_exec(move || {
-            // Keep this rank's PMI socket open across exec (and no other).
-            if libc::fcntl(pmi_fd, libc::F_SETFD, 0) == -1 {
-                return Err(io::Error::last_os_error());
-            }
-            // Die with the supervisor.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            // Register this rank's process group with the guardian before
-            // the program can start children (one atomic pipe write).
-            if let Some(fd) = guardian_fd {
-                let mut line = [0u8; 24];
-                let len = format_pid_line(libc::getpid(), &mut line);
-                libc::write(fd, line.as_ptr().cast(), len);
-            }
-            if libc::getppid() != me {
-                libc::_exit(1);
-            }
-            // The program gets the descriptor limit mpirun was given.
-            crate::limits::restore_descriptor_limit_in_child();
-            // Bind before the program starts.
-            if let Some(b) = &binding {
-                b.apply_in_child()?;
-            }
-            Ok(())
-        });
-    }
     let spawned = cmd.spawn();
     drop(cmd);
     drop(pmi);
-    let mut report = std::fs::File::from(report);
     let program = match spawned {
         Ok(child) => {
-            let _ = write!(report, "started {}", child.id());
-            nix::unistd::Pid::from_raw(child.id() as i32)
+            let pid = child.id() as libc::pid_t;
+            // Tell the guardian the program's process group (its pid).
+            if let Some(fd) = guardian_fd {
+                let mut line = [0u8; 24];
+                let len = format_pid_line(pid, &mut line);
+                // SAFETY: writing a local buffer to the guardian's pipe.
+                unsafe { libc::write(fd, line.as_ptr().cast(), len) };
+            }
+            let _ = write!(report, "started {pid}");
+            nix::unistd::Pid::from_raw(pid)
         }
         Err(e) => {
             let _ = write!(report, "failed {}", e.raw_os_error().unwrap_or(libc::EIO));
@@ -233,6 +233,24 @@ fn run_supervisor(
     supervisor::close_other_descriptors(&[]);
     supervisor::detach_standard_streams();
     supervisor::supervise(program, mpirun)
+}
+
+/// Sets up, on the supervisor, what the program inherits: the PMI socket
+/// stays open across exec, the soft descriptor limit mpirun started with,
+/// and the rank's binding.
+fn prepare_inheritance(
+    pmi_fd: RawFd,
+    binding: Option<&oxmpi_topology::PreparedBinding>,
+) -> io::Result<()> {
+    // SAFETY: fcntl on a descriptor this process owns.
+    if unsafe { libc::fcntl(pmi_fd, libc::F_SETFD, 0) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    crate::limits::restore_descriptor_limit_in_child();
+    if let Some(b) = binding {
+        b.apply_in_child()?;
+    }
+    Ok(())
 }
 
 /// The program's command: argv, environment, working directory, its own

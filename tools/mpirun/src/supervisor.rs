@@ -12,6 +12,10 @@
 //! with the program's status (the same exit code, or death by the same
 //! signal), which is what mpirun sees.
 //!
+//! The supervisor prepares on itself what the program inherits (descriptor
+//! numbers, limit, CPU binding) and starts it with `posix_spawn`, which
+//! does not copy the address space again.
+//!
 //! The supervisor runs as a forked copy of mpirun (no exec), so it is
 //! named `oxmpi-rank` (see `ps -o comm`): `pkill mpirun` leaves it to
 //! clean up after mpirun.
@@ -19,6 +23,7 @@
 use nix::sys::signal::{killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 /// How long a rank's leftover processes may run after the program exited.
@@ -58,6 +63,31 @@ pub fn close_other_descriptors(keep: &[i32]) {
     }
     // SAFETY: as above.
     unsafe { libc::close_range(from, u32::MAX, 0) };
+}
+
+/// Moves `fd` to the lowest free descriptor number from 3 up (keeping it
+/// close-on-exec); returns it as is if it cannot be moved.
+pub fn renumber_low(fd: OwnedFd) -> OwnedFd {
+    // SAFETY: F_DUPFD_CLOEXEC on a descriptor we own; the new descriptor
+    // is owned by the returned OwnedFd, the old one closes when `fd` drops.
+    unsafe {
+        let low = libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3);
+        if low < 0 || low > fd.as_raw_fd() {
+            if low >= 0 {
+                libc::close(low);
+            }
+            return fd;
+        }
+        OwnedFd::from_raw_fd(low)
+    }
+}
+
+/// As [`renumber_low`] for a descriptor held by number (the guardian's
+/// pipe, which mpirun's `Guardian` owns); the old number is closed.
+pub fn renumber_raw_low(fd: RawFd) -> RawFd {
+    // SAFETY: `fd` is open in this forked process and nothing else here
+    // uses it; ownership moves to the returned number.
+    renumber_low(unsafe { OwnedFd::from_raw_fd(fd) }).into_raw_fd()
 }
 
 /// Points standard input, output and error at /dev/null, so the supervisor
