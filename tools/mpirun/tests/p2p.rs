@@ -179,8 +179,12 @@ fn a_peer_killed_mid_transfer_ends_the_job_with_a_report() {
     assert!(start.elapsed() < Duration::from_secs(50));
 }
 
-#[test]
-fn a_stranger_connecting_to_a_rank_is_refused_and_nothing_is_delivered() {
+/// Runs `p2p_check stdin_go` on 2 ranks; once both listen, `strangers`
+/// connects to their ports (the sockets stay open until the job ended),
+/// then rank 0 is told to go. Returns the job's status, stdout and stderr.
+fn stdin_go_with_strangers(
+    strangers: impl FnOnce(&[u16]) -> Vec<std::net::TcpStream>,
+) -> (std::process::ExitStatus, String, String) {
     let program = check_program();
     let (mut cmd, marker) = command(&[
         "-n",
@@ -233,18 +237,9 @@ fn a_stranger_connecting_to_a_rank_is_refused_and_nothing_is_delivered() {
         }
     }
     assert!(!ports.is_empty(), "no rank logged its listening port");
-    // Strangers: garbage, and a well-formed-looking but wrong hello. The
-    // ranks deal with them from inside MPI calls (rank 1 is waiting in one;
-    // rank 0 once it has read "go").
-    let mut strangers = Vec::new();
-    for &port in &ports {
-        for junk in [&b"GET / HTTP/1.0\r\n\r\n"[..], &[0u8; 64][..]] {
-            if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
-                let _ = s.write_all(junk);
-                strangers.push(s);
-            }
-        }
-    }
+    // The ranks deal with strangers from inside MPI calls (rank 1 is
+    // waiting in one; rank 0 once it has read "go").
+    let strangers = strangers(&ports);
     stdin.write_all(b"go\n").unwrap();
     drop(stdin);
     let mut stdout = child.stdout.take().unwrap();
@@ -267,10 +262,64 @@ fn a_stranger_connecting_to_a_rank_is_refused_and_nothing_is_delivered() {
     };
     let out = out_t.join().unwrap();
     let err = reader.join().unwrap();
+    drop(strangers);
     assert_no_survivors(&marker);
+    (status, out, err)
+}
+
+#[test]
+fn a_stranger_connecting_to_a_rank_is_refused_and_nothing_is_delivered() {
+    // Garbage, and a well-formed-looking but wrong hello.
+    let (status, out, err) = stdin_go_with_strangers(|ports| {
+        let mut strangers = Vec::new();
+        for &port in ports {
+            for junk in [&b"GET / HTTP/1.0\r\n\r\n"[..], &[0u8; 64][..]] {
+                if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+                    let _ = s.write_all(junk);
+                    strangers.push(s);
+                }
+            }
+        }
+        strangers
+    });
     assert!(status.success(), "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("only the job's messages arrived"), "{out}");
     assert!(err.contains("refused"), "the refusal is logged:\n{err}");
+}
+
+#[test]
+fn strangers_holding_hundreds_of_idle_connections_cannot_stop_the_job() {
+    // 300 silent connections on each rank's port, made before the ranks
+    // connect to each other (more than the 256 that may be in their
+    // handshake at once).
+    let (status, out, err) = stdin_go_with_strangers(|ports| {
+        let mut strangers = Vec::new();
+        for &port in ports {
+            let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+            for _ in 0..300 {
+                if let Ok(s) =
+                    std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200))
+                {
+                    strangers.push(s);
+                }
+            }
+        }
+        assert!(
+            strangers.len() >= 300,
+            "only {} connections made",
+            strangers.len()
+        );
+        strangers
+    });
+    assert!(status.success(), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("only the job's messages arrived"), "{out}");
+    // Refusals are logged one by one only up to a burst per rank, then
+    // summarized: the job's output does not grow with the crowd.
+    let one_by_one = err.matches("refused a tcp connection").count();
+    assert!(
+        one_by_one <= 2 * 10,
+        "{one_by_one} refusals logged one by one:\n{err}"
+    );
 }
 
 #[test]
