@@ -181,11 +181,16 @@ fn write_all(frags: &[Fragment], cuts: &[usize]) -> Vec<u8> {
         }
         ep.flush_to(&mut sink, &rx).expect("flush");
     }
+    let stream_len: usize = frags
+        .iter()
+        .map(|f| FRAME_HEADER_LEN + f.header.len() + f.payload.len())
+        .sum();
+    let limit = call_limit(stream_len, frags.len(), cuts);
     let mut rounds = 0;
     while !ep.queue.is_empty() {
         ep.flush_to(&mut sink, &rx).expect("flush");
         rounds += 1;
-        assert!(rounds < 10_000_000, "the queue never drained");
+        assert!(rounds < limit, "the queue never drained ({rounds} rounds)");
     }
     let done = std::mem::take(&mut rec.borrow_mut().done);
     assert_eq!(
@@ -193,6 +198,15 @@ fn write_all(frags: &[Fragment], cuts: &[usize]) -> Vec<u8> {
         "on_send_done: each queued fragment once, in order"
     );
     sink.bytes
+}
+
+/// Most calls a writer or reader may take over a stream of `len` bytes in
+/// `frames` frames when each call gets at most one allowance of `cuts`:
+/// every cycle of the script allows at least one byte, so a correct side
+/// needs at most one cycle per byte or frame boundary; more means it spins
+/// without progress.
+fn call_limit(len: usize, frames: usize, cuts: &[usize]) -> usize {
+    (len + 2 * frames + 16) * cuts.len() * 2
 }
 
 /// Reads `bytes` through an inbound reader from a source cut by `cuts`,
@@ -209,6 +223,7 @@ fn read_all(bytes: Vec<u8>, cuts: &[usize], direct: bool) -> (Vec<Fragment>, End
         pos: 0,
         end_of_stream: true,
     };
+    let limit = call_limit(src.bytes.len(), src.bytes.len() / FRAME_HEADER_LEN, cuts);
     let mut calls = 0;
     let ended = loop {
         match conn.service_from(&mut src, &rx) {
@@ -216,7 +231,10 @@ fn read_all(bytes: Vec<u8>, cuts: &[usize], direct: bool) -> (Vec<Fragment>, End
             Err((_, ended)) => break ended,
         }
         calls += 1;
-        assert!(calls < 10_000_000, "the reader never reached the end");
+        assert!(
+            calls < limit,
+            "the reader never reached the end ({calls} calls)"
+        );
     };
     let rec = rec.borrow();
     assert!(rec.violations.is_empty(), "{:?}", rec.violations);
