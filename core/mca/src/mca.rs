@@ -823,16 +823,26 @@ impl Mca {
     }
 
     /// Whether a file's name looks like a component the user selected by
-    /// name: it contains the name of a framework whose selection parameter
-    /// includes components by name, and one of those names.
+    /// name and that is not available: it contains the name of a framework
+    /// whose selection parameter includes components by name, and one of
+    /// those names that no loaded component has.
     fn looks_requested(&self, path: &Path) -> bool {
         let Some(file_name) = path.file_name().map(|n| n.to_string_lossy()) else {
             return false;
         };
         FRAMEWORKS.iter().any(|info| {
+            let Some(Filter::Include(names)) = self.filter(info.name) else {
+                return false;
+            };
             file_name.contains(info.name)
-                && matches!(self.filter(info.name), Some(Filter::Include(names))
-                    if names.iter().any(|n| file_name.contains(n.as_str())))
+                && names.iter().any(|n| {
+                    file_name.contains(n.as_str())
+                        && !self
+                            .repository
+                            .components
+                            .iter()
+                            .any(|c| c.framework == info.name && &c.name == n)
+                })
         })
     }
 

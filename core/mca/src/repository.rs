@@ -89,14 +89,13 @@ impl Ignored {
 }
 
 /// Whether `file_name` almost matches the component pattern without
-/// matching it: a `.so` file, a versioned or backup copy (`.so.1`,
-/// `.so.bak`), or a name starting with `libmca_`/`mca_`.
+/// matching it: a shared library (`.so`) that is not named
+/// `libmca_<framework>_<component>.so`, or a versioned or backup copy
+/// (`.so.1`, `.so.bak`). Cargo's other outputs next to the components in a
+/// dev tree (`.d`, `.rlib`) are not near misses.
 pub fn near_miss(file_name: &str) -> bool {
     component_file_name(file_name).is_none()
-        && (file_name.ends_with(".so")
-            || file_name.contains(".so.")
-            || file_name.starts_with("libmca_")
-            || file_name.starts_with("mca_"))
+        && (file_name.ends_with(".so") || file_name.contains(".so."))
 }
 
 /// A loaded component library.
@@ -643,17 +642,17 @@ mod tests {
             "libmca_rmapsmine.so",
             "libmca_btl_tcp.so.1",
             "libmca_btl_x.so.bak",
-            "mca_btl_tcp",
             "liboxmpi_fixture_good.so",
         ] {
             assert!(near_miss(near), "{near}");
         }
         for other in [
             "libmca_btl_tcp.so",
+            "libmca_btl_tcp.d",
+            "libmca_btl_tcp.rlib",
+            "mca_btl_tcp",
             "README",
             "mpirun",
-            "libfoo.rlib",
-            "x.d",
         ] {
             assert!(!near_miss(other), "{other}");
         }

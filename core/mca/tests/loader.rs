@@ -450,3 +450,17 @@ fn near_miss_file_names_are_logged_at_verbose_level_and_listed() {
     );
     assert_eq!(d.warnings().len(), 1, "{d}");
 }
+
+#[test]
+fn near_miss_of_an_available_component_is_no_warning() {
+    let mut w = World::new();
+    w.install(Fixture::Good, "libmca_btl_fixture.so");
+    let old = w.install(Fixture::Good, "libmca_btl_fixture.so.old");
+    w.set_mca("btl", "fixture");
+    let (mca, d) = w.init();
+    assert!(
+        d.is_empty(),
+        "fixture is there, the old copy does not matter: {d}"
+    );
+    assert_eq!(mca.repository().ignored[0].path, old);
+}
