@@ -159,6 +159,7 @@ fn main() {
         // Finds the checkout's etc/ (dev tree), as oxmpi_info does.
         exe: Some(exe.clone()),
         env_not_text: Vec::new(),
+        module_layouts: Vec::new(),
     };
 
     // Cold: the first init loads every library.

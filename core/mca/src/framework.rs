@@ -3,10 +3,13 @@
 //!
 //! Every decision is logged at the framework's verbosity
 //! ([`log::COMPONENT`] = 10): excluded by parameter, not available,
-//! failed, declined and why, usable with priority, selected.
+//! failed, declined and why, usable with priority, selected. A component
+//! whose entry point fails or panics is skipped and recorded as a
+//! [`LoadFailure`] (the same one-paragraph warning as a library that fails
+//! to load; see [`Mca::failures`]).
 
-use crate::mca::{Mca, Severity};
-use crate::repository::LoadedComponent;
+use crate::mca::Mca;
+use crate::repository::{LoadFailure, LoadedComponent};
 use crate::selection::{choose, Candidate, Filter, SelectionError};
 use crate::{log, services};
 use abi_stable::std_types::RResult;
@@ -48,7 +51,78 @@ fn describe(e: &ComponentError) -> String {
     e.to_string()
 }
 
+/// The failure to record when entry point `step` of `c` returned `e`, or
+/// `None` when the component only said it is not available here.
+fn lifecycle_failure(c: &LoadedComponent, step: &str, e: &ComponentError) -> Option<LoadFailure> {
+    let (what, hint) = match e.kind {
+        ErrorKind::NotAvailable => return None,
+        ErrorKind::Failed => (
+            "failed",
+            format!(
+                "Fix what the component reports, or leave it out with --mca {} ^{}.",
+                c.framework, c.name
+            ),
+        ),
+        ErrorKind::Panicked => (
+            "panicked",
+            format!(
+                "This is a bug in the component: report it to its authors, and leave it out with --mca {} ^{} meanwhile.",
+                c.framework, c.name
+            ),
+        ),
+    };
+    Some(LoadFailure {
+        path: c.path.clone(),
+        framework: c.framework.clone(),
+        component: c.name.clone(),
+        reason: format!("its {step} {what}: {}", e.message),
+        hint,
+        detail: None,
+    })
+}
+
 impl Mca {
+    /// Runs `register`, `open`, `query` and `close` of every loaded
+    /// component, whatever the selection parameters say, and records the
+    /// ones that fail or panic (see [`Mca::failures`]); a component that is
+    /// not available here or declines is not a failure. This is what
+    /// `oxmpi_info --show-failed` does, so that it lists every component a
+    /// job would skip.
+    pub fn probe_components(&self) {
+        for c in &self.repository().components {
+            let ctx = services::context(c.root.framework(), c.root.component());
+            let outcome = match (c.root.register())(ctx) {
+                RResult::RErr(e) => Err(("register", e)),
+                RResult::ROk(()) => match (c.root.open())(ctx) {
+                    RResult::RErr(e) => Err(("open", e)),
+                    RResult::ROk(()) => {
+                        let query = match (c.root.query())(ctx) {
+                            RResult::RErr(e) => Err(("query", e)),
+                            RResult::ROk(_) => Ok(()),
+                        };
+                        match ((c.root.close())(ctx), query) {
+                            (_, Err(e)) => Err(e),
+                            (RResult::RErr(e), Ok(())) => Err(("close", e)),
+                            (RResult::ROk(()), Ok(())) => Ok(()),
+                        }
+                    }
+                },
+            };
+            if let Err((step, e)) = outcome {
+                if let Some(failure) = lifecycle_failure(c, step, &e) {
+                    self.record_lifecycle_failure(failure);
+                } else {
+                    log::log(
+                        &c.framework,
+                        &c.name,
+                        log::COMPONENT,
+                        &format!("not available ({step}): {}", e.message),
+                    );
+                }
+            }
+        }
+    }
+
     /// Opens framework `name`: registers and opens every loaded component
     /// the selection parameter allows. Components that fail are skipped with
     /// a warning.
@@ -101,15 +175,9 @@ impl<'m> OpenFramework<'m> {
                     .push((c.name.clone(), format!("not available: {}", e.message)));
             }
             _ => {
-                let message = format!(
-                    "{} component {} ({}) failed in {step} and was skipped: {}",
-                    self.info.name,
-                    c.name,
-                    c.path.display(),
-                    describe(e)
-                );
-                self.log(&c.name, log::COMPONENT, &message);
-                self.mca.push_diagnostic(Severity::Warning, message);
+                if let Some(failure) = lifecycle_failure(c, step, e) {
+                    self.mca.record_lifecycle_failure(failure);
+                }
                 self.reasons
                     .push((c.name.clone(), format!("{step} failed: {}", describe(e))));
             }

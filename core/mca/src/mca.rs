@@ -22,7 +22,7 @@ use crate::files::{self, LineError};
 use crate::input_file::read_input_file;
 use crate::paths::{user_component_dir, InstallPaths};
 use crate::registry::{check_decl, ParamInfo, Registry};
-use crate::repository::{self, LoadFailure, Repository};
+use crate::repository::{self, LoadFailure, LoadedComponent, ModuleLayout, Repository};
 use crate::selection::Filter;
 use crate::source::Source;
 use crate::tune::{self, TuneEntry};
@@ -55,6 +55,11 @@ pub struct McaInputs {
     /// `OXMPI_MCA_*` variables whose value is not UTF-8 text (each is an
     /// error: parameter values are text).
     pub env_not_text: Vec<String>,
+    /// Layouts of the framework module tables, checked when a component
+    /// library is loaded: each program passes those of the frameworks whose
+    /// modules it uses (the core knows no framework's module type). A
+    /// framework not listed has its modules checked only when they are used.
+    pub module_layouts: Vec<ModuleLayout>,
 }
 
 impl McaInputs {
@@ -74,6 +79,7 @@ impl McaInputs {
                     (k.starts_with(ENV_PREFIX) && v.to_str().is_none()).then_some(k)
                 })
                 .collect(),
+            module_layouts: Vec::new(),
         }
     }
 }
@@ -154,6 +160,8 @@ pub struct Mca {
     repository: Repository,
     param_files: Vec<(PathBuf, bool)>,
     exports: Vec<(String, Option<String>)>,
+    module_layouts: Vec<ModuleLayout>,
+    lifecycle_failures: Mutex<Vec<LoadFailure>>,
     diagnostics: Mutex<Vec<Diagnostic>>,
 }
 
@@ -197,6 +205,8 @@ impl Mca {
             repository: Repository::default(),
             param_files: Vec::new(),
             exports: Vec::new(),
+            module_layouts: inputs.module_layouts.clone(),
+            lifecycle_failures: Mutex::new(Vec::new()),
             diagnostics: Mutex::new(Vec::new()),
         };
         mca.declare_builtin();
@@ -238,9 +248,48 @@ impl Mca {
         }
     }
 
-    /// Records a diagnostic raised outside this module (framework lifecycle).
-    pub(crate) fn push_diagnostic(&self, severity: Severity, message: String) {
-        self.push(severity, message);
+    /// Records a component whose `register`, `open`, `query` or `close`
+    /// failed or panicked: logged at verbosity `component` of its framework
+    /// and of `mca`, kept for [`Mca::failures`], and a warning when
+    /// [`crate::core_params::SHOW_LOAD_ERRORS`] (or a selection naming the
+    /// component) asks for it, once per library and reason.
+    pub(crate) fn record_lifecycle_failure(&self, failure: LoadFailure) {
+        for fw in [failure.framework.as_str(), "mca"] {
+            log::log(fw, &failure.component, log::COMPONENT, &failure.message());
+        }
+        let new = {
+            let mut list = self
+                .lifecycle_failures
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let new = !list
+                .iter()
+                .any(|f| f.path == failure.path && f.reason == failure.reason);
+            if new {
+                list.push(failure.clone());
+            }
+            new
+        };
+        if new && self.show_load_error(&failure) {
+            self.warn(failure.message());
+        }
+    }
+
+    /// Every component library that was skipped: those that failed to load
+    /// ([`Repository::failures`]), then those whose lifecycle entry points
+    /// failed or panicked so far in this process (see
+    /// [`Mca::probe_components`]).
+    pub fn failures(&self) -> Vec<LoadFailure> {
+        let lifecycle = self
+            .lifecycle_failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        self.repository
+            .failures
+            .iter()
+            .chain(lifecycle.iter())
+            .cloned()
+            .collect()
     }
 
     fn declare_builtin(&mut self) {
@@ -618,37 +667,34 @@ impl Mca {
     }
 
     fn load_components(&mut self) {
-        let mut repo = repository::scan(&self.component_dirs(), FRAMEWORKS);
-        let mut kept = Vec::new();
+        let mut repo = repository::scan(&self.component_dirs(), FRAMEWORKS, &self.module_layouts);
+        let mut kept: Vec<LoadedComponent> = Vec::new();
         for component in std::mem::take(&mut repo.components) {
             let decls = component.root.params();
-            let problem = decls.iter().find_map(|d| {
-                let full = format!("{}_{}_{}", component.framework, component.name, d.name);
-                check_decl(&full, d).or_else(|| {
-                    self.registry
-                        .lookup(&full)
-                        .map(|_| format!("parameter {full} is already declared elsewhere"))
-                })
-            });
-            if let Some(problem) = problem {
+            if let Some((reason, hint)) = self.param_problem(&component, &kept) {
                 repo.failures.push(LoadFailure {
                     path: component.path.clone(),
                     framework: component.framework.clone(),
                     component: component.name.clone(),
-                    reason: format!("it declares an invalid parameter: {problem}"),
-                    hint: "Report this to the component's authors.".into(),
+                    reason,
+                    hint: hint.into(),
                     detail: None,
                 });
                 continue;
             }
             for d in decls.iter() {
                 let full = format!("{}_{}_{}", component.framework, component.name, d.name);
+                // param_problem checked every name, so this cannot clash.
                 if let Err(e) =
                     self.registry
                         .declare(&component.framework, &component.name, full, *d)
                 {
-                    // Synonym clash: keep the component but say so.
-                    self.warn(format!("{}: {e}", component.path.display()));
+                    self.error(format!(
+                        "component library {} ({} component {}): {e}; report this to the oxmpi developers",
+                        component.path.display(),
+                        component.framework,
+                        component.name
+                    ));
                 }
             }
             log::log(
@@ -666,6 +712,63 @@ impl Mca {
         }
         repo.components = kept;
         self.repository = repo;
+    }
+
+    /// Why `component`'s parameter table cannot be declared, with what to
+    /// do: a declaration that breaks the rules, a name (or synonym) the
+    /// component declares twice, or one the core, a framework or an
+    /// earlier component (in `kept`) already declares, naming that owner
+    /// and its library.
+    fn param_problem(
+        &self,
+        component: &LoadedComponent,
+        kept: &[LoadedComponent],
+    ) -> Option<(String, &'static str)> {
+        const AUTHORS: &str = "Report this to the component's authors.";
+        const CLASH: &str = "The library loaded first keeps the name: rename the parameter in one of the two components, or remove one of them from the component path.";
+        let mut own: HashSet<String> = HashSet::new();
+        for d in component.root.params().iter() {
+            let full = format!("{}_{}_{}", component.framework, component.name, d.name);
+            if let Some(problem) = check_decl(&full, d) {
+                return Some((
+                    format!("it declares an invalid parameter: {problem}"),
+                    AUTHORS,
+                ));
+            }
+            let names =
+                std::iter::once(full.clone()).chain(d.synonyms.iter().map(|s| s.name.to_string()));
+            for name in names {
+                if !own.insert(name.clone()) {
+                    return Some((
+                        format!("it declares the parameter name {} twice", excerpt(&name)),
+                        AUTHORS,
+                    ));
+                }
+                if let Some(r) = self.registry.lookup(&name) {
+                    let owner = &self.registry.params()[r.param];
+                    let by = if owner.framework == "mca" || owner.framework == "mpi" {
+                        "the oxmpi core".to_string()
+                    } else if owner.component == "base" {
+                        format!("the {} framework", owner.framework)
+                    } else {
+                        let file = kept
+                            .iter()
+                            .find(|c| c.framework == owner.framework && c.name == owner.component)
+                            .map(|c| format!(" ({})", c.path.display()))
+                            .unwrap_or_default();
+                        format!("{}/{}{file}", owner.framework, owner.component)
+                    };
+                    return Some((
+                        format!(
+                            "it declares the parameter name {}, which {by} already declares",
+                            excerpt(&name)
+                        ),
+                        CLASH,
+                    ));
+                }
+            }
+        }
+        None
     }
 
     fn show_load_error(&self, failure: &LoadFailure) -> bool {
@@ -711,6 +814,36 @@ impl Mca {
                 }
             }
         }
+        for ignored in &self.repository.ignored {
+            log::log("mca", "base", log::COMPONENT, &ignored.message());
+            if self.looks_requested(&ignored.path) {
+                self.warn(ignored.message());
+            }
+        }
+    }
+
+    /// Whether a file's name looks like a component the user selected by
+    /// name and that is not available: it contains the name of a framework
+    /// whose selection parameter includes components by name, and one of
+    /// those names that no loaded component has.
+    fn looks_requested(&self, path: &Path) -> bool {
+        let Some(file_name) = path.file_name().map(|n| n.to_string_lossy()) else {
+            return false;
+        };
+        FRAMEWORKS.iter().any(|info| {
+            let Some(Filter::Include(names)) = self.filter(info.name) else {
+                return false;
+            };
+            file_name.contains(info.name)
+                && names.iter().any(|n| {
+                    file_name.contains(n.as_str())
+                        && !self
+                            .repository
+                            .components
+                            .iter()
+                            .any(|c| c.framework == info.name && &c.name == n)
+                })
+        })
     }
 
     fn report_unknown_names(&self) {

@@ -12,14 +12,91 @@
 //!
 //! The first component loaded for a framework/name wins; later files with
 //! the same identity are recorded as [`Shadowed`] and not loaded.
+//!
+//! A component's framework module table (optional in the root module) is
+//! checked at load time against the layout the program hands in for its
+//! framework ([`ModuleLayout`]), so a table of another layout is refused
+//! when the library is loaded, not when a job first selects it. The core
+//! does not know the framework crates' module types: each program passes
+//! the layouts of the frameworks it uses.
+//!
+//! Files whose names almost match the pattern (a `.so` that is not
+//! `libmca_<framework>_<component>.so`, a `.so.1` or `.so.bak` copy, a
+//! `libmca_` name without the second `_`) are not loaded; they are kept as
+//! [`Ignored`] so that verbose output and `oxmpi_info --show-failed` can
+//! say why.
 
 use abi_stable::abi_stability::abi_checking::check_layout_compatibility;
 use abi_stable::library::{lib_header_from_path, LibraryError};
 use abi_stable::std_types::ROption;
+use abi_stable::type_layout::TypeLayout;
 use abi_stable::StableAbi;
 use oxmpi_plugin_api::{ComponentRootRef, FrameworkInfo, Version};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+
+/// The layout a framework's module table must have, handed to the core by
+/// the program that knows the framework's module type (the MCA core does
+/// not depend on framework crates).
+#[derive(Copy, Clone)]
+pub struct ModuleLayout {
+    /// Framework name (`btl`).
+    pub framework: &'static str,
+    /// Layout of the framework crate's module type.
+    pub layout: &'static TypeLayout,
+}
+
+impl ModuleLayout {
+    /// The layout of module type `T` of `framework`.
+    pub fn of<T: StableAbi>(framework: &'static str) -> ModuleLayout {
+        ModuleLayout {
+            framework,
+            layout: <T as StableAbi>::LAYOUT,
+        }
+    }
+}
+
+impl std::fmt::Debug for ModuleLayout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModuleLayout")
+            .field("framework", &self.framework)
+            .field("type", &self.layout.full_type().to_string())
+            .finish()
+    }
+}
+
+/// Reason given for a file whose name almost matches the component pattern.
+pub const IGNORED_REASON: &str =
+    "ignored: the name does not match libmca_<framework>_<component>.so";
+
+/// A file in a component directory whose name almost matches the component
+/// pattern, and which was therefore not loaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ignored {
+    /// Full path of the file.
+    pub path: PathBuf,
+}
+
+impl Ignored {
+    /// The one-paragraph message for this file: the path, the reason, and
+    /// what to do.
+    pub fn message(&self) -> String {
+        format!(
+            "{} was {IGNORED_REASON}. If it is a component, rename it to libmca_<framework>_<component>.so (the framework ends at the first _); otherwise remove it from the component directory.",
+            self.path.display()
+        )
+    }
+}
+
+/// Whether `file_name` almost matches the component pattern without
+/// matching it: a shared library (`.so`) that is not named
+/// `libmca_<framework>_<component>.so`, or a versioned or backup copy
+/// (`.so.1`, `.so.bak`). Cargo's other outputs next to the components in a
+/// dev tree (`.d`, `.rlib`) are not near misses.
+pub fn near_miss(file_name: &str) -> bool {
+    component_file_name(file_name).is_none()
+        && (file_name.ends_with(".so") || file_name.contains(".so."))
+}
 
 /// A loaded component library.
 #[derive(Clone)]
@@ -142,6 +219,8 @@ pub struct Repository {
     pub failures: Vec<LoadFailure>,
     /// Libraries hidden by an earlier one with the same identity.
     pub shadowed: Vec<Shadowed>,
+    /// Files whose names almost match the component pattern, not loaded.
+    pub ignored: Vec<Ignored>,
     /// The directories searched, in order (duplicates removed).
     pub searched: Vec<PathBuf>,
 }
@@ -161,8 +240,13 @@ pub fn interface_compatible(core: Version, component: Version) -> bool {
     core.major == component.major && component.minor <= core.minor
 }
 
-/// Scans `dirs` in order and loads every candidate.
-pub fn scan(dirs: &[PathBuf], frameworks: &[&FrameworkInfo]) -> Repository {
+/// Scans `dirs` in order and loads every candidate, checking the module
+/// table of a framework listed in `modules` against its layout.
+pub fn scan(
+    dirs: &[PathBuf],
+    frameworks: &[&FrameworkInfo],
+    modules: &[ModuleLayout],
+) -> Repository {
     let mut repo = Repository::default();
     let mut seen_dirs = HashSet::new();
     for dir in dirs {
@@ -173,18 +257,24 @@ pub fn scan(dirs: &[PathBuf], frameworks: &[&FrameworkInfo]) -> Repository {
         let Ok(entries) = std::fs::read_dir(dir) else {
             continue;
         };
-        let mut files: Vec<(String, PathBuf)> = entries
-            .flatten()
-            .filter_map(|e| {
-                let name = e.file_name().into_string().ok()?;
-                component_file_name(&name)?;
-                Some((name, e.path()))
-            })
-            .collect();
+        let mut files: Vec<(String, PathBuf)> = Vec::new();
+        let mut ignored: Vec<PathBuf> = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if component_file_name(&name).is_some() {
+                files.push((name, entry.path()));
+            } else if near_miss(&name) && entry.path().is_file() {
+                ignored.push(entry.path());
+            }
+        }
         files.sort();
+        ignored.sort();
+        repo.ignored
+            .extend(ignored.into_iter().map(|path| Ignored { path }));
         for (file_name, path) in files {
-            let (framework, component) = component_file_name(&file_name).expect("filtered above");
-            load_one(&mut repo, &path, framework, component, frameworks);
+            if let Some((framework, component)) = component_file_name(&file_name) {
+                load_one(&mut repo, &path, framework, component, frameworks, modules);
+            }
         }
     }
     repo
@@ -196,6 +286,7 @@ fn load_one(
     framework: &str,
     component: &str,
     frameworks: &[&FrameworkInfo],
+    modules: &[ModuleLayout],
 ) {
     if let Some(winner) = repo
         .components
@@ -261,6 +352,23 @@ fn load_one(
             None,
         ));
         return;
+    }
+    let table = root.module().and_then(ROption::into_option);
+    if let (Some(expected), Some(table)) =
+        (modules.iter().find(|m| m.framework == framework), table)
+    {
+        if let Err(e) = check_layout_compatibility(expected.layout, table.layout) {
+            let full = e.to_string();
+            repo.failures.push(fail(
+                format!(
+                    "its {framework} module table has another layout than this oxmpi's ({})",
+                    summarize_abi_error(&full)
+                ),
+                "Rebuild the component against this version of oxmpi, or remove it from the component path.",
+                Some(full),
+            ));
+            return;
+        }
     }
     repo.components.push(LoadedComponent {
         framework: framework.to_string(),
@@ -528,6 +636,58 @@ mod tests {
     }
 
     #[test]
+    fn near_misses_are_names_that_almost_match() {
+        for near in [
+            "mine.so",
+            "libmca_rmapsmine.so",
+            "libmca_btl_tcp.so.1",
+            "libmca_btl_x.so.bak",
+            "liboxmpi_fixture_good.so",
+        ] {
+            assert!(near_miss(near), "{near}");
+        }
+        for other in [
+            "libmca_btl_tcp.so",
+            "libmca_btl_tcp.d",
+            "libmca_btl_tcp.rlib",
+            "mca_btl_tcp",
+            "README",
+            "mpirun",
+        ] {
+            assert!(!near_miss(other), "{other}");
+        }
+    }
+
+    #[test]
+    fn near_misses_are_kept_as_ignored_with_their_full_path() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            "mine.so",
+            "libmca_rmapsmine.so",
+            "libmca_btl_x.so.bak",
+            "notes.txt",
+        ] {
+            std::fs::write(dir.path().join(name), b"x").unwrap();
+        }
+        std::fs::create_dir(dir.path().join("sub.so")).unwrap();
+        let repo = scan(&[dir.path().to_path_buf()], &[], &[]);
+        let ignored: Vec<PathBuf> = repo.ignored.iter().map(|i| i.path.clone()).collect();
+        assert_eq!(
+            ignored,
+            ["libmca_btl_x.so.bak", "libmca_rmapsmine.so", "mine.so"].map(|n| dir.path().join(n))
+        );
+        assert!(repo.failures.is_empty(), "{:?}", repo.failures);
+        let message = repo.ignored[2].message();
+        assert!(
+            message.starts_with(&format!(
+                "{} was ignored: the name does not match libmca_<framework>_<component>.so. ",
+                dir.path().join("mine.so").display()
+            )),
+            "{message}"
+        );
+    }
+
+    #[test]
     fn interface_semver() {
         let core = Version::new(1, 2, 0);
         assert!(interface_compatible(core, Version::new(1, 0, 5)));
@@ -544,6 +704,7 @@ mod tests {
                 PathBuf::from("/nonexistent/oxmpi"),
                 PathBuf::from("/nonexistent/oxmpi"),
             ],
+            &[],
             &[],
         );
         assert!(repo.components.is_empty() && repo.failures.is_empty());
@@ -583,6 +744,7 @@ Layout of expected type:\n    package:'x'\n\nError:mismatched package\nExpected:
         let repo = scan(
             &[dir.path().to_path_buf()],
             &[&oxmpi_framework_btl::FRAMEWORK],
+            &[],
         );
         assert_eq!(repo.failures.len(), 2, "{:?}", repo.failures);
         let junk = &repo.failures[0];

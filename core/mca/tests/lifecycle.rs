@@ -46,9 +46,15 @@ fn panicking_open_is_a_warning_and_the_good_component_is_still_selected() {
     let warning = d.expect_one(Severity::Warning, &[&panicky.display().to_string()]);
     assert!(
         warning.starts_with(&format!(
-            "btl component panicky ({}) failed in open and was skipped: panicked: ",
+            "skipped component library {} (btl component panicky): its open panicked: ",
             panicky.display()
         )),
+        "{warning}"
+    );
+    assert!(
+        warning.ends_with(
+            ". This is a bug in the component: report it to its authors, and leave it out with --mca btl ^panicky meanwhile."
+        ),
         "{warning}"
     );
     // The panic's own message and location are reported, once.
@@ -79,14 +85,16 @@ fn failing_open_is_a_warning_naming_the_library() {
     let mut fw = mca.open_framework("btl").unwrap();
     assert_eq!(fw.components(), ["twin"]);
     let d = common::Diagnostics(mca.take_diagnostics());
-    let warning = d.expect_one(Severity::Warning, &["failed in open"]);
+    let warning = d.expect_one(Severity::Warning, &["its open failed"]);
     assert_eq!(
         warning,
         format!(
-            "btl component fixture ({}) failed in open and was skipped: btl_fixture_fail_open is set, so open fails",
+            "skipped component library {} (btl component fixture): its open failed: btl_fixture_fail_open is set, so open fails. Fix what the component reports, or leave it out with --mca btl ^fixture.",
             good.display()
         )
     );
+    assert_eq!(mca.failures().len(), 1);
+    assert_eq!(mca.failures()[0].path, good);
     assert_eq!(
         reason_for(fw.reasons(), "fixture"),
         "open failed: btl_fixture_fail_open is set, so open fails"
@@ -294,4 +302,99 @@ fn selection_parameter_excludes_and_requests_by_name() {
         Err(e) => panic!("unexpected error {e}"),
         Ok(_) => panic!("opening btl must fail"),
     };
+}
+
+/// Installs rmaps `faulty` with `rmaps_faulty_panic_in` set to `step`.
+fn faulty_world(step: &str) -> (World, std::path::PathBuf) {
+    let mut w = World::new();
+    let path = w.install(Fixture::RmapsFaults, "libmca_rmaps_faulty.so");
+    w.set_param_env("rmaps_faulty_panic_in", step);
+    (w, path)
+}
+
+#[test]
+fn panic_in_register_open_or_query_is_a_load_failure_warning() {
+    for step in ["register", "open", "query"] {
+        let (w, path) = faulty_world(step);
+        let (mca, d) = w.init();
+        assert!(d.is_empty(), "{d}");
+        assert!(mca.failures().is_empty());
+        let mut fw = mca.open_framework("rmaps").unwrap();
+        let usable = fw.query().iter().filter(|c| c.priority.is_some()).count();
+        assert_eq!(usable, 0, "{step}");
+        let d = common::Diagnostics(mca.take_diagnostics());
+        let warning = d.expect_one(Severity::Warning, &[&path.display().to_string()]);
+        assert!(
+            warning.starts_with(&format!(
+                "skipped component library {} (rmaps component faulty): its {step} panicked: 'the faulty fixture panics in {step} (rmaps_faulty_panic_in)' at ",
+                path.display()
+            )),
+            "{warning}"
+        );
+        assert!(
+            warning.contains("leave it out with --mca rmaps ^faulty"),
+            "{warning}"
+        );
+        let failures = mca.failures();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert_eq!(failures[0].path, path);
+        assert_eq!(failures[0].message(), warning);
+        // Opening the framework again neither warns nor lists it twice.
+        drop(fw);
+        mca.open_framework("rmaps").unwrap().query();
+        assert!(mca.take_diagnostics().is_empty());
+        assert_eq!(mca.failures().len(), 1);
+    }
+}
+
+#[test]
+fn probe_lists_every_component_whose_entry_points_fail_whatever_the_selection() {
+    let (mut w, faulty) = faulty_world("query");
+    let panicky = w.install(Fixture::Panics, "libmca_btl_panicky.so");
+    w.install(Fixture::Good, "libmca_btl_fixture.so");
+    w.set_param_env("btl_fixture_decline", "declines, which is no failure");
+    // The user excludes panicky: the probe still lists it.
+    w.set_param_env("btl", "^panicky");
+    let (mca, d) = w.init();
+    assert!(d.is_empty(), "{d}");
+    mca.probe_components();
+    let failed: Vec<_> = mca
+        .failures()
+        .into_iter()
+        .map(|f| (f.path, f.reason))
+        .collect();
+    assert_eq!(failed.len(), 2, "{failed:?}");
+    assert_eq!(failed[0].0, panicky);
+    assert!(
+        failed[0].1.starts_with("its open panicked: "),
+        "{}",
+        failed[0].1
+    );
+    assert_eq!(failed[1].0, faulty);
+    assert!(
+        failed[1].1.starts_with("its query panicked: "),
+        "{}",
+        failed[1].1
+    );
+    let d = common::Diagnostics(mca.take_diagnostics());
+    assert_eq!(d.warnings().len(), 2, "{d}");
+}
+
+#[test]
+fn show_load_errors_none_hides_lifecycle_warnings_unless_the_component_is_requested() {
+    let (mut w, path) = faulty_world("open");
+    w.set_param_env("mca_base_component_show_load_errors", "none");
+    let (mca, _) = w.init();
+    mca.open_framework("rmaps").unwrap();
+    assert!(mca.take_diagnostics().is_empty());
+    assert_eq!(mca.failures().len(), 1, "still listed");
+
+    w.set_param_env("rmaps", "faulty");
+    let (mca, _) = w.init();
+    mca.open_framework("rmaps").unwrap();
+    let d = common::Diagnostics(mca.take_diagnostics());
+    d.expect_one(
+        Severity::Warning,
+        &[&path.display().to_string(), "its open panicked"],
+    );
 }

@@ -104,6 +104,10 @@ fn fixture_library_names_never_match_the_component_pattern() {
         Fixture::Panics,
         Fixture::WrongInterface,
         Fixture::AbiMismatch,
+        Fixture::WrongModule,
+        Fixture::ParamsDup,
+        Fixture::ParamsClash,
+        Fixture::RmapsFaults,
     ] {
         let name = fixture.library_file_name();
         assert_eq!(
@@ -360,4 +364,103 @@ fn show_load_errors_by_framework_and_component() {
             );
         }
     }
+}
+
+#[test]
+fn parameter_declared_twice_by_one_component_skips_it() {
+    let w = World::new();
+    let dupe = w.install(Fixture::ParamsDup, "libmca_btl_dupe.so");
+    w.install(Fixture::Good, "libmca_btl_fixture.so");
+    let (mca, d) = w.init();
+    let f = assert_skipped(
+        &mca,
+        &d,
+        &dupe,
+        "it declares the parameter name btl_dupe_limit twice",
+    );
+    assert_eq!(f.hint, "Report this to the component's authors.");
+    assert_eq!(d.0.len(), 1, "one warning, nothing else: {d}");
+    assert!(
+        mca.value("btl_dupe_limit").is_none(),
+        "nothing of it is declared"
+    );
+    assert_eq!(loaded_names(&mca), ["btl/fixture"]);
+}
+
+#[test]
+fn parameter_name_clash_between_components_names_both_libraries() {
+    let w = World::new();
+    // Name order: clash loads first and keeps the name, so fixture is skipped.
+    let clash = w.install(Fixture::ParamsClash, "libmca_btl_clash.so");
+    let fixture = w.install(Fixture::Good, "libmca_btl_fixture.so");
+    let (mca, d) = w.init();
+    let f = assert_skipped(
+        &mca,
+        &d,
+        &fixture,
+        &format!(
+            "it declares the parameter name btl_fixture_priority, which btl/clash ({}) already declares",
+            clash.display()
+        ),
+    );
+    assert!(
+        f.hint
+            .contains("rename the parameter in one of the two components"),
+        "{}",
+        f.hint
+    );
+    assert_eq!(loaded_names(&mca), ["btl/clash"]);
+    assert_eq!(d.0.len(), 1, "{d}");
+}
+
+#[test]
+fn near_miss_file_names_are_logged_at_verbose_level_and_listed() {
+    let mut w = World::new();
+    let mine = w.write_component_file("mine.so", b"x");
+    let rmapsmine = w.write_component_file("libmca_rmapsmine.so", b"x");
+    let versioned = w.install(Fixture::Good, "libmca_btl_fixture.so.1");
+    let backup = w.write_component_file("libmca_btl_x.so.bak", b"x");
+    w.write_component_file("README", b"not a near miss");
+    let (mca, d) = w.init();
+    assert!(d.is_empty(), "not at default verbosity: {d}");
+    let ignored: Vec<_> = mca
+        .repository()
+        .ignored
+        .iter()
+        .map(|i| i.path.clone())
+        .collect();
+    assert_eq!(ignored, [versioned, backup, rmapsmine.clone(), mine]);
+    assert!(mca.repository().components.is_empty());
+
+    // A file that looks like a component the user selects by name is worth
+    // a warning at default verbosity, next to the selection error.
+    w.set_mca("rmaps", "mine");
+    let (_, d) = w.init();
+    let warning = d.expect_one(Severity::Warning, &[&rmapsmine.display().to_string()]);
+    assert_eq!(
+        warning,
+        format!(
+            "{} was ignored: the name does not match libmca_<framework>_<component>.so. If it is a component, rename it to libmca_<framework>_<component>.so (the framework ends at the first _); otherwise remove it from the component directory.",
+            rmapsmine.display()
+        )
+    );
+    d.expect_one(
+        Severity::Error,
+        &["asks for component mine that is not available"],
+    );
+    assert_eq!(d.warnings().len(), 1, "{d}");
+}
+
+#[test]
+fn near_miss_of_an_available_component_is_no_warning() {
+    let mut w = World::new();
+    w.install(Fixture::Good, "libmca_btl_fixture.so");
+    let old = w.install(Fixture::Good, "libmca_btl_fixture.so.old");
+    w.set_mca("btl", "fixture");
+    let (mca, d) = w.init();
+    assert!(
+        d.is_empty(),
+        "fixture is there, the old copy does not matter: {d}"
+    );
+    assert_eq!(mca.repository().ignored[0].path, old);
 }

@@ -59,7 +59,7 @@ fn component_level_logs_every_decision_with_prefix() {
     }
     let expect = [
         "btl:twin: excluded by btl = \"^twin\" (from environment)",
-        "btl:panicky: btl component panicky (",
+        "btl:panicky: skipped component library ",
         "btl:fixture: query: usable, priority 42",
         "btl:fixture: selected (priority 42)",
     ];
@@ -67,7 +67,7 @@ fn component_level_logs_every_decision_with_prefix() {
         assert!(log.contains(e), "missing {e:?} in:\n{log}");
     }
     assert!(
-        log.contains("failed in open and was skipped: panicked"),
+        log.contains("(btl component panicky): its open panicked: "),
         "{log}"
     );
     assert!(
@@ -83,6 +83,37 @@ fn info_level_adds_detail_and_default_level_is_silent() {
     assert!(log.contains("btl:twin: selected"), "{log}");
     let quiet = select_btl_with("0", None);
     assert_eq!(quiet, "", "nothing is logged at verbosity 0");
+}
+
+#[test]
+fn near_miss_file_names_are_logged_at_mca_base_verbose_component() {
+    let capture = |verbose: &str| {
+        let mut world = World::new();
+        let near = world.write_component_file("libmca_rmapsmine.so", b"x");
+        world.set_param_env("mca_base_verbose", verbose);
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .event_format(McaFormat::new())
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            let (_, d) = world.init();
+            assert!(d.is_empty(), "{d}");
+        });
+        let bytes = buffer.0.lock().unwrap().clone();
+        (near, String::from_utf8(bytes).unwrap())
+    };
+    let (near, log) = capture("component");
+    assert!(
+        log.contains(&format!(
+            "mca:base: {} was ignored: the name does not match libmca_<framework>_<component>.so.",
+            near.display()
+        )),
+        "{log}"
+    );
+    let (_, quiet) = capture("0");
+    assert_eq!(quiet, "");
 }
 
 fn gethostname() -> String {

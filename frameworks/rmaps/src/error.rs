@@ -19,6 +19,9 @@ pub enum MapErrorKind {
     SeqTooFew,
     /// No mapper accepts the policy (or the selection excluded it).
     NoMapper,
+    /// The mapper itself failed: it panicked, or its answer could not be
+    /// read (a bug in the component, not in the request).
+    ComponentFailed,
 }
 
 /// A job that cannot be mapped; nothing should be launched. The message

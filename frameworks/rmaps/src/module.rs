@@ -56,7 +56,7 @@ pub fn serve_map(mapper: &dyn Mapper, request_json: RStr<'_>) -> RResult<RString
         Ok(match mapper.map(&request) {
             Ok(map) => serde_json::to_string(&map).map(RString::from).map_err(|e| {
                 error_json(
-                    MapErrorKind::BadRequest,
+                    MapErrorKind::ComponentFailed,
                     format!("cannot encode the map: {e}"),
                 )
             }),
@@ -67,8 +67,8 @@ pub fn serve_map(mapper: &dyn Mapper, request_json: RStr<'_>) -> RResult<RString
         Ok(Ok(map)) => RResult::ROk(map),
         Ok(Err(e)) => RResult::RErr(e),
         Err(panic) => RResult::RErr(error_json(
-            MapErrorKind::BadRequest,
-            format!("the {} mapper failed: {panic}", mapper.name()),
+            MapErrorKind::ComponentFailed,
+            format!("the {} mapper {panic}", mapper.name()),
         )),
     }
 }
@@ -92,12 +92,15 @@ pub fn call_map(module: &RmapsModule, request: &MapRequest) -> Result<JobMap, Ma
     match (module.map)(RStr::from_str(&json)) {
         RResult::ROk(map) => serde_json::from_str(map.as_str()).map_err(|e| {
             MapError::new(
-                MapErrorKind::BadRequest,
+                MapErrorKind::ComponentFailed,
                 format!("the mapper returned a map that cannot be read: {e}"),
             )
         }),
         RResult::RErr(e) => Err(serde_json::from_str(e.as_str()).unwrap_or_else(|_| {
-            MapError::new(MapErrorKind::BadRequest, format!("the mapper failed: {e}"))
+            MapError::new(
+                MapErrorKind::ComponentFailed,
+                format!("the mapper failed: {}", oxmpi_plugin_api::text::excerpt(&e)),
+            )
         })),
     }
 }

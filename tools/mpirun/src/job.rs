@@ -12,8 +12,8 @@
 use crate::cli::{AppOptions, Cli};
 use oxmpi_framework_rmaps::module::{call_accepts, call_map, RmapsModule};
 use oxmpi_framework_rmaps::{
-    allocation, hosts, policy, AppHosts, Hostfile, JobMap, LocalHost, MapPolicy, MapRequest,
-    ObjectRef, Resource, Topology,
+    allocation, hosts, policy, AppHosts, Hostfile, JobMap, LocalHost, MapErrorKind, MapPolicy,
+    MapRequest, ObjectRef, Resource, Topology,
 };
 use oxmpi_mca::log;
 use oxmpi_mca::Mca;
@@ -232,7 +232,17 @@ fn map_with_components(mca: &Mca, request: &MapRequest) -> Result<JobMap, String
                 request.policy.map_by
             ),
         );
-        let map = call_map(module, request).map_err(|e| e.message)?;
+        let map = call_map(module, request).map_err(|e| {
+            if e.kind == MapErrorKind::ComponentFailed {
+                format!(
+                    "rmaps component {name} ({}) failed in map, so the job was not started: {}. This is a bug in the component: report it to its authors; --mca rmaps ^{name} maps the job with another component.",
+                    component.path.display(),
+                    e.message
+                )
+            } else {
+                e.message
+            }
+        })?;
         fw.close();
         return Ok(map);
     }

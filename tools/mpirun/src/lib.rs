@@ -51,7 +51,13 @@ fn fail(message: &str) -> ExitCode {
 
 /// OXMPI_MCA_* variables for the ranks: the --mca and tune values in
 /// effect (with OXMPI_MCA_SOURCE_* so ranks report their real source), and
-/// where the install is, unless the user set those.
+/// where the install is, unless the user set it.
+///
+/// The component path is always forwarded as the directories mpirun
+/// searched, with `SYSTEM_DEFAULT` and `USER_DEFAULT` expanded: a rank finds
+/// its install from its own executable and the forwarded `OXMPI_PREFIX`
+/// (which, for a dev tree, names the checkout, not `target/<profile>`), so
+/// the words could name another directory there than in mpirun.
 fn forwarded_env(mca: &Mca) -> Vec<(String, String)> {
     let mut env = Vec::new();
     for a in mca.assignments() {
@@ -74,13 +80,17 @@ fn forwarded_env(mca: &Mca) -> Vec<(String, String)> {
         ));
     }
     let path_var = "OXMPI_MCA_mca_base_component_path";
-    if std::env::var_os(path_var).is_none() && !env.iter().any(|(k, _)| k == path_var) {
-        let dirs: Vec<String> = mca
-            .component_dirs()
-            .iter()
-            .map(|d| d.display().to_string())
-            .collect();
-        env.push((path_var.into(), dirs.join(":")));
+    let dirs: Vec<String> = mca
+        .component_dirs()
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect();
+    // A value forwarded from --mca or a tune file keeps its source marker;
+    // one from the environment or a file is replaced in the ranks'
+    // environment.
+    match env.iter_mut().find(|(k, _)| k == path_var) {
+        Some(entry) => entry.1 = dirs.join(":"),
+        None => env.push((path_var.into(), dirs.join(":"))),
     }
     env
 }
@@ -139,6 +149,10 @@ pub fn main() -> ExitCode {
     let mut inputs = McaInputs::from_process("mpirun");
     inputs.command_line = mca_pairs;
     inputs.tune_files = cli.tune.clone();
+    // mpirun uses rmaps modules; their layout is checked when they load.
+    inputs.module_layouts = vec![oxmpi_mca::repository::ModuleLayout::of::<
+        oxmpi_framework_rmaps::module::RmapsModule,
+    >("rmaps")];
     let mca = Mca::init(inputs);
     if mca.print_diagnostics() {
         return fail("the job was not started because of the parameter errors above");
@@ -187,13 +201,17 @@ pub fn main() -> ExitCode {
         }
         Err(_) => return fail("reading this machine's processor topology failed"),
     };
-    let mut job = match job::build(
+    let job = job::build(
         &cli,
         &extra,
         &tune_exports,
         &mca,
         job::topology_summary(topology),
-    ) {
+    );
+    // rmaps components that failed or panicked in register, open or query
+    // while the job was mapped.
+    mca.print_diagnostics();
+    let mut job = match job {
         Ok(job) => job,
         Err(e) => return fail(&e),
     };

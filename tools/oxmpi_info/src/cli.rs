@@ -26,7 +26,7 @@ pub struct Cli {
     pub level: u8,
 
     /// Show everything: every framework, component and parameter (level 9),
-    /// and the component libraries that failed to load.
+    /// and the component libraries that failed (as --show-failed).
     #[arg(short, long)]
     pub all: bool,
 
@@ -39,8 +39,11 @@ pub struct Cli {
     #[arg(long)]
     pub json: bool,
 
-    /// List component libraries that failed to load, with the reason, and
-    /// libraries hidden by an earlier one with the same name.
+    /// List component libraries that a job would skip, with the reason:
+    /// those that fail to load or whose register, open or query fails or
+    /// panics (so their code runs), libraries hidden by an earlier one
+    /// with the same name, and files ignored because their name does not
+    /// match the component pattern.
     #[arg(long)]
     pub show_failed: bool,
 

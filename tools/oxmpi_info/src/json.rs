@@ -2,13 +2,15 @@
 
 use crate::catalog::{self, View};
 use oxmpi_mca::levels::level_name;
+use oxmpi_mca::repository::IGNORED_REASON;
 use oxmpi_mca::value::type_name;
 use oxmpi_mca::Mca;
 use oxmpi_plugin_api::SelectionKind;
 use serde_json::{json, Map, Value};
 
 /// Renders the view: `version`, `plugin_abi`, and as requested `paths`,
-/// `frameworks` (with their components), `failed`, `shadowed`, `parameters`.
+/// `frameworks` (with their components), `failed`, `shadowed`, `ignored`,
+/// `parameters`.
 pub fn render(mca: &Mca, view: &View) -> String {
     let mut root = Map::new();
     root.insert("version".into(), json!(oxmpi_mca::VERSION));
@@ -57,8 +59,8 @@ pub fn render(mca: &Mca, view: &View) -> String {
     }
     if view.failed {
         let repo = mca.repository();
-        let failed: Vec<Value> = repo
-            .failures
+        let failed: Vec<Value> = mca
+            .failures()
             .iter()
             .map(|f| {
                 json!({
@@ -84,6 +86,12 @@ pub fn render(mca: &Mca, view: &View) -> String {
             .collect();
         root.insert("failed".into(), Value::Array(failed));
         root.insert("shadowed".into(), Value::Array(shadowed));
+        let ignored: Vec<Value> = repo
+            .ignored
+            .iter()
+            .map(|i| json!({ "path": i.path.display().to_string(), "reason": IGNORED_REASON }))
+            .collect();
+        root.insert("ignored".into(), Value::Array(ignored));
     }
     if view.params.is_some() {
         let params: Vec<Value> = view

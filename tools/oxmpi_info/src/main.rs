@@ -10,6 +10,7 @@ mod pretty;
 
 use clap::Parser;
 use cli::Cli;
+use oxmpi_mca::repository::ModuleLayout;
 use oxmpi_mca::{Mca, McaInputs};
 use std::process::ExitCode;
 
@@ -19,7 +20,17 @@ fn main() -> ExitCode {
     let mut inputs = McaInputs::from_process("oxmpi_info");
     inputs.command_line = cli.mca_pairs();
     inputs.tune_files = cli.tune.clone();
+    inputs.module_layouts = vec![
+        ModuleLayout::of::<oxmpi_framework_btl::module::BtlComponentModule>("btl"),
+        ModuleLayout::of::<oxmpi_framework_pml::module::PmlModule>("pml"),
+        ModuleLayout::of::<oxmpi_framework_rmaps::module::RmapsModule>("rmaps"),
+    ];
     let mca = Mca::init(inputs);
+    if cli.show_failed || cli.all {
+        // Listing the components a job would skip means running their
+        // register, open and query, as a job does.
+        mca.probe_components();
+    }
     let had_error = mca.print_diagnostics();
 
     if let Some(name) = &cli.explain {

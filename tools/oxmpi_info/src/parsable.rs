@@ -83,7 +83,7 @@ pub fn render(mca: &Mca, view: &View) -> String {
         }
     }
     if view.failed {
-        for f in &mca.repository().failures {
+        for f in &mca.failures() {
             kv(
                 &mut out,
                 &format!("mca:{}:{}:failed", f.framework, f.component),
@@ -96,6 +96,9 @@ pub fn render(mca: &Mca, view: &View) -> String {
                 &format!("mca:{}:{}:shadowed", s.framework, s.name),
                 &s.path.display().to_string(),
             );
+        }
+        for i in &mca.repository().ignored {
+            kv(&mut out, "mca:ignored", &i.path.display().to_string());
         }
     }
     for row in view.param_rows(mca) {

@@ -106,21 +106,31 @@ fn render_components(mca: &Mca, out: &mut String) {
 
 fn render_failed(mca: &Mca, out: &mut String) {
     let repo = mca.repository();
-    if repo.failures.is_empty() && repo.shadowed.is_empty() {
+    let failures = mca.failures();
+    if failures.is_empty() && repo.shadowed.is_empty() && repo.ignored.is_empty() {
         line(out, "Failed components", "none");
     }
-    for f in &repo.failures {
+    for (i, f) in failures.iter().enumerate() {
+        // Load failures come first; the others failed in an entry point.
+        let how = if i < repo.failures.len() {
+            "failed to load"
+        } else {
+            "failed"
+        };
         line(
             out,
             &format!("MCA {}", f.framework),
             &format!(
-                "{} (failed to load) {}: {}. {}",
+                "{} ({how}) {}: {}. {}",
                 f.component,
                 f.path.display(),
                 f.reason,
                 f.hint
             ),
         );
+    }
+    for i in &repo.ignored {
+        line(out, "Ignored file", &i.message());
     }
     for s in &repo.shadowed {
         line(

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{stderr, stdout, World};
+use common::{built_library, stderr, stdout, World};
 
 fn parsable_field(out: &str, key: &str) -> Option<String> {
     out.lines()
@@ -414,4 +414,115 @@ fn dev_build_uses_the_checkout_etc_and_its_template_is_valid() {
         .expect(&out);
     // The system file exists (no "(not found)" after it); the user file does not.
     assert!(files.ends_with("etc/oxmpi-mca-params.conf"), "{files}");
+}
+
+#[test]
+fn show_failed_opens_and_queries_components_and_lists_every_kind_of_failure() {
+    let w = World::new().env("OXMPI_MCA_rmaps_faulty_panic_in", "query");
+    let faulty = w.component_dir().join("libmca_rmaps_faulty.so");
+    std::fs::copy(built_library("liboxmpi_fixture_rmaps_faults.so"), &faulty).unwrap();
+    let odd = w.component_dir().join("libmca_btl_oddmodule.so");
+    std::fs::copy(built_library("liboxmpi_fixture_wrong_module.so"), &odd).unwrap();
+    let near = w.component_dir().join("libmca_rmapsmine.so");
+    std::fs::write(&near, "x").unwrap();
+
+    // Listing components does not run their code; the module layout is
+    // checked when the library loads.
+    let o = w.run(&[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "warning: skipped component library {} (btl component oddmodule): its btl module table has another layout",
+            odd.display()
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("faulty"), "{err}");
+    assert!(
+        !err.contains("rmapsmine"),
+        "not at default verbosity: {err}"
+    );
+    let out = stdout(&o);
+    assert!(out.contains("MCA rmaps: faulty"), "{out}");
+    assert!(!out.contains("oddmodule"), "{out}");
+
+    let o = w.run(&["--show-failed"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let query_warning = format!(
+        "oxmpi_info: warning: skipped component library {} (rmaps component faulty): its query panicked: 'the faulty fixture panics in query (rmaps_faulty_panic_in)' at ",
+        faulty.display()
+    );
+    assert!(err.contains(&query_warning), "{err}");
+    let out = stdout(&o);
+    assert!(!out.contains("Failed components: none"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "MCA btl: oddmodule (failed to load) {}: its btl module table has another layout",
+            odd.display()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "MCA rmaps: faulty (failed) {}: its query panicked: ",
+            faulty.display()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "Ignored file: {} was ignored: the name does not match libmca_<framework>_<component>.so.",
+            near.display()
+        )),
+        "{out}"
+    );
+
+    let out = stdout(&w.run(&["--show-failed", "--parsable"]));
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("mca:rmaps:faulty:failed:"))
+        .expect(&out);
+    assert!(line.contains("its query panicked"), "{line}");
+    assert!(
+        out.lines()
+            .any(|l| l == format!("mca:ignored:{}", near.display())),
+        "{out}"
+    );
+
+    // Without the panic, the probe finds nothing wrong with faulty.
+    let calm = World::new();
+    std::fs::copy(
+        built_library("liboxmpi_fixture_rmaps_faults.so"),
+        calm.component_dir().join("libmca_rmaps_faulty.so"),
+    )
+    .unwrap();
+    let o = calm.run(&["--show-failed"]);
+    assert_eq!(stderr(&o), "");
+    assert!(
+        stdout(&o).contains("Failed components: none"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn near_miss_of_a_component_selected_by_name_warns_at_default_verbosity() {
+    let w = World::new();
+    let near = w.component_dir().join("libmca_rmaps_mine.so.1");
+    std::fs::write(&near, "x").unwrap();
+    let o = w.run(&["--mca", "rmaps", "mine"]);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "oxmpi_info: warning: {} was ignored: the name does not match libmca_<framework>_<component>.so.",
+            near.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("asks for component mine that is not available"),
+        "{err}"
+    );
 }

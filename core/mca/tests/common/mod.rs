@@ -12,6 +12,7 @@
 
 #![allow(dead_code)]
 
+use oxmpi_mca::repository::ModuleLayout;
 use oxmpi_mca::{Diagnostic, Mca, McaInputs, Severity};
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
@@ -30,6 +31,14 @@ pub enum Fixture {
     WrongInterface,
     /// A root module with an incompatible layout (`tests/fixtures/abi_mismatch`).
     AbiMismatch,
+    /// btl `oddmodule`, a btl module table of another layout (`tests/fixtures/wrong_module`).
+    WrongModule,
+    /// btl `dupe`, declares one parameter name twice (`tests/fixtures/params_dup`).
+    ParamsDup,
+    /// btl `clash`, a synonym that is btl `fixture`'s parameter name (`tests/fixtures/params_clash`).
+    ParamsClash,
+    /// rmaps `faulty`, panics where `rmaps_faulty_panic_in` says and in map (`tests/fixtures/rmaps_faults`).
+    RmapsFaults,
 }
 
 impl Fixture {
@@ -41,6 +50,10 @@ impl Fixture {
             Fixture::Panics => "liboxmpi_fixture_panics.so",
             Fixture::WrongInterface => "liboxmpi_fixture_wrong_interface.so",
             Fixture::AbiMismatch => "liboxmpi_fixture_abi_mismatch.so",
+            Fixture::WrongModule => "liboxmpi_fixture_wrong_module.so",
+            Fixture::ParamsDup => "liboxmpi_fixture_params_dup.so",
+            Fixture::ParamsClash => "liboxmpi_fixture_params_clash.so",
+            Fixture::RmapsFaults => "liboxmpi_fixture_rmaps_faults.so",
         }
     }
 
@@ -142,6 +155,8 @@ pub struct World {
     pub command_line: Vec<(String, String)>,
     /// `--tune FILE` files.
     pub tune_files: Vec<PathBuf>,
+    /// Module layouts checked at load time (none unless a test sets them).
+    pub module_layouts: Vec<ModuleLayout>,
 }
 
 impl World {
@@ -164,6 +179,7 @@ impl World {
             env: Vec::new(),
             command_line: Vec::new(),
             tune_files: Vec::new(),
+            module_layouts: Vec::new(),
         };
         let path = world.components.display().to_string();
         world.set_env("OXMPI_MCA_mca_base_component_path", &path);
@@ -274,6 +290,7 @@ impl World {
             tune_files: self.tune_files.clone(),
             exe: None,
             env_not_text: Vec::new(),
+            module_layouts: self.module_layouts.clone(),
         }
     }
 

@@ -170,7 +170,14 @@ fn self_hint(mca: &Mca, selected: &[String]) -> Option<String> {
 pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
     oxmpi_mca::log::init_stderr_logging();
     let program = program_name();
-    let mca: &'static Mca = Box::leak(Box::new(Mca::init(McaInputs::from_process(&program))));
+    let mut inputs = McaInputs::from_process(&program);
+    // The ranks use btl and pml modules; their layout is checked when the
+    // component libraries load.
+    inputs.module_layouts = vec![
+        oxmpi_mca::repository::ModuleLayout::of::<BtlComponentModule>("btl"),
+        oxmpi_mca::repository::ModuleLayout::of::<PmlModule>("pml"),
+    ];
+    let mca: &'static Mca = Box::leak(Box::new(Mca::init(inputs)));
     let under_mpirun = std::env::var_os(oxmpi_pmi::identity::JOB_ID_VAR).is_some();
     if under_mpirun {
         // mpirun resolved the same files and environment and already showed

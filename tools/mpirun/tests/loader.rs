@@ -1,0 +1,162 @@
+//! Component loading as mpirun and its ranks see it: a component path the
+//! user sets with `SYSTEM_DEFAULT` in it means the same directory in the
+//! ranks as in mpirun, and an rmaps component that panics (in its query,
+//! or inside `map`) is reported with its library's path at default
+//! verbosity.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+
+/// Runs mpirun with `args` and `env`, in an environment cleaned of
+/// `OXMPI_MCA_*` settings of the calling shell.
+fn run_env(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let (mut cmd, marker) = command(args);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("OXMPI_MCA_") {
+            cmd.env_remove(&key);
+        }
+    }
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    let child = cmd.spawn().expect("mpirun starts");
+    let run = wait_with_timeout(child, HARD_TIMEOUT, &marker);
+    assert_no_survivors(&marker);
+    run
+}
+
+/// A library cargo built for this test run (in target/<profile>/deps or
+/// target/<profile>).
+fn built_library(file: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    [deps, deps.parent().unwrap()]
+        .iter()
+        .map(|d| d.join(file))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{file} was not built next to {}", deps.display()))
+}
+
+/// A temporary component directory holding rmaps `faulty`.
+fn faulty_dir() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("libmca_rmaps_faulty.so");
+    std::fs::copy(built_library("liboxmpi_fixture_rmaps_faults.so"), &path).unwrap();
+    (dir, path)
+}
+
+fn path_value(extra: &Path) -> String {
+    format!("SYSTEM_DEFAULT:{}", extra.display())
+}
+
+#[test]
+fn system_default_in_a_user_component_path_means_the_same_directory_in_ranks() {
+    let extra = tempfile::tempdir().unwrap();
+    let value = path_value(extra.path());
+    let hello = built("hello").display().to_string();
+    let args = [
+        "-n",
+        "1",
+        "--mca",
+        "btl",
+        "self,tcp",
+        "--mca",
+        "btl_tcp_if_include",
+        "lo",
+        hello.as_str(),
+    ];
+    // From the environment, as in the issue.
+    let run = run_env(&args, &[("OXMPI_MCA_mca_base_component_path", &value)]);
+    assert_eq!(
+        run.code(),
+        0,
+        "stdout: {}\nstderr: {}",
+        run.stdout,
+        run.stderr
+    );
+    assert!(run.stdout.contains("hello"), "{}", run.stdout);
+    assert_eq!(run.stderr, "");
+
+    // From the command line.
+    let mut with_mca = vec!["--mca", "mca_base_component_path", value.as_str()];
+    with_mca.extend_from_slice(&args);
+    let run = run_env(&with_mca, &[]);
+    assert_eq!(
+        run.code(),
+        0,
+        "stdout: {}\nstderr: {}",
+        run.stdout,
+        run.stderr
+    );
+    assert_eq!(run.stderr, "");
+
+    // What the rank is given: the directories mpirun searched.
+    let system = mpirun_path().parent().unwrap().display().to_string();
+    let run = run_env(
+        &[
+            "-n",
+            "1",
+            "sh",
+            "-c",
+            "echo \"$OXMPI_MCA_mca_base_component_path\"",
+        ],
+        &[("OXMPI_MCA_mca_base_component_path", &value)],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout.trim(),
+        format!("{system}:{}", extra.path().display())
+    );
+}
+
+#[test]
+fn panic_in_an_rmaps_query_is_a_warning_with_the_path_and_the_job_runs() {
+    let (dir, faulty) = faulty_dir();
+    let run = run_env(
+        &["-n", "1", "sh", "-c", "echo launched"],
+        &[
+            ("OXMPI_MCA_mca_base_component_path", &path_value(dir.path())),
+            ("OXMPI_MCA_rmaps_faulty_panic_in", "query"),
+        ],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "launched\n");
+    let warnings: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(warnings.len(), 1, "{}", run.stderr);
+    assert!(
+        warnings[0].starts_with(&format!(
+            "mpirun: warning: skipped component library {} (rmaps component faulty): its query panicked: 'the faulty fixture panics in query (rmaps_faulty_panic_in)' at ",
+            faulty.display()
+        )),
+        "{}",
+        warnings[0]
+    );
+}
+
+#[test]
+fn panic_inside_map_names_the_library() {
+    let (dir, faulty) = faulty_dir();
+    let run = run_env(
+        &["-n", "1", "sh", "-c", "echo launched"],
+        &[("OXMPI_MCA_mca_base_component_path", &path_value(dir.path()))],
+    );
+    assert_eq!(run.code(), 1, "{}", run.stderr);
+    assert_eq!(run.stdout, "", "nothing ran");
+    assert!(
+        run.stderr.starts_with(&format!(
+            "mpirun: error: rmaps component faulty ({}) failed in map, so the job was not started: the faulty mapper panicked: 'the faulty fixture always panics in map' at ",
+            faulty.display()
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("--mca rmaps ^faulty maps the job with another component."),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+}
