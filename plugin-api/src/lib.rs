@@ -7,9 +7,13 @@
 //! component was built with.
 //!
 //! This crate holds types and the thin glue a component needs to export
-//! them ([`export_component!`], [`guard`]), and [`text::excerpt`], the one
-//! pure helper that core and framework crates share for quoting user text
-//! in messages; it has no other logic and does no I/O.
+//! them ([`export_component!`], [`guard`]), the parameter derive
+//! ([`Params`], [`ParamEnum`]) with what it needs: the value parser
+//! ([`value`]) and the declaration checks ([`params::check_decl`]), shared
+//! with the core so that a default means what the same text means from a
+//! user; the named verbosity levels ([`verbosity`]); and [`text::excerpt`],
+//! the helper that core and framework crates share for quoting user text in
+//! messages. It has no other logic and does no I/O.
 //!
 //! # Evolving the ABI
 //!
@@ -40,14 +44,26 @@ pub mod module;
 pub mod params;
 pub mod services;
 pub mod text;
+pub mod value;
+pub mod verbosity;
 pub mod version;
+
+// The derives name `::oxmpi_plugin_api`, also inside this crate's tests.
+extern crate self as oxmpi_plugin_api;
 
 pub use component::{
     ComponentError, ComponentRoot, ComponentRootRef, ErrorKind, Lifecycle, QueryReply,
 };
 pub use framework::{FrameworkInfo, SelectionKind};
 pub use module::ModuleTable;
-pub use params::{flags, EnumValue, IntRange, ParamDecl, ParamType, ParamValue, Synonym};
+/// `#[derive(Params)]`: a component's parameters declared once on a typed
+/// struct (see [`Params`]); `#[derive(ParamEnum)]`: the type of an `enum`
+/// parameter (see [`ParamEnum`]).
+pub use oxmpi_plugin_api_derive::{ParamEnum, Params};
+pub use params::{
+    flags, EnumValue, IntRange, Level, ParamDecl, ParamEnum, ParamField, ParamGroup, ParamType,
+    ParamValue, Params, Synonym, Tier,
+};
 pub use services::{ComponentContext, Services, ServicesRef};
 pub use version::Version;
 

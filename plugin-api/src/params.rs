@@ -1,13 +1,30 @@
 //! Parameter declarations (data) and resolved parameter values.
 //!
-//! A component declares its parameters as a `static` table of [`ParamDecl`].
+//! A component declares its parameters once, on a typed struct with
+//! `#[derive(Params)]` (see [`Params`] and `docs/components.md`), which
+//! generates the table of [`ParamDecl`] exported in its root module, its
+//! `Default` and its typed reader.
 //! The core reads the table without running any component code, resolves a
 //! value for every parameter from its sources, and hands values back through
 //! [`crate::Services`]. Defaults are strings parsed by the same parser as
 //! user input, so a default can never be of the wrong type unnoticed.
 
+use crate::verbosity;
 use abi_stable::std_types::{RSlice, RStr, RString, RVec};
 use abi_stable::StableAbi;
+
+mod check;
+mod level;
+mod typed;
+
+pub use check::{check_decl, valid_name};
+pub use level::{Level, Tier};
+#[doc(hidden)]
+pub use typed::{bad_enum_value, check_enum_decl, PLACEHOLDER};
+pub use typed::{
+    check_field, read_field, DeclaredDefaults, ParamEnum, ParamField, ParamGroup, ParamSource,
+    Params,
+};
 
 /// Flags of a parameter declaration (bit set in [`ParamDecl::flags`]).
 pub mod flags {
@@ -176,13 +193,13 @@ impl ParamDecl {
 /// parameter; any number from 0 to 100 is accepted as well.
 pub const VERBOSITY_VALUES: &[EnumValue] = &[
     EnumValue::new(-1, "none"),
-    EnumValue::new(0, "error"),
-    EnumValue::new(10, "component"),
-    EnumValue::new(20, "warn"),
-    EnumValue::new(40, "info"),
-    EnumValue::new(60, "trace"),
-    EnumValue::new(80, "debug"),
-    EnumValue::new(100, "max"),
+    EnumValue::new(verbosity::ERROR as i64, "error"),
+    EnumValue::new(verbosity::COMPONENT as i64, "component"),
+    EnumValue::new(verbosity::WARN as i64, "warn"),
+    EnumValue::new(verbosity::INFO as i64, "info"),
+    EnumValue::new(verbosity::TRACE as i64, "trace"),
+    EnumValue::new(verbosity::DEBUG as i64, "debug"),
+    EnumValue::new(verbosity::MAX as i64, "max"),
 ];
 
 /// A resolved parameter value as the core hands it to a component.

@@ -59,13 +59,10 @@ impl fmt::Display for LineError {
     }
 }
 
-/// Whether `name` is a syntactically valid parameter name.
-pub fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-')
-}
+/// Whether `name` is a syntactically valid parameter name (letters,
+/// digits, `_`, `.` and `-`; the plugin API's rule, which declarations
+/// follow too).
+pub use oxmpi_plugin_api::params::valid_name;
 
 /// Removes one pair of surrounding quotes; errors on an unterminated quote or
 /// text after the closing quote (other than a ` #` comment).

@@ -1,6 +1,6 @@
 //! The MCA base of oxmpi.
 //!
-//! - [`value`], [`source`], [`files`], [`tune`], [`registry`]: parameter
+//! - [`value`] (the plugin API's parser), [`source`], [`files`], [`tune`], [`registry`]: parameter
 //!   types, sources and their precedence, parameter and tune files, the
 //!   table of declarations.
 //! - [`repository`]: finds and loads component libraries.
@@ -26,7 +26,9 @@ pub mod services;
 pub mod source;
 pub mod suggest;
 pub mod tune;
-pub mod value;
+/// Parsing and printing parameter values by type: the plugin API's parser,
+/// which components use for their defaults too (there is only one).
+pub use oxmpi_plugin_api::value;
 
 pub use framework::{McaError, OpenFramework, Selected};
 pub use mca::{Assignment, Diagnostic, ExplainRow, Mca, McaInputs, Resolved, Severity};

@@ -14,16 +14,7 @@ use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
-/// Errors (always shown unless the verbosity is `none`).
-pub const ERROR: i32 = 0;
-/// Selection decisions: chosen, declined, excluded.
-pub const COMPONENT: i32 = 10;
-/// Warnings.
-pub const WARN: i32 = 20;
-/// More detail on each step.
-pub const INFO: i32 = 40;
-/// Tracing of individual operations.
-pub const TRACE: i32 = 60;
+pub use oxmpi_plugin_api::verbosity::{COMPONENT, DEBUG, ERROR, INFO, MAX, TRACE, WARN};
 
 fn table() -> &'static RwLock<HashMap<String, i32>> {
     static TABLE: OnceLock<RwLock<HashMap<String, i32>>> = OnceLock::new();

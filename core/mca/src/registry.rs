@@ -1,10 +1,8 @@
 //! The table of declared parameters: core, framework and component ones,
 //! with their synonyms.
 
-use crate::value;
-use oxmpi_plugin_api::{flags, ParamDecl, ParamType};
+use oxmpi_plugin_api::{flags, ParamDecl};
 use std::collections::HashMap;
-use std::path::Path;
 
 /// A declared parameter and its owner.
 #[derive(Clone, Debug)]
@@ -47,31 +45,9 @@ pub struct Registry {
     names: HashMap<String, NameRef>,
 }
 
-/// Problems with a declaration, or `None` if it is well-formed.
-pub fn check_decl(full_name: &str, decl: &ParamDecl) -> Option<String> {
-    if !(1..=9).contains(&decl.level) {
-        return Some(format!(
-            "parameter {full_name} has level {}, expected 1 to 9",
-            decl.level
-        ));
-    }
-    if decl.help.trim().is_empty() {
-        return Some(format!("parameter {full_name} has no help text"));
-    }
-    if !crate::files::valid_name(full_name) {
-        return Some(format!("\"{full_name}\" is not a valid parameter name"));
-    }
-    if decl.ty == ParamType::Enum && decl.enum_values.is_empty() {
-        return Some(format!("enum parameter {full_name} declares no values"));
-    }
-    if let Err(e) = value::parse(decl, decl.default.as_str(), Some(Path::new("/"))) {
-        return Some(format!(
-            "parameter {full_name} has an invalid default \"{}\": {}",
-            decl.default, e.0
-        ));
-    }
-    None
-}
+/// Problems with a declaration, or `None` if it is well-formed (the
+/// plugin API's check, which components' tests run too).
+pub use oxmpi_plugin_api::params::check_decl;
 
 impl Registry {
     /// Adds a parameter. Errors if its name or a synonym is already taken.
@@ -158,7 +134,7 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxmpi_plugin_api::Synonym;
+    use oxmpi_plugin_api::{ParamType, Synonym};
 
     const OLD: &[Synonym] = &[Synonym::deprecated("btl_x_old")];
 
@@ -190,33 +166,5 @@ mod tests {
             )
             .unwrap_err();
         assert!(err.contains("already declared by btl/x"), "{err}");
-    }
-
-    #[test]
-    fn bad_declarations_are_reported() {
-        assert!(
-            check_decl("a_b", &ParamDecl::new("b", ParamType::Int, "4x", 1, "h"))
-                .unwrap()
-                .contains("invalid default")
-        );
-        assert!(
-            check_decl("a_b", &ParamDecl::new("b", ParamType::Int, "4", 0, "h"))
-                .unwrap()
-                .contains("level 0")
-        );
-        assert!(
-            check_decl("a_b", &ParamDecl::new("b", ParamType::Int, "4", 1, " "))
-                .unwrap()
-                .contains("no help")
-        );
-        assert!(
-            check_decl("a_b", &ParamDecl::new("b", ParamType::Enum, "x", 1, "h"))
-                .unwrap()
-                .contains("no values")
-        );
-        assert_eq!(
-            check_decl("a_b", &ParamDecl::new("b", ParamType::Size, "64k", 1, "h")),
-            None
-        );
     }
 }

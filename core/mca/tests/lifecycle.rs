@@ -396,5 +396,31 @@ fn show_load_errors_none_hides_lifecycle_warnings_unless_the_component_is_reques
     d.expect_one(
         Severity::Warning,
         &[&path.display().to_string(), "its open panicked"],
+
+/// A component's `#[derive(Params)]` reader gets what the core resolved:
+/// values checked against the declaration by the core (an out-of-range one
+/// is an error there and the default stays), typed by the reader.
+#[test]
+fn derived_params_read_what_the_core_resolved_and_the_core_enforces_ranges() {
+    use oxmpi_fixture_good::params::Params;
+    use oxmpi_plugin_api::Params as _;
+
+    let mut w = World::new();
+    w.install(Fixture::Good, "libmca_btl_fixture.so");
+    w.set_mca("btl_fixture_priority", "3000000000");
+    w.set_param_env("btl_fixture_decline", "busy");
+    w.write_system_file("btl_fixture_old_eager_limit = 2m\n");
+    let (_mca, d) = w.init();
+    let e = d.expect_one(Severity::Error, &["btl_fixture_priority"]);
+    assert!(e.contains("3000000000 is out of range"), "{e}");
+    let ctx = oxmpi_mca::services::context(RStr::from_str("btl"), RStr::from_str("fixture"));
+    assert_eq!(
+        Params::read(&ctx),
+        Ok(Params {
+            priority: 10,
+            decline: "busy".into(),
+            fail_open: false,
+            eager_limit: 2 << 20,
+        })
     );
 }

@@ -2,11 +2,12 @@
 //!
 //! Selection: every usable BTL is kept; the pml chooses among them per peer by exclusivity, then bandwidth. The core declares the selection parameter `btl` and
 //! `btl_base_verbose` for it; this crate declares the rest of the
-//! framework-wide parameters and, as components arrive, the module interface
-//! they implement.
+//! framework-wide parameters, the parameters every btl registers with its
+//! own defaults ([`common`]) and the module interface btls implement.
 
 use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
 
+pub mod common;
 pub mod if_list;
 pub mod interfaces;
 pub mod matching;

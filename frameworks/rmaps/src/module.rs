@@ -106,7 +106,9 @@ pub fn call_map(module: &RmapsModule, request: &MapRequest) -> Result<JobMap, Ma
 }
 
 /// Defines a complete rmaps component around a [`Mapper`] of this crate:
-/// its `priority` parameter (`rmaps_<name>_priority`), a query answering
+/// its `priority` parameter (`rmaps_<name>_priority`, declared with
+/// `#[derive(oxmpi_plugin_api::Params)]` on the struct `Params`, with a
+/// test that checks the declaration), a query answering
 /// that priority, the [`RmapsModule`] and the exported root module. The
 /// component crate depends on `abi_stable`, `oxmpi-plugin-api` and this
 /// crate.
@@ -122,18 +124,22 @@ pub fn call_map(module: &RmapsModule, request: &MapRequest) -> Result<JobMap, Ma
 #[macro_export]
 macro_rules! export_mapper_component {
     (mapper: $mapper:expr, name: $name:literal, priority: $prio:literal, description: $desc:literal $(,)?) => {
-        /// The component's parameters.
-        pub static PARAMS: &[::oxmpi_plugin_api::ParamDecl] = &[::oxmpi_plugin_api::ParamDecl::new(
-            "priority",
-            ::oxmpi_plugin_api::ParamType::Int,
-            concat!($prio),
-            9,
-            concat!(
-                "Selection priority of the ",
-                $name,
-                " mapper: usable mappers are tried from the highest priority down, and the first that accepts the job's mapping policy maps it."
-            ),
-        )];
+        /// The component's parameters (`rmaps_<name>_<param>`), declared
+        /// once: `Params::DECLS` is the table in the root module.
+        #[derive(::oxmpi_plugin_api::Params, Clone, Debug, PartialEq, Eq)]
+        pub struct Params {
+            /// `rmaps_<name>_priority`.
+            #[param(
+                default = concat!($prio),
+                level = Developer(All),
+                help = concat!(
+                    "Selection priority of the ",
+                    $name,
+                    " mapper: usable mappers are tried from the highest priority down, and the first that accepts the job's mapping policy maps it."
+                )
+            )]
+            pub priority: i32,
+        }
 
         /// The component's lifecycle.
         pub struct Component;
@@ -142,11 +148,24 @@ macro_rules! export_mapper_component {
             fn query(
                 ctx: &::oxmpi_plugin_api::ComponentContext,
             ) -> Result<::oxmpi_plugin_api::QueryReply, ::oxmpi_plugin_api::ComponentError> {
-                let priority = match ctx.param("priority") {
-                    Some(::oxmpi_plugin_api::ParamValue::Int(p)) => i32::try_from(p).unwrap_or(i32::MAX),
-                    _ => $prio,
-                };
-                Ok(::oxmpi_plugin_api::QueryReply::Usable { priority })
+                let params = <Params as ::oxmpi_plugin_api::Params>::read(ctx)
+                    .map_err(::oxmpi_plugin_api::ComponentError::failed)?;
+                Ok(::oxmpi_plugin_api::QueryReply::Usable { priority: params.priority })
+            }
+        }
+
+        #[cfg(test)]
+        mod __oxmpi_mapper_params_tests {
+            use ::oxmpi_plugin_api::Params as _;
+
+            #[test]
+            fn declarations_are_valid_and_the_default_is_the_priority() {
+                super::Params::check_declarations().unwrap();
+                assert_eq!(super::Params::default().priority, $prio);
+                assert_eq!(
+                    <super::Params as ::oxmpi_plugin_api::Params>::DECLS[0].name.as_str(),
+                    "priority"
+                );
             }
         }
 
@@ -170,7 +189,7 @@ macro_rules! export_mapper_component {
             version: ::oxmpi_plugin_api::Version::new(1, 0, 0),
             interface: $crate::INTERFACE_VERSION,
             description: $desc,
-            params: PARAMS,
+            params: <Params as ::oxmpi_plugin_api::Params>::DECLS,
             module: &MODULE,
         }
     };

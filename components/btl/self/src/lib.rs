@@ -33,8 +33,10 @@ use abi_stable::std_types::{RSlice, RStr, RString, RVec};
 use oxmpi_framework_btl::module::{
     BtlComponentModule, BtlModuleInfo, BtlReceiver, JobIdentity, SendOutcome, MAX_HEADER,
 };
+use oxmpi_plugin_api::verbosity;
+use oxmpi_plugin_api::Params as _;
 use oxmpi_plugin_api::{ComponentContext, ComponentError, Lifecycle, QueryReply, Version};
-use params::{Params, PARAMS};
+use params::Config;
 use std::collections::VecDeque;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -122,9 +124,9 @@ unsafe extern "C" fn init(
     let outcome = guarded(
         || Err("the self btl failed while starting (internal error); this is a bug".to_string()),
         || {
-            let (info, notice) = Params::read(context).module_info()?;
+            let (info, notice) = Config::read(context)?.module_info()?;
             if let Some(notice) = notice {
-                context.log(0, &notice);
+                context.log(verbosity::ERROR, &notice);
             }
             let mut guard = state();
             if guard.is_some() {
@@ -143,7 +145,7 @@ unsafe extern "C" fn init(
             });
             drop(guard);
             context.log(
-                40,
+                verbosity::INFO,
                 &format!(
                     "one module for rank {}: eager limit {} B, rendezvous eager limit {} B, max send size {} B, exclusivity {}",
                     identity.rank,
@@ -408,7 +410,7 @@ oxmpi_plugin_api::export_component! {
     version: Version::new(1, 0, 0),
     interface: oxmpi_framework_btl::INTERFACE_VERSION,
     description: "Delivers a process's messages to itself",
-    params: PARAMS,
+    params: <Config as oxmpi_plugin_api::Params>::DECLS,
     module: &MODULE,
 }
 

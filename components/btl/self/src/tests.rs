@@ -6,8 +6,9 @@
 use super::*;
 use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::std_types::{ROption, RStr};
+use oxmpi_framework_btl::common::CommonParams;
 use oxmpi_framework_btl::module::flags;
-use oxmpi_plugin_api::{ParamValue, Services};
+use oxmpi_plugin_api::{ParamValue, Params, Services};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -815,11 +816,12 @@ fn exported_root_module_names_the_component_and_its_table() {
 
 #[test]
 fn parameter_declarations_are_valid_for_the_core() {
-    for decl in PARAMS {
+    Config::check_declarations().unwrap();
+    for decl in Config::DECLS {
         let full = format!("btl_self_{}", decl.name);
         assert_eq!(oxmpi_mca::registry::check_decl(&full, decl), None, "{full}");
     }
-    let names: Vec<&str> = PARAMS.iter().map(|d| d.name.as_str()).collect();
+    let names: Vec<&str> = Config::DECLS.iter().map(|d| d.name.as_str()).collect();
     assert_eq!(
         names,
         [
@@ -831,5 +833,33 @@ fn parameter_declarations_are_valid_for_the_core() {
             "bandwidth",
             "flags"
         ]
+    );
+}
+
+#[test]
+fn defaults_are_open_mpis() {
+    assert_eq!(
+        Config::default().btl,
+        CommonParams {
+            exclusivity: 65536,
+            eager_limit: 1024,
+            rndv_eager_limit: 128 * 1024,
+            max_send_size: 16 * 1024,
+            latency: 0,
+            bandwidth: 100,
+            flags: flags::SEND,
+        }
+    );
+    let err = Config {
+        btl: CommonParams {
+            rndv_eager_limit: 0,
+            ..Config::default().btl
+        },
+    }
+    .module_info()
+    .unwrap_err();
+    assert_eq!(
+        err,
+        "btl_self_rndv_eager_limit is 0; it must be at least 1 byte (default 131072)"
     );
 }

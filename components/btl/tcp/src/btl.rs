@@ -15,12 +15,12 @@ use oxmpi_framework_btl::matching::pair_interfaces;
 use oxmpi_framework_btl::module::{
     flags, BtlModuleInfo, BtlReceiver, JobIdentity, SendOutcome, MAX_HEADER,
 };
-use oxmpi_plugin_api::ComponentContext;
+use oxmpi_plugin_api::{verbosity, ComponentContext, ParamEnum as _};
 
 use crate::card::{Card, CardInterface};
 use crate::inbound::{Accepting, Ended, Inbound, BYE_HLEN};
 use crate::outbound::{Endpoint, State};
-use crate::params::Config;
+use crate::params::{Config, Family};
 use crate::refusals::RefusalLog;
 use crate::sys;
 use crate::wire::{self, FRAME_HEADER_LEN};
@@ -47,12 +47,13 @@ const ACCEPT_BURST: usize = 16;
 /// complete hello.
 pub const MAX_HANDSHAKES: usize = 256;
 
-/// Verbosity of the per-connect() lines (reference 001 §11).
-pub const CONNECT_LEVEL: i32 = 30;
-/// Verbosity of the "listening on" lines.
-pub const LISTEN_LEVEL: i32 = 20;
-/// Verbosity of the interface decisions.
-pub const DETAIL_LEVEL: i32 = 40;
+/// Verbosity of the per-connect() lines (reference 001 §11): 30, between
+/// [`verbosity::WARN`] and [`verbosity::INFO`].
+pub const CONNECT_LEVEL: i32 = verbosity::WARN + 10;
+/// Verbosity of the "listening on" lines (20).
+pub const LISTEN_LEVEL: i32 = verbosity::WARN;
+/// Verbosity of the interface decisions (40).
+pub const DETAIL_LEVEL: i32 = verbosity::INFO;
 
 /// Where log lines go: the core's services (`btl_base_verbose` filters).
 #[derive(Clone, Copy)]
@@ -149,9 +150,9 @@ pub fn select_interfaces(
     let candidates: Vec<Interface> = candidates
         .iter()
         .filter(|i| match cfg.disable_family {
-            4 => !i.addr.is_ipv4(),
-            6 => !i.addr.is_ipv6(),
-            _ => true,
+            Family::Ipv4 => !i.addr.is_ipv4(),
+            Family::Ipv6 => !i.addr.is_ipv6(),
+            Family::None => true,
         })
         .cloned()
         .collect();
@@ -165,7 +166,7 @@ pub fn select_interfaces(
         }
         for n in &chosen.notices {
             let level = match n.level() {
-                Level::Warn => 0,
+                Level::Warn => verbosity::ERROR,
                 Level::Info => DETAIL_LEVEL,
             };
             log.log(level, || n.to_string());
@@ -183,10 +184,10 @@ pub fn select_interfaces(
                 )
             })
             .map_or_else(|| "no interface is usable".to_owned(), ToString::to_string);
-        let why = if cfg.disable_family != 0 {
+        let why = if cfg.disable_family != Family::None {
             format!(
                 "{why} (btl_tcp_disable_family leaves out IPv{})",
-                cfg.disable_family
+                cfg.disable_family.number()
             )
         } else {
             why
@@ -315,19 +316,19 @@ impl TcpBtl {
             )));
         }
         let used = select_interfaces(&cfg, candidates, Some(&log))?;
-        if cfg.flags & !flags::SEND != 0 {
-            log.log(0, || {
+        if cfg.btl.flags & !flags::SEND != 0 {
+            log.log(verbosity::ERROR, || {
                 format!(
                     "btl_tcp_flags={:#x} asks for capabilities tcp does not have; it supports \
                      only SEND (0x1), so the other bits are ignored",
-                    cfg.flags
+                    cfg.btl.flags
                 )
             });
         }
         let mut locals = Vec::with_capacity(used.len());
         for mut iface in used {
-            if cfg.bandwidth > 0 {
-                iface.bandwidth_mbps = cfg.bandwidth;
+            if cfg.btl.bandwidth > 0 {
+                iface.bandwidth_mbps = cfg.btl.bandwidth;
             }
             let (listener, port) = listen_on(&cfg, &iface).map_err(InitError::Failed)?;
             log.log(LISTEN_LEVEL, || {
@@ -347,19 +348,19 @@ impl TcpBtl {
         for local in &locals {
             for link in 0..cfg.links {
                 let (bandwidth, latency) = if link == 0 {
-                    (local.iface.bandwidth_mbps, cfg.latency)
+                    (local.iface.bandwidth_mbps, cfg.btl.latency)
                 } else {
                     (
                         (local.iface.bandwidth_mbps / 2).max(1),
-                        cfg.latency.saturating_mul(2),
+                        cfg.btl.latency.saturating_mul(2),
                     )
                 };
                 modules.push(BtlModuleInfo {
                     label: RString::from(format!("tcp {} link {link}", local.iface.name)),
-                    eager_limit: cfg.eager_limit,
-                    rndv_eager_limit: cfg.rndv_eager_limit,
-                    max_send_size: cfg.max_send_size,
-                    exclusivity: cfg.exclusivity,
+                    eager_limit: cfg.btl.eager_limit,
+                    rndv_eager_limit: cfg.btl.rndv_eager_limit,
+                    max_send_size: cfg.btl.max_send_size,
+                    exclusivity: cfg.btl.exclusivity,
                     latency,
                     bandwidth,
                     flags: flags::SEND,
@@ -380,7 +381,7 @@ impl TcpBtl {
         let epoll = match sys::Epoll::new() {
             Ok(e) => Some(e),
             Err(e) => {
-                log.log(0, || {
+                log.log(verbosity::ERROR, || {
                     format!(
                         "epoll_create1() failed ({e}); progress will poll every incoming \
                          connection in turn"
@@ -574,7 +575,7 @@ impl TcpBtl {
             && (header_len == 0 || !header.is_null())
             && (payload_len == 0 || !payload.is_null());
         if !valid {
-            self.log.log(0, || {
+            self.log.log(verbosity::ERROR, || {
                 format!(
                     "send refused: module {module}, endpoint {endpoint}, header of {header_len} \
                      bytes (at most {MAX_HEADER}) is not a valid fragment for tcp"
@@ -708,7 +709,8 @@ impl TcpBtl {
         let (module, peer, remote) = (ep.module, ep.peer, ep.remote);
         let label = self.label(module).to_owned();
         let reason = format!("rank {peer} via {label} (to {remote}): {why}");
-        self.log.log(10, || format!("lost {reason}"));
+        self.log
+            .log(verbosity::COMPONENT, || format!("lost {reason}"));
         self.failures.push((module, peer, reason));
     }
 
@@ -723,7 +725,7 @@ impl TcpBtl {
         }
         let reason =
             format!("the tcp btl stopped after an internal error (please report it): {why}");
-        self.log.log(0, || {
+        self.log.log(verbosity::ERROR, || {
             format!("{reason}; every peer it was connected to is reported as failed")
         });
         let mut peers: Vec<(u32, u32)> = self.endpoint_of.keys().copied().collect();
@@ -792,7 +794,7 @@ impl TcpBtl {
             self.accept_new();
             if self.refusals.pending() {
                 if let Some(line) = self.refusals.summary_due(Instant::now()) {
-                    self.log.log(0, || line);
+                    self.log.log(verbosity::ERROR, || line);
                 }
             }
         }
@@ -839,7 +841,7 @@ impl TcpBtl {
         let slot = self.free_slots.pop().unwrap_or(self.inbound.len());
         if let Some(epoll) = &self.epoll {
             if let Err(e) = epoll.add(conn.raw(), slot as u64) {
-                self.log.log(0, || {
+                self.log.log(verbosity::ERROR, || {
                     format!(
                         "epoll_ctl() failed ({e}); progress will poll every incoming connection \
                          in turn"
@@ -879,7 +881,8 @@ impl TcpBtl {
                     "rank {peer} via {label} (from {}): {why}",
                     show_opt(conn.remote)
                 );
-                self.log.log(10, || format!("lost {reason}"));
+                self.log
+                    .log(verbosity::COMPONENT, || format!("lost {reason}"));
                 self.failures.push((module, peer, reason));
                 // The peer is lost for this module in both directions:
                 // sends to it fail from now on (its queue is dropped).
@@ -946,7 +949,7 @@ impl TcpBtl {
     /// fragments are dropped without `on_send_done`.
     pub fn finalize(mut self) {
         if let Some(line) = self.refusals.flush(Instant::now()) {
-            self.log.log(0, || line);
+            self.log.log(verbosity::ERROR, || line);
         }
         let mut bye = [0u8; FRAME_HEADER_LEN];
         bye[0..2].copy_from_slice(&wire::FRAME_MARKER.to_le_bytes());

@@ -163,7 +163,7 @@ use abi_stable::std_types::{RSlice, RString, RVec};
 use oxmpi_framework_btl::module::{
     BtlComponentModule, BtlModuleInfo, BtlReceiver, JobIdentity, SendOutcome,
 };
-use oxmpi_plugin_api::{ComponentContext, ComponentError, Lifecycle, QueryReply, Version};
+use oxmpi_plugin_api::{ComponentContext, ComponentError, Lifecycle, Params, QueryReply, Version};
 
 pub mod btl;
 pub mod card;
@@ -180,7 +180,7 @@ pub mod wire;
 mod tests;
 
 pub use btl::{InitError, TcpBtl};
-pub use params::{Config, PARAMS};
+pub use params::{Config, Family};
 
 /// The component's lifecycle: the query checks the interface lists and
 /// that some interface is usable.
@@ -205,7 +205,7 @@ pub fn query_with(cfg: &Config) -> Result<QueryReply, ComponentError> {
 
 impl Lifecycle for Component {
     fn query(ctx: &ComponentContext) -> Result<QueryReply, ComponentError> {
-        query_with(&Config::read(ctx))
+        query_with(&Config::read(ctx).map_err(ComponentError::failed)?)
     }
 }
 
@@ -250,7 +250,7 @@ unsafe extern "C" fn init(
                 "the tcp btl is already initialised (init called twice without finalize)",
             ));
         }
-        let cfg = Config::read(&ctx);
+        let cfg = Config::read(&ctx).map_err(ComponentError::failed)?;
         let candidates = discover::local_interfaces().map_err(|e| {
             ComponentError::not_available(format!("cannot list the network interfaces: {e}"))
         })?;
@@ -393,6 +393,6 @@ oxmpi_plugin_api::export_component! {
     version: Version::new(1, 0, 0),
     interface: oxmpi_framework_btl::INTERFACE_VERSION,
     description: "Moves fragments between processes over TCP sockets",
-    params: PARAMS,
+    params: <Config as oxmpi_plugin_api::Params>::DECLS,
     module: &MODULE,
 }

@@ -32,10 +32,10 @@ use oxmpi_framework_pml::module::{
     BtlCandidate, ModexLookup, PmlCore, ProgressFn, RecvArgs, RequestError, RequestStatus,
     SendArgs, ANY_SOURCE, ANY_TAG,
 };
-use oxmpi_plugin_api::{guard, ComponentContext, ErrorKind, ParamValue};
+use oxmpi_plugin_api::{guard, verbosity, ComponentContext, ErrorKind, Params as _};
 
 use crate::engine::{BtlDesc, Config, Engine, Transport};
-use crate::DEFAULT_SEND_PIPELINE_DEPTH;
+use crate::Ob1Params;
 
 /// One btl component as ob1 uses it.
 pub(crate) struct AbiBtl {
@@ -217,7 +217,7 @@ fn entry<R>(what: &str, f: impl FnOnce(&mut State) -> Result<R, String>) -> Resu
                     with_global(|state| {
                         if let Some(s) = state {
                             if s.poisoned.is_none() {
-                                s.engine.transport().log(0, &message);
+                                s.engine.transport().log(verbosity::ERROR, &message);
                                 s.poisoned = Some(message.clone());
                             }
                         }
@@ -300,14 +300,6 @@ unsafe extern "C" fn on_peer_failed(ctx: *mut c_void, module: u32, peer: u32, re
     });
 }
 
-/// `pml_ob1_send_pipeline_depth` as configured (at least 1).
-fn pipeline_depth(context: &ComponentContext) -> u32 {
-    match context.param("send_pipeline_depth") {
-        Some(ParamValue::Int(v)) => u32::try_from(v.max(1)).unwrap_or(u32::MAX),
-        _ => DEFAULT_SEND_PIPELINE_DEPTH,
-    }
-}
-
 /// Initializes the btls and builds the engine (see `PmlModule::init`).
 fn init_state(
     context: &ComponentContext,
@@ -315,6 +307,7 @@ fn init_state(
     core: PmlCore,
     candidates: &[BtlCandidate],
 ) -> Result<State, String> {
+    let params = Ob1Params::read(context)?;
     if candidates.is_empty() {
         return Err(
             "pml ob1 has no btl to use: none was selected (check the btl parameter)".to_string(),
@@ -351,8 +344,10 @@ fn init_state(
             } else {
                 error.into_string()
             };
-            cand.context
-                .log(10, &format!("not used by pml ob1: init failed: {why}"));
+            cand.context.log(
+                verbosity::COMPONENT,
+                &format!("not used by pml ob1: init failed: {why}"),
+            );
             desc.unusable = Some(format!("init failed here: {why}"));
         } else if modules.is_empty() {
             let why = if error.is_empty() {
@@ -360,8 +355,10 @@ fn init_state(
             } else {
                 error.into_string()
             };
-            cand.context
-                .log(10, &format!("not used by pml ob1: no module: {why}"));
+            cand.context.log(
+                verbosity::COMPONENT,
+                &format!("not used by pml ob1: no module: {why}"),
+            );
             desc.unusable = Some(format!("no module here: {why}"));
         } else {
             let mut card = RVec::new();
@@ -391,7 +388,8 @@ fn init_state(
                 desc.modules = modules.into_vec();
             } else {
                 let why = format!("publishing its contact card {key} failed: {perr}");
-                cand.context.log(10, &format!("not used by pml ob1: {why}"));
+                cand.context
+                    .log(verbosity::COMPONENT, &format!("not used by pml ob1: {why}"));
                 desc.unusable = Some(why);
             }
         }
@@ -425,7 +423,7 @@ fn init_state(
         .map(|d| d.name.as_str())
         .collect();
     context.log(
-        10,
+        verbosity::COMPONENT,
         &format!(
             "rank {} of {} uses btl {}",
             identity.rank,
@@ -439,7 +437,7 @@ fn init_state(
         log: *context,
     };
     let config = Config {
-        send_pipeline_depth: pipeline_depth(context),
+        send_pipeline_depth: params.send_pipeline_depth,
     };
     Ok(State {
         engine: Engine::new(config, identity.rank, identity.size, descs, transport),
@@ -603,12 +601,12 @@ pub(crate) unsafe extern "C" fn finalize() {
             let live = state.engine.stats().live_requests;
             if live > 0 {
                 transport.log(
-                    10,
+                    verbosity::COMPONENT,
                     &format!("finalize with {live} request(s) not freed; they are dropped"),
                 );
             }
             for btl in transport.btls.iter().filter(|b| b.initialized) {
-                transport.log(60, &format!("finalizing btl {}", btl.name));
+                transport.log(verbosity::TRACE, &format!("finalizing btl {}", btl.name));
                 // SAFETY: the btl initialized; no call follows.
                 unsafe { (btl.module.finalize)() };
             }

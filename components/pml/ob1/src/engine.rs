@@ -18,6 +18,7 @@ use oxmpi_framework_pml::module::{
 use oxmpi_matching::{
     ContextId, Envelope, Incoming, Match, Matcher, PostedRecv, RecvId, Source, Tag,
 };
+use oxmpi_plugin_api::verbosity;
 
 use crate::pool::Pool;
 use crate::requests::{Failure, Op, Protocol, RecvPhase, RecvReq, Request, Requests, SendReq};
@@ -271,7 +272,7 @@ impl<T: Transport> Engine<T> {
             for (i, mut info) in desc.modules.into_iter().enumerate() {
                 if info.max_send_size == 0 {
                     transport.log(
-                        10,
+                        verbosity::COMPONENT,
                         &format!(
                             "btl module {} reports a max_send_size of 0; fragments of {} bytes are used",
                             info.label, FALLBACK_MAX_SEND
@@ -456,7 +457,7 @@ impl<T: Transport> Engine<T> {
         }
         let route = self.select(reached);
         let text = self.describe_route(peer, &route);
-        self.transport.log(40, &text);
+        self.transport.log(verbosity::INFO, &text);
         Link::Reachable(route)
     }
 
@@ -548,7 +549,7 @@ impl<T: Transport> Engine<T> {
         p.failed = Some(reason.clone());
         p.failed_provisional = provisional;
         self.transport.log(
-            10,
+            verbosity::COMPONENT,
             &format!(
                 "rank {} lost rank {peer} ({}); its pending sends and receives fail",
                 self.rank,
@@ -878,7 +879,7 @@ impl<T: Transport> Engine<T> {
             }
             if let Err(sentence) = self.resolve(c.peer) {
                 self.ctrl.pop_front();
-                self.transport.log(10, &sentence);
+                self.transport.log(verbosity::COMPONENT, &sentence);
                 if let Some(r) = self.requests.get_mut(c.receiver) {
                     if !r.complete {
                         r.status.error = RequestError::Other;
@@ -1048,7 +1049,7 @@ impl<T: Transport> Engine<T> {
         };
         let Some(r) = self.requests.get_mut(h) else {
             self.transport.log(
-                0,
+                verbosity::ERROR,
                 &format!("internal error: a message matched request {h:#x}, which does not exist"),
             );
             if let Some(v) = data {
@@ -1132,7 +1133,7 @@ impl<T: Transport> Engine<T> {
             };
         if !consistent {
             self.transport.log(
-                0,
+                verbosity::ERROR,
                 &format!(
                     "dropped a malformed message header from rank {peer}: source {}, length {}, {} payload bytes",
                     info.source,
@@ -1196,7 +1197,7 @@ impl<T: Transport> Engine<T> {
                 expected,
             } => {
                 self.transport.log(
-                    0,
+                    verbosity::ERROR,
                     &format!(
                         "dropped a duplicate message from rank {peer} (context {}, sequence {}, expected {expected}): a btl delivered it twice",
                         envelope.context, envelope.sequence
@@ -1207,7 +1208,7 @@ impl<T: Transport> Engine<T> {
                 }
             }
             other => self.transport.log(
-                0,
+                verbosity::ERROR,
                 &format!("internal error: unexpected matching outcome {other:?} for a message from rank {peer}"),
             ),
         }
@@ -1217,7 +1218,7 @@ impl<T: Transport> Engine<T> {
     fn on_ack(&mut self, peer: u32, sender: u64, receiver: u64, wanted: u64) {
         let Some(r) = self.requests.get_mut(sender) else {
             self.transport.log(
-                10,
+                verbosity::COMPONENT,
                 &format!(
                     "dropped an ACK from rank {peer} for send {sender:#x}, which no longer exists"
                 ),
@@ -1229,14 +1230,14 @@ impl<T: Transport> Engine<T> {
         }
         let Op::Send(s) = &mut r.op else {
             self.transport.log(
-                0,
+                verbosity::ERROR,
                 &format!("dropped an ACK from rank {peer} naming a receive ({sender:#x})"),
             );
             return;
         };
         if s.dest != peer || s.protocol != Protocol::Rendezvous || s.acked {
             self.transport.log(
-                0,
+                verbosity::ERROR,
                 &format!("dropped an unexpected ACK from rank {peer} for send {sender:#x}"),
             );
             return;
@@ -1268,14 +1269,14 @@ impl<T: Transport> Engine<T> {
     ) {
         let Some(r) = self.requests.get_mut(receiver) else {
             self.transport.log(
-                10,
+                verbosity::COMPONENT,
                 &format!("dropped a FRAG from rank {peer} for receive {receiver:#x}, which no longer exists"),
             );
             return;
         };
         let Op::Recv(q) = &mut r.op else {
             self.transport.log(
-                0,
+                verbosity::ERROR,
                 &format!("dropped a FRAG from rank {peer} naming a send ({receiver:#x})"),
             );
             return;
@@ -1287,14 +1288,14 @@ impl<T: Transport> Engine<T> {
         } = &mut q.phase
         else {
             self.transport.log(
-                10,
+                verbosity::COMPONENT,
                 &format!("dropped a FRAG from rank {peer} for receive {receiver:#x}, which is not receiving a rendezvous"),
             );
             return;
         };
         if *from != peer {
             self.transport.log(
-                0,
+                verbosity::ERROR,
                 &format!("dropped a FRAG from rank {peer} for receive {receiver:#x}, which receives from rank {from}"),
             );
             return;
@@ -1374,7 +1375,7 @@ impl<T: Transport> Engine<T> {
         if peer >= self.size {
             let label = self.label(btl, module);
             self.transport.log(
-                0,
+                verbosity::ERROR,
                 &format!(
                     "dropped a fragment that {label} says came from rank {peer}, outside the job of {} ranks",
                     self.size
@@ -1386,8 +1387,10 @@ impl<T: Transport> Engine<T> {
             Ok(h) => h,
             Err(e) => {
                 let label = self.label(btl, module);
-                self.transport
-                    .log(0, &format!("dropped {e} from rank {peer} on {label}"));
+                self.transport.log(
+                    verbosity::ERROR,
+                    &format!("dropped {e} from rank {peer} on {label}"),
+                );
                 return;
             }
         };
@@ -1433,7 +1436,7 @@ impl<T: Transport> Engine<T> {
         let label = self.label(btl, module);
         if peer >= self.size {
             self.transport.log(
-                0,
+                verbosity::ERROR,
                 &format!("{label} reported rank {peer} lost, outside the job; ignored"),
             );
             return;

@@ -149,41 +149,34 @@ mod wire;
 mod tests;
 
 use oxmpi_framework_pml::module::PmlModule;
-use oxmpi_plugin_api::{
-    ComponentContext, ComponentError, Lifecycle, ParamDecl, ParamType, ParamValue, QueryReply,
-    Version,
-};
+use oxmpi_plugin_api::{ComponentContext, ComponentError, Lifecycle, Params, QueryReply, Version};
 
-/// Default of `pml_ob1_priority` (Open MPI's).
-pub const DEFAULT_PRIORITY: i32 = 20;
-
-/// Default of `pml_ob1_send_pipeline_depth`: 8 fragments of a rendezvous
-/// send may be held by btls at once. Open MPI uses 3 (for RDMA operations);
-/// with the send pipeline over TCP, 8 fragments of `btl_tcp_max_send_size`
-/// (128 KiB) keep 1 MiB queued, enough to keep a socket's send buffer full
-/// while the btl reports completions, at a bounded memory cost.
-pub const DEFAULT_SEND_PIPELINE_DEPTH: u32 = 8;
-
-/// The component's parameters (`pml_ob1_<name>`).
-pub static PARAMS: &[ParamDecl] = &[
-    ParamDecl::new(
-        "priority",
-        ParamType::Int,
-        "20",
-        9,
-        "Selection priority of the ob1 pml: the usable pml with the highest priority is used.",
-    ),
-    ParamDecl::new(
-        "send_pipeline_depth",
-        ParamType::Int,
-        "8",
-        4,
-        "Fragments of one large (rendezvous) send that btls may hold at once. More keeps a \
-         transport busier at the cost of memory the btl holds; fewer limits one message's share \
-         of the links. At least 1.",
-    )
-    .with_range(1, 65536),
-];
+/// The component's parameters (`pml_ob1_<name>`), declared once:
+/// `Ob1Params::DECLS` is the table exported in the root module.
+#[derive(Params, Clone, Debug, PartialEq, Eq)]
+pub struct Ob1Params {
+    /// Selection priority of the ob1 pml: the usable pml with the highest priority is used
+    /// (default 20, Open MPI's).
+    #[param(
+        default = "20",
+        level = Developer(All),
+        help = "Selection priority of the ob1 pml: the usable pml with the highest priority is used."
+    )]
+    pub priority: i32,
+    /// Fragments of one rendezvous send that btls may hold at once (1 to 65536). The
+    /// default, 8: Open MPI uses 3 (for RDMA operations); with the send pipeline over TCP,
+    /// 8 fragments of `btl_tcp_max_send_size` (128 KiB) keep 1 MiB queued, enough to keep a
+    /// socket's send buffer full while the btl reports completions, at a bounded memory cost.
+    #[param(
+        default = "8",
+        level = Tuner(Basic),
+        range = 1..=65536,
+        help = "Fragments of one large (rendezvous) send that btls may hold at once. More keeps a \
+                transport busier at the cost of memory the btl holds; fewer limits one message's share \
+                of the links. At least 1."
+    )]
+    pub send_pipeline_depth: u32,
+}
 
 /// The component's lifecycle: usable wherever it loads, at
 /// `pml_ob1_priority`.
@@ -191,13 +184,10 @@ pub struct Component;
 
 impl Lifecycle for Component {
     fn query(ctx: &ComponentContext) -> Result<QueryReply, ComponentError> {
-        let priority = match ctx.param("priority") {
-            Some(ParamValue::Int(p)) => {
-                i32::try_from(p).unwrap_or(if p < 0 { i32::MIN } else { i32::MAX })
-            }
-            _ => DEFAULT_PRIORITY,
-        };
-        Ok(QueryReply::Usable { priority })
+        let params = Ob1Params::read(ctx).map_err(ComponentError::failed)?;
+        Ok(QueryReply::Usable {
+            priority: params.priority,
+        })
     }
 }
 
@@ -223,6 +213,6 @@ oxmpi_plugin_api::export_component! {
     interface: oxmpi_framework_pml::INTERFACE_VERSION,
     description: "MPI point-to-point over btls: eager, rendezvous with a fragment pipeline, \
                   synchronous sends, striping over btl modules",
-    params: PARAMS,
+    params: Ob1Params::DECLS,
     module: &MODULE,
 }

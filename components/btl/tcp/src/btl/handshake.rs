@@ -11,6 +11,7 @@ use crate::inbound::{Accepting, HelloProgress, Inbound};
 use crate::outbound::{would_block, State};
 use crate::sys;
 use crate::wire::{self, HELLO_LEN};
+use oxmpi_plugin_api::verbosity;
 
 impl TcpBtl {
     /// Moves endpoint `idx`'s connection setup forward.
@@ -77,7 +78,7 @@ impl TcpBtl {
                             ep.hs_done,
                             wire::ACK_LEN
                         );
-                        self.log.log(0, || {
+                        self.log.log(verbosity::ERROR, || {
                             format!(
                                 "connection to rank {peer} at {} failed: {why}",
                                 show(addr, port)
@@ -96,7 +97,7 @@ impl TcpBtl {
                 }
             }
             if let Err(why) = wire::check_ack(&ep.ack_buf, peer) {
-                self.log.log(0, || {
+                self.log.log(verbosity::ERROR, || {
                     format!(
                         "closed the connection to {} (expected rank {peer}): {why}",
                         show(addr, port)
@@ -154,7 +155,7 @@ impl TcpBtl {
                     Ok(Some((fd, remote))) => fresh.push((iface, fd, remote)),
                     Ok(None) => break,
                     Err(e) => {
-                        self.log.log(0, || {
+                        self.log.log(verbosity::ERROR, || {
                             format!(
                                 "accept() on {} (tcp {}) failed: {e}",
                                 show(local.iface.addr, local.port),
@@ -235,7 +236,7 @@ impl TcpBtl {
         };
         let ip = remote.map(|r| r.ip());
         if let Some(line) = self.refusals.refused(Instant::now(), ip, why, line) {
-            self.log.log(0, || line);
+            self.log.log(verbosity::ERROR, || line);
         }
     }
 

@@ -4,6 +4,7 @@ use oxmpi_framework_btl::module::SendOutcome;
 
 use super::harness::*;
 use crate::Config;
+use oxmpi_framework_btl::common::CommonParams;
 
 const SIZES: [usize; 6] = [0, 1, 7, 64 * 1024, 1 << 20, (4 << 20) + 3];
 
@@ -165,11 +166,15 @@ fn both_ranks_sending_first_at_once_do_not_race() {
 
 #[test]
 fn two_links_give_two_modules_and_both_carry_traffic() {
+    let base = lo_config();
     let cfg = Config {
         links: 2,
-        bandwidth: 1000,
-        latency: 10,
-        ..lo_config()
+        btl: CommonParams {
+            bandwidth: 1000,
+            latency: 10,
+            ..base.btl.clone()
+        },
+        ..base
     };
     let mut a = Rank::new("links-0", cfg.clone(), 0, 2).unwrap();
     let mut b = Rank::new("links-1", cfg, 1, 2).unwrap();

@@ -8,17 +8,25 @@ mod fake;
 mod routing;
 mod semantics;
 
-use oxmpi_plugin_api::ParamType;
+use oxmpi_plugin_api::{ParamType, Params};
 
-use crate::{MODULE, PARAMS};
+use crate::{Ob1Params, MODULE};
 
 #[test]
 fn parameter_declarations_are_valid_for_the_core() {
-    for decl in PARAMS {
+    Ob1Params::check_declarations().unwrap();
+    assert_eq!(
+        Ob1Params::default(),
+        Ob1Params {
+            priority: 20,
+            send_pipeline_depth: 8
+        }
+    );
+    for decl in Ob1Params::DECLS {
         let full = format!("pml_ob1_{}", decl.name);
         assert_eq!(oxmpi_mca::registry::check_decl(&full, decl), None, "{full}");
     }
-    let names: Vec<(&str, ParamType, &str)> = PARAMS
+    let names: Vec<(&str, ParamType, &str)> = Ob1Params::DECLS
         .iter()
         .map(|d| (d.name.as_str(), d.ty, d.default.as_str()))
         .collect();

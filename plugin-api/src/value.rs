@@ -1,14 +1,18 @@
 //! Parsing and printing parameter values by type.
 //!
-//! One parser serves user input from every source and the defaults in
-//! declarations. Unlike Open MPI, integers reject trailing garbage (`4x`),
+//! One parser serves user input from every source (the core) and the
+//! defaults in declarations (the core when it registers a component, and
+//! the `Default` and readers that `#[derive(Params)]` generates inside
+//! components), so a default means exactly what the same text would mean on
+//! the command line. It lives here, in the plugin API, so that components
+//! can use it without depending on the core. Unlike Open MPI, integers reject trailing garbage (`4x`),
 //! a leading `0` is decimal (not octal), and out-of-range numbers are errors
 //! rather than being clamped or wrapped.
 //!
 //! Errors quote at most an excerpt of the value ([`excerpt`]).
 
-use oxmpi_plugin_api::text::excerpt;
-use oxmpi_plugin_api::{ParamDecl, ParamType, ParamValue};
+use crate::text::excerpt;
+use crate::{ParamDecl, ParamType, ParamValue};
 use std::fmt::Write as _;
 use std::path::Path;
 

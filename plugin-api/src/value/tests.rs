@@ -1,6 +1,6 @@
 use super::*;
-use oxmpi_plugin_api::params::VERBOSITY_VALUES;
-use oxmpi_plugin_api::EnumValue;
+use crate::params::VERBOSITY_VALUES;
+use crate::EnumValue;
 use proptest::prelude::*;
 
 const INT: ParamDecl = ParamDecl::new("i", ParamType::Int, "0", 1, "h");
