@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds every target of the workspace, then runs every test.
+# Builds every target of the workspace, checks formatting and lints
+# (clippy warnings are errors), then runs every test.
 #
 # The build comes first so that every cdylib (components and the test
 # fixtures under tests/fixtures/) exists before a test looks for it.
@@ -19,6 +20,10 @@ fi
 
 echo "==> cargo build --workspace --all-targets"
 cargo build --workspace --all-targets
+
+echo "==> cargo fmt --check, cargo clippy (warnings are errors)"
+cargo fmt --all --check
+cargo clippy --workspace --all-targets -- -D warnings
 
 echo "==> cargo test --workspace $*"
 cargo test --workspace "$@"

@@ -9,6 +9,10 @@ fn bind_and_restore_current_process() {
     let t = Topology::local().unwrap();
     let original = read_cpus_allowed(std::process::id()).unwrap();
     if t.num_hwthreads() < 2 || !original.includes(t.cpus()) {
+        assert!(
+            std::env::var("OXMPI_REQUIRE_CPUS").as_deref() != Ok("2"),
+            "needs 2 usable PUs and OXMPI_REQUIRE_CPUS=2"
+        );
         eprintln!("skipped: needs 2 usable PUs");
         return;
     }

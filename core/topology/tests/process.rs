@@ -30,6 +30,11 @@ fn stop(mut child: Child) {
 fn has_two_cpus(t: &Topology) -> bool {
     let own = read_cpus_allowed(std::process::id()).unwrap();
     if t.num_hwthreads() < 2 || !t.cpus().contains(1) || !own.includes(t.cpus()) {
+        assert!(
+            std::env::var("OXMPI_REQUIRE_CPUS").as_deref() != Ok("2"),
+            "needs 2 usable PUs (topology {}, allowed {own}) and OXMPI_REQUIRE_CPUS=2",
+            t.cpus()
+        );
         eprintln!(
             "skipped: needs 2 usable PUs (topology {}, allowed {own})",
             t.cpus()

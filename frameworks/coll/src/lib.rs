@@ -2,8 +2,8 @@
 //!
 //! Selection: every usable component is kept; each communicator takes each operation from the highest-priority component that provides it. The core declares the selection parameter `coll` and
 //! `coll_base_verbose` for it; this crate declares the rest of the
-//! framework-wide parameters and, as components arrive, the module interface
-//! they implement.
+//! framework-wide parameters. It has no module interface yet: no coll
+//! component exists.
 
 use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
 

@@ -2,8 +2,8 @@
 //!
 //! Selection: one MTL per process, the usable one with the highest priority. The core declares the selection parameter `mtl` and
 //! `mtl_base_verbose` for it; this crate declares the rest of the
-//! framework-wide parameters and, as components arrive, the module interface
-//! they implement.
+//! framework-wide parameters. It has no module interface yet: no mtl
+//! component exists.
 
 use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
 

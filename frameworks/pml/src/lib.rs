@@ -2,8 +2,8 @@
 //!
 //! Selection: one PML per process, the usable one with the highest priority. The core declares the selection parameter `pml` and
 //! `pml_base_verbose` for it; this crate declares the rest of the
-//! framework-wide parameters and, as components arrive, the module interface
-//! they implement.
+//! framework-wide parameters and the module interface pml components
+//! implement ([`module`]).
 
 use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
 
