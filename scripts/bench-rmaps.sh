@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Mapping benchmark: 10,000 ranks over 1,000 hosts (target: under 50 ms).
-#  1. the mapping library alone (frameworks/rmaps/benches/map.rs: hostfile
-#     parsing, allocation and mapping, for several policies);
+#  1. mapping without mpirun (frameworks/rmaps/benches/map.rs: hostfile
+#     parsing, allocation and mapping through the in-tree components'
+#     modules and the framework's selection, for several policies);
 #  2. the whole `mpirun --do-not-launch` (start-up, parameters, component
 #     selection, the map crossing the component boundary as JSON), timed by
 #     hyperfine.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-echo "==> mapping library (cargo bench -p oxmpi-framework-rmaps --bench map)"
+echo "==> mapping without mpirun (cargo bench -p oxmpi-framework-rmaps --bench map)"
 cargo bench -q -p oxmpi-framework-rmaps --bench map
 
 cargo build -q --release --workspace

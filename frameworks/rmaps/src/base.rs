@@ -13,6 +13,13 @@
 //!
 //! With `:PE=n`, a node's slots count as at most `cpus / n` (cpus = cores,
 //! or hardware threads with `:HWTCPUS`).
+//!
+//! A mapper's [`crate::Mapper::map`] is usually one call to [`run`] with a
+//! function that places one app's processes using [`Ctx`]'s helpers
+//! ([`Ctx::fill`] and [`Ctx::deal`] for round-robin placements,
+//! [`Ctx::place`] for one process, [`Ctx::check_capacity`] and
+//! [`Ctx::node_full`] for the capacity errors every mapper words the
+//! same way).
 
 use crate::allocation::{name_list, AllocationSource};
 use crate::error::{MapError, MapErrorKind};
@@ -26,47 +33,61 @@ use std::collections::HashMap;
 /// exhausting memory).
 pub const MAX_PROCS: u32 = 1 << 24;
 
-/// How far a node may be filled.
+/// How far a node may be filled (see the table above).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Oversub {
+pub enum Oversub {
+    /// Up to `max_slots`, unlimited if none.
     Allowed,
+    /// Up to `max_slots` if the hostfile gives one, else `slots`.
     UpToMax,
+    /// Up to `slots`.
     Refused,
 }
 
 /// One node while mapping.
-pub(crate) struct NodeState {
+#[derive(Clone, Debug)]
+pub struct NodeState {
     /// Slots after the `:PE` cap.
     pub slots: u32,
     /// Most processes it may take in this mode (`None`: unlimited).
     pub limit: Option<u32>,
     /// Processes placed so far (all apps).
     pub used: u32,
+    /// Its hardware (the request's default topology if the allocation
+    /// gave none).
     pub topology: Topology,
 }
 
 impl NodeState {
+    /// Whether it has a free slot.
     pub fn under_slots(&self) -> bool {
         self.used < self.slots
     }
 
+    /// Whether it may take one more process in this oversubscription mode.
     pub fn under_limit(&self) -> bool {
         self.limit.is_none_or(|l| self.used < l)
     }
 }
 
-/// Where one process goes.
+/// Where one process goes (made by [`Ctx::place`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Placement {
+pub struct Placement {
+    /// Allocation index of its node.
     pub node: usize,
+    /// The object it was placed on, if any.
     pub object: Option<ObjectRef>,
+    /// Processors reserved for it with `:PE=n`.
     pub cpus: Vec<u32>,
 }
 
 /// Mapping state of a job.
-pub(crate) struct Ctx<'a> {
+pub struct Ctx<'a> {
+    /// The request.
     pub req: &'a MapRequest,
+    /// Every node of the allocation, by allocation index.
     pub nodes: Vec<NodeState>,
+    /// The oversubscription mode.
     pub over: Oversub,
     /// Next line of the allocation's sequence for the seq mapper.
     pub seq_cursor: usize,
@@ -554,11 +575,13 @@ fn rank_order(
 }
 
 /// Maps `req` with `place_app`, which places one app's processes (in
-/// placement order) on the given nodes; ranks, local ranks and the job map
-/// follow.
-pub(crate) fn run(
+/// placement order) on the given nodes (the app's, from
+/// [`Ctx::app_nodes`]); ranks (`--rank-by`), local ranks and the job map
+/// (made by `mapper`) follow. Checks first that the job has an app and a
+/// host, and that some host can hold `:PE=n`.
+pub fn run(
     req: &MapRequest,
-    mapper: &'static str,
+    mapper: &str,
     mut place_app: impl FnMut(&mut Ctx, usize, &[usize]) -> Result<Vec<Placement>, MapError>,
 ) -> Result<JobMap, MapError> {
     if req.apps.is_empty() {
@@ -660,7 +683,7 @@ pub(crate) fn run(
     Ok(JobMap {
         nodes,
         mapper: mapper.to_string(),
-        policy: req.policy,
+        policy: req.policy.clone(),
         rank_by: req.rank_by,
         app_sizes,
     })

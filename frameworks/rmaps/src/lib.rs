@@ -1,9 +1,17 @@
 //! The `rmaps` framework: resource mapping places a job's processes on
 //! nodes and slots.
 //!
-//! This crate is the framework's pure mapping library: no I/O beyond the
-//! hostfile text handed in, no process spawning, the environment passed in
-//! as a map (so tests can fake a scheduler). The pipeline `mpirun` runs:
+//! This crate is what both sides of the component boundary need, as Open
+//! MPI's rmaps base is: the interface ([`module`], [`Mapper`],
+//! [`export_mapper_component!`], the request and map types, the policy
+//! grammar), the helpers every mapper uses ([`base`]: per-node usage and
+//! limits, oversubscription, capacity messages, `:PE` reservation, building
+//! the [`JobMap`]), the one selection path ([`selection`]), and the pure
+//! helpers mpirun uses around mapping (allocation, hostfiles, `--host`,
+//! Slurm, display). The mapping algorithms live in the components
+//! (`components/rmaps/{round_robin,seq,ppr}`). No I/O beyond the hostfile
+//! text handed in, no process spawning, the environment passed in as a map
+//! (so tests can fake a scheduler). The pipeline `mpirun` runs:
 //!
 //! 1. parse options: [`policy::parse_map_by`], [`policy::parse_rank_by`],
 //!    [`policy::parse_default_mapping_policy`] →
@@ -11,8 +19,9 @@
 //!    [`Hostfile::parse`] (`--hostfile`);
 //! 2. the allocation: [`allocation::resolve`] (scheduler environment,
 //!    hostfiles, `--host`, else the local host; per-app host lists);
-//! 3. map: [`MapRequest::new`] then [`mapper::map_job`] (selects the
-//!    round_robin, seq or ppr component by priority);
+//! 3. map: [`MapRequest::new`], then [`selection::select`] over the usable
+//!    components (round_robin, seq, ppr and any other installed) by
+//!    priority, and [`module::call_map`];
 //! 4. show it: [`display::text`], [`display::json`]; every node's
 //!    [`MappedNode::yield_when_idle`] gives its ranks'
 //!    `mpi_yield_when_idle`.
@@ -39,7 +48,7 @@
 #![warn(missing_docs)]
 
 pub mod allocation;
-mod base;
+pub mod base;
 pub mod display;
 pub mod error;
 pub mod hostfile;
@@ -48,10 +57,8 @@ pub mod jobmap;
 pub mod mapper;
 pub mod module;
 pub mod policy;
-pub mod ppr;
 pub mod request;
-pub mod round_robin;
-pub mod seq;
+pub mod selection;
 pub mod slurm;
 pub mod topology;
 
@@ -63,15 +70,20 @@ pub use base::MAX_PROCS;
 pub use error::{MapError, MapErrorKind};
 pub use hostfile::{HostLine, Hostfile};
 pub use jobmap::{JobMap, MappedNode, MappedProc, ObjectRef};
-pub use mapper::{map_job, Mapper};
+pub use mapper::{Mapper, MapperParams};
+pub use module::{PolicyName, RmapsModule, RmapsModuleRef};
 pub use policy::{MapBy, MapDirective, MapPolicy, PolicyError, RankBy};
 pub use request::{AppRequest, MapRequest};
+pub use selection::Candidate;
 pub use topology::{Resource, Topology};
 
 use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, ParamType, SelectionKind, Synonym, Version};
 
 /// Version of the interface between the rmaps framework and its components.
-pub const INTERFACE_VERSION: Version = Version::new(1, 0, 0);
+/// 2.0: the module became a prefix type with the appended `policies`
+/// field (components declare `--map-by` names); later fields are appended
+/// in minor versions.
+pub const INTERFACE_VERSION: Version = Version::new(2, 0, 0);
 
 const MAPPING_POLICY_ALIAS: &[Synonym] = &[Synonym::alias(DEFAULT_MAPPING_POLICY_PARAM)];
 const RANKING_POLICY_ALIAS: &[Synonym] = &[Synonym::alias(DEFAULT_RANKING_POLICY_PARAM)];

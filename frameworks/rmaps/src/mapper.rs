@@ -1,8 +1,15 @@
-//! The mapper components and per-job selection.
+//! What a mapper component implements, and the macro that makes it a
+//! component.
 //!
-//! Each mapper says which policies it handles ([`Mapper::accepts`]); for a
-//! job, the highest-priority mapper that accepts the policy and that the
-//! selection allows maps it (as with Open MPI's `rmaps` selection).
+//! A mapper is a [`Mapper`]: its name, its parameters (a
+//! `#[derive(oxmpi_plugin_api::Params)]` struct with a `priority: i32`
+//! field), the `--map-by` policy names it adds ([`Mapper::POLICIES`]), which
+//! built-in policies it takes ([`Mapper::accepts`]) and the mapping itself,
+//! usually built on [`crate::base`]. [`export_mapper_component!`] turns it
+//! into a component (lifecycle, parameters, [`crate::module::RmapsModule`],
+//! root module). One mapper maps each job: [`crate::selection`] picks it.
+//!
+//! The in-tree mappers:
 //!
 //! | component | priority | policies |
 //! |---|---|---|
@@ -10,121 +17,190 @@
 //! | `seq` | 60 | `seq` |
 //! | `round_robin` | 10 | `slot`, `node`, `core`, `hwthread`, `package`, `numa` |
 
-use crate::error::{MapError, MapErrorKind};
+use crate::error::MapError;
 use crate::jobmap::JobMap;
+use crate::module::PolicyName;
 use crate::policy::MapPolicy;
 use crate::request::MapRequest;
-use crate::{ppr::Ppr, round_robin::RoundRobin, seq::Seq};
+
+/// What a mapper's parameter struct must be: declared with
+/// `#[derive(oxmpi_plugin_api::Params)]` (which gives `Default`), `Clone`
+/// and `Send`. [`export_mapper_component!`] also needs a `priority: i32`
+/// field (`rmaps_<name>_priority`).
+pub trait MapperParams: oxmpi_plugin_api::Params + Clone + Default + Send + 'static {}
+
+impl<T: oxmpi_plugin_api::Params + Clone + Default + Send + 'static> MapperParams for T {}
 
 /// A mapper component.
-pub trait Mapper: Sync {
+pub trait Mapper: Sync + 'static {
+    /// Its parameters, as `query` read them (the declared defaults when a
+    /// test maps through the component without the core).
+    type Params: MapperParams;
     /// Component name (`round_robin`, `seq`, `ppr`).
-    fn name(&self) -> &'static str;
-    /// Selection priority; higher wins.
-    fn priority(&self) -> u32;
-    /// Whether it can map a job with this policy (otherwise it declines).
-    fn accepts(&self, policy: &MapPolicy) -> bool;
+    const NAME: &'static str;
+    /// The `--map-by` policy names it adds (none by default). mpirun's
+    /// parser accepts them while the component is installed, and a job
+    /// with one of them is offered to this component
+    /// ([`crate::module::accepts`]) without asking [`Mapper::accepts`].
+    const POLICIES: &'static [PolicyName] = &[];
+    /// Whether it maps jobs with this built-in policy (default: none, only
+    /// its own [`Mapper::POLICIES`]).
+    fn accepts(&self, policy: &MapPolicy) -> bool {
+        let _ = policy;
+        false
+    }
     /// Maps the job. Errors leave nothing half-done: the caller launches
     /// nothing.
-    fn map(&self, req: &MapRequest) -> Result<JobMap, MapError>;
+    fn map(&self, req: &MapRequest, params: &Self::Params) -> Result<JobMap, MapError>;
 }
 
-impl std::fmt::Debug for dyn Mapper {
-    /// The component name and priority.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} (priority {})", self.name(), self.priority())
-    }
-}
-
-static MAPPERS: [&dyn Mapper; 3] = [&Ppr, &Seq, &RoundRobin];
-
-/// Every mapper component, highest priority first.
-pub fn mappers() -> &'static [&'static dyn Mapper] {
-    &MAPPERS
-}
-
-/// The mapper for `policy`: the highest-priority one that accepts it and
-/// whose name `allowed` accepts (the `rmaps` selection parameter).
-/// Errors name the policy and say which mappers declined or were excluded.
-pub fn select(
-    policy: &MapPolicy,
-    allowed: &dyn Fn(&str) -> bool,
-) -> Result<&'static dyn Mapper, MapError> {
-    let mut declined = Vec::new();
-    let mut excluded = Vec::new();
-    for m in mappers() {
-        if !m.accepts(policy) {
-            declined.push(m.name());
-        } else if !allowed(m.name()) {
-            excluded.push(m.name());
-        } else {
-            return Ok(*m);
+/// Defines a complete rmaps component around a [`Mapper`] (a unit
+/// struct): a query answering the `priority` parameter, the parameters
+/// kept for `map`, the [`crate::module::RmapsModule`] (its `policies` from
+/// [`Mapper::POLICIES`]) as `MODULE`, the exported root module, and
+/// `candidate()` (the component with its default priority, for tests that
+/// run requests through [`crate::selection`]). The component crate depends
+/// on `abi_stable`, `oxmpi-plugin-api` and this crate.
+///
+/// The common case, a priority and nothing else, declares the parameter
+/// struct `Params` (`rmaps_<name>_priority`) for you:
+///
+/// ```ignore
+/// oxmpi_framework_rmaps::export_mapper_component! {
+///     mapper: Seq,              // impl Mapper for Seq { type Params = crate::Params; … }
+///     name: "seq",
+///     priority: 60,
+///     description: "Sequential mapper",
+/// }
+/// ```
+///
+/// A component with parameters of its own passes its
+/// `#[derive(Params)]` struct (which has a `priority: i32` field):
+///
+/// ```ignore
+/// oxmpi_framework_rmaps::export_mapper_component! {
+///     mapper: Reverse,          // impl Mapper for Reverse { type Params = Config; … }
+///     name: "reverse",
+///     params: Config,
+///     description: "Places ranks in reverse slot order",
+/// }
+/// ```
+#[macro_export]
+macro_rules! export_mapper_component {
+    (mapper: $mapper:path, name: $name:literal, priority: $prio:literal, description: $desc:literal $(,)?) => {
+        /// The component's parameters (`rmaps_<name>_<param>`), declared
+        /// once: `Params::DECLS` is the table in the root module.
+        #[derive(::oxmpi_plugin_api::Params, Clone, Debug, PartialEq, Eq)]
+        pub struct Params {
+            /// `rmaps_<name>_priority`.
+            #[param(
+                default = concat!($prio),
+                level = Developer(All),
+                help = concat!(
+                    "Selection priority of the ",
+                    $name,
+                    " mapper: usable mappers are tried from the highest priority down, and the first that accepts the job's mapping policy maps it."
+                )
+            )]
+            pub priority: i32,
         }
-    }
-    Err(MapError::new(
-        MapErrorKind::NoMapper,
-        format!(
-            "no rmaps component can map --map-by {policy}: {} excluded by the rmaps selection parameter, {} declined; allow {} (for example --mca rmaps {})",
-            if excluded.is_empty() { "none".to_string() } else { excluded.join(", ") },
-            declined.join(", "),
-            if excluded.is_empty() { "a mapper for this policy".to_string() } else { excluded.join(" or ") },
-            excluded.first().copied().unwrap_or("round_robin"),
-        ),
-    ))
-}
 
-/// Maps a job with the mapper [`select`] picks, all components allowed.
-pub fn map_job(req: &MapRequest) -> Result<JobMap, MapError> {
-    select(&req.policy, &|_| true)?.map(req)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::policy::{parse_map_by, MapPolicy};
-
-    fn policy(text: &str) -> MapPolicy {
-        MapPolicy::from(parse_map_by(text).unwrap())
-    }
-
-    #[test]
-    fn each_policy_has_one_mapper() {
-        for (text, want) in [
-            ("slot", "round_robin"),
-            ("node", "round_robin"),
-            ("core", "round_robin"),
-            ("hwthread", "round_robin"),
-            ("package", "round_robin"),
-            ("numa", "round_robin"),
-            ("seq", "seq"),
-            ("ppr:2:node", "ppr"),
-        ] {
-            let p = policy(text);
-            assert_eq!(select(&p, &|_| true).unwrap().name(), want, "{text}");
-            let accepting: Vec<&str> = mappers()
-                .iter()
-                .filter(|m| m.accepts(&p))
-                .map(|m| m.name())
-                .collect();
-            assert_eq!(accepting, [want], "{text}");
+        #[cfg(test)]
+        mod __oxmpi_mapper_priority_tests {
+            #[test]
+            fn the_default_is_the_priority() {
+                assert_eq!(super::Params::default().priority, $prio);
+            }
         }
-    }
 
-    #[test]
-    fn priorities_descend() {
-        let p: Vec<u32> = mappers().iter().map(|m| m.priority()).collect();
-        assert_eq!(p, [90, 60, 10]);
-    }
+        $crate::export_mapper_component! {
+            mapper: $mapper,
+            name: $name,
+            params: Params,
+            description: $desc,
+        }
+    };
+    (mapper: $mapper:path, name: $name:literal, params: $params:ty, description: $desc:literal $(,)?) => {
+        /// The parameters the core's query read, kept for `map`.
+        static __OXMPI_MAPPER_PARAMS: $crate::module::ParamsCell<$params> =
+            $crate::module::ParamsCell::new();
 
-    #[test]
-    fn excluded_mapper_is_reported() {
-        let e = select(&policy("seq"), &|name| name != "seq").unwrap_err();
-        assert_eq!(e.kind, MapErrorKind::NoMapper);
-        assert!(
-            e.message
-                .contains("seq excluded by the rmaps selection parameter"),
-            "{e}"
-        );
-        assert!(e.message.contains("ppr, round_robin declined"), "{e}");
-    }
+        /// The component's lifecycle.
+        pub struct Component;
+
+        impl ::oxmpi_plugin_api::Lifecycle for Component {
+            fn query(
+                ctx: &::oxmpi_plugin_api::ComponentContext,
+            ) -> Result<::oxmpi_plugin_api::QueryReply, ::oxmpi_plugin_api::ComponentError> {
+                let params = <$params as ::oxmpi_plugin_api::Params>::read(ctx)
+                    .map_err(::oxmpi_plugin_api::ComponentError::failed)?;
+                let priority = params.priority;
+                __OXMPI_MAPPER_PARAMS.set(params);
+                Ok(::oxmpi_plugin_api::QueryReply::Usable { priority })
+            }
+        }
+
+        #[cfg(test)]
+        mod __oxmpi_mapper_declaration_tests {
+            #[allow(unused_imports)]
+            use super::*;
+            use ::oxmpi_plugin_api::Params as _;
+
+            #[test]
+            fn parameters_and_policy_names_are_valid() {
+                <$params>::check_declarations().unwrap();
+                assert!(<$params as ::oxmpi_plugin_api::Params>::DECLS
+                    .iter()
+                    .any(|d| d.name.as_str() == "priority"));
+                assert_eq!(<$mapper as $crate::Mapper>::NAME, $name);
+                for p in <$mapper as $crate::Mapper>::POLICIES {
+                    p.check().unwrap();
+                }
+            }
+        }
+
+        extern "C" fn __oxmpi_mapper_accepts(policy_json: ::abi_stable::std_types::RStr<'_>) -> bool {
+            $crate::module::serve_accepts(&$mapper, policy_json)
+        }
+
+        extern "C" fn __oxmpi_mapper_map(
+            request_json: ::abi_stable::std_types::RStr<'_>,
+        ) -> ::abi_stable::std_types::RResult<::abi_stable::std_types::RString, ::abi_stable::std_types::RString> {
+            $crate::module::serve_map(&$mapper, &__OXMPI_MAPPER_PARAMS.get(), request_json)
+        }
+
+        const __OXMPI_MAPPER_MODULE: &::abi_stable::prefix_type::WithMetadata<$crate::module::RmapsModule> =
+            &::abi_stable::prefix_type::WithMetadata::new($crate::module::RmapsModule {
+                accepts: __oxmpi_mapper_accepts,
+                map: __oxmpi_mapper_map,
+                policies: ::abi_stable::std_types::RSlice::from_slice(
+                    <$mapper as $crate::Mapper>::POLICIES,
+                ),
+            });
+
+        /// The component's rmaps module.
+        pub static MODULE: $crate::module::RmapsModuleRef =
+            $crate::module::RmapsModuleRef(__OXMPI_MAPPER_MODULE.static_as_prefix());
+
+        /// This component as a selection candidate with its default
+        /// priority (tests and benchmarks that map without the core).
+        pub fn candidate() -> $crate::selection::Candidate {
+            $crate::selection::Candidate::new(
+                $name,
+                <$params as ::core::default::Default>::default().priority,
+                MODULE,
+            )
+        }
+
+        ::oxmpi_plugin_api::export_component! {
+            lifecycle: Component,
+            framework: "rmaps",
+            component: $name,
+            version: ::oxmpi_plugin_api::Version::new(1, 0, 0),
+            interface: $crate::INTERFACE_VERSION,
+            description: $desc,
+            params: <$params as ::oxmpi_plugin_api::Params>::DECLS,
+            module: &MODULE,
+        }
+    };
 }

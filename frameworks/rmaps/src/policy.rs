@@ -14,13 +14,18 @@
 //! Modifiers may also be separated by commas (`core:PE=2,SPAN`, the Open
 //! MPI 4 form). A value made only of modifiers (`:OVERSUBSCRIBE`) keeps the
 //! default policy and changes only what it names.
+//!
+//! An installed rmaps component may declare more policy names
+//! ([`crate::module::PolicyName`]); [`parse_map_by_with`] accepts them
+//! (whole words or unambiguous prefixes, followed by modifiers) as
+//! [`MapBy::Named`], and lists them among the accepted values.
 
 use crate::topology::Resource;
 use oxmpi_plugin_api::text::excerpt;
 use std::fmt;
 
 /// Where processes go.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum MapBy {
     /// Fill each node's slots before moving to the next (the default).
     Slot,
@@ -47,12 +52,15 @@ pub enum MapBy {
         /// The resource.
         resource: Resource,
     },
+    /// A policy name an installed rmaps component declared (lower case);
+    /// that component maps the job.
+    Named(String),
 }
 
 impl MapBy {
     /// The object type processes are spread over inside a node, for the
     /// by-object policies (`core`, `package`, …); `None` otherwise.
-    pub fn object(self) -> Option<Resource> {
+    pub fn object(&self) -> Option<Resource> {
         match self {
             MapBy::Hwthread => Some(Resource::Hwthread),
             MapBy::Core => Some(Resource::Core),
@@ -74,13 +82,14 @@ impl fmt::Display for MapBy {
             MapBy::Package => f.write_str("package"),
             MapBy::Seq => f.write_str("seq"),
             MapBy::Ppr { count, resource } => write!(f, "ppr:{count}:{resource}"),
+            MapBy::Named(name) => f.write_str(name),
         }
     }
 }
 
 /// A parsed `--map-by` or `rmaps_default_mapping_policy` value: only what it
 /// states (`None` = not said).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MapDirective {
     /// The policy, `None` for a value made only of modifiers.
     pub map_by: Option<MapBy>,
@@ -96,7 +105,7 @@ pub struct MapDirective {
 
 /// The mapping policy of a job, after combining the parameter and the
 /// command line ([`MapPolicy::resolve`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MapPolicy {
     /// The policy. Default: [`MapBy::Slot`].
     pub map_by: MapBy,
@@ -144,7 +153,7 @@ impl MapPolicy {
         let default = MapPolicy::default();
         MapPolicy {
             map_by: pick(&|d| d.map_by.is_some())
-                .and_then(|d| d.map_by)
+                .and_then(|d| d.map_by.clone())
                 .unwrap_or(default.map_by),
             oversubscribe: pick(&|d| d.oversubscribe.is_some()).and_then(|d| d.oversubscribe),
             pe: pick(&|d| d.pe.is_some()).and_then(|d| d.pe),
@@ -248,14 +257,36 @@ const MAP_BY_HELP: &str =
 (RESOURCE one of node, package, socket, numa, core, hwthread), optionally followed by modifiers \
 :OVERSUBSCRIBE, :NOOVERSUBSCRIBE, :PE=n, :HWTCPUS, :CORECPUS, :SPAN (case does not matter)";
 
+/// What `--map-by` accepts, with the policy names installed components
+/// declared (`extra`).
+fn map_by_help(extra: &[&str]) -> String {
+    if extra.is_empty() {
+        return MAP_BY_HELP.to_string();
+    }
+    MAP_BY_HELP.replacen(
+        " or ppr:N:RESOURCE",
+        &format!(
+            ", ppr:N:RESOURCE or a policy of an installed rmaps component ({})",
+            extra.join(", ")
+        ),
+        1,
+    )
+}
+
+/// Whether `name` is a built-in `--map-by` policy keyword (case-insensitive),
+/// which no component may declare again.
+pub fn is_builtin_policy(name: &str) -> bool {
+    MAP_POLICIES.iter().any(|k| k.eq_ignore_ascii_case(name))
+}
+
 /// Matches `word` against `keywords` ignoring case: an exact match, or the
 /// only keyword `word` is a prefix of.
-fn keyword(word: &str, keywords: &[&'static str]) -> Result<&'static str, Vec<&'static str>> {
+fn keyword<'k>(word: &str, keywords: &[&'k str]) -> Result<&'k str, Vec<&'k str>> {
     let lower = word.to_ascii_lowercase();
     if let Some(k) = keywords.iter().find(|k| k.eq_ignore_ascii_case(&lower)) {
         return Ok(k);
     }
-    let matches: Vec<&'static str> = keywords
+    let matches: Vec<&'k str> = keywords
         .iter()
         .copied()
         .filter(|k| !lower.is_empty() && k.to_ascii_lowercase().starts_with(&lower))
@@ -276,7 +307,14 @@ fn resource(word: &str) -> Option<Resource> {
     }
 }
 
-fn unknown(label: &str, text: &str, what: &str, word: &str, candidates: Vec<&str>) -> PolicyError {
+fn unknown(
+    label: &str,
+    text: &str,
+    what: &str,
+    word: &str,
+    candidates: Vec<&str>,
+    help: &str,
+) -> PolicyError {
     let unsupported = UNSUPPORTED.iter().any(|u| u.eq_ignore_ascii_case(word));
     let (text, word) = (excerpt(text), excerpt(word));
     let why = if unsupported {
@@ -289,34 +327,57 @@ fn unknown(label: &str, text: &str, what: &str, word: &str, candidates: Vec<&str
     } else {
         format!("unknown {what} \"{word}\"")
     };
-    PolicyError(format!("{label} {text}: {why}; {MAP_BY_HELP}"))
+    PolicyError(format!("{label} {text}: {why}; {help}"))
 }
 
 /// Parses a `--map-by` value. Errors name `--map-by`, the value, the
 /// offending word and list what is accepted.
 pub fn parse_map_by(text: &str) -> Result<MapDirective, PolicyError> {
-    parse_directive("--map-by", text)
+    parse_directive("--map-by", text, &[])
+}
+
+/// Parses a `--map-by` value, also accepting the policy names installed
+/// rmaps components declared (`extra`, lower case, none of them a built-in
+/// keyword: see [`crate::selection::policy_names`]) as [`MapBy::Named`].
+/// Errors list the built-in policies and `extra`.
+pub fn parse_map_by_with(text: &str, extra: &[&str]) -> Result<MapDirective, PolicyError> {
+    parse_directive("--map-by", text, extra)
 }
 
 /// Parses a value of the parameter `rmaps_default_mapping_policy` (same
 /// grammar as `--map-by`; `:oversubscribe` alone keeps the default policy
 /// and allows oversubscription). Errors name the parameter.
 pub fn parse_default_mapping_policy(text: &str) -> Result<MapDirective, PolicyError> {
-    parse_directive("rmaps_default_mapping_policy", text)
+    parse_directive("rmaps_default_mapping_policy", text, &[])
 }
 
-fn parse_directive(label: &str, text: &str) -> Result<MapDirective, PolicyError> {
+/// [`parse_default_mapping_policy`], also accepting the policy names
+/// installed components declared (as [`parse_map_by_with`]).
+pub fn parse_default_mapping_policy_with(
+    text: &str,
+    extra: &[&str],
+) -> Result<MapDirective, PolicyError> {
+    parse_directive("rmaps_default_mapping_policy", text, extra)
+}
+
+fn parse_directive(label: &str, text: &str, extra: &[&str]) -> Result<MapDirective, PolicyError> {
     let value = text.trim();
     let shown = excerpt(value);
+    let help = map_by_help(extra);
     if value.is_empty() {
-        return Err(PolicyError(format!("{label}: empty value; {MAP_BY_HELP}")));
+        return Err(PolicyError(format!("{label}: empty value; {help}")));
     }
     let mut tokens = value.split([':', ',']).map(str::trim);
     let mut d = MapDirective::default();
     let first = tokens.next().unwrap_or("");
     if !first.is_empty() {
-        let policy = keyword(first, MAP_POLICIES)
-            .map_err(|c| unknown(label, value, "mapping policy", first, c))?;
+        let keywords: Vec<&str> = MAP_POLICIES
+            .iter()
+            .copied()
+            .chain(extra.iter().copied())
+            .collect();
+        let policy = keyword(first, &keywords)
+            .map_err(|c| unknown(label, value, "mapping policy", first, c, &help))?;
         d.map_by = Some(match policy {
             "slot" => MapBy::Slot,
             "node" => MapBy::Node,
@@ -325,6 +386,7 @@ fn parse_directive(label: &str, text: &str) -> Result<MapDirective, PolicyError>
             "package" | "socket" => MapBy::Package,
             "numa" => MapBy::Numa,
             "seq" => MapBy::Seq,
+            named if !is_builtin_policy(named) => MapBy::Named(named.to_ascii_lowercase()),
             _ => {
                 let usage = "ppr needs a count and a resource, e.g. ppr:2:package";
                 let count = tokens.next().unwrap_or("");
@@ -358,15 +420,15 @@ fn parse_directive(label: &str, text: &str) -> Result<MapDirective, PolicyError>
     for token in tokens {
         if token.is_empty() {
             return Err(PolicyError(format!(
-                "{label} {shown}: empty modifier (two separators in a row?); {MAP_BY_HELP}"
+                "{label} {shown}: empty modifier (two separators in a row?); {help}"
             )));
         }
         let (word, arg) = match token.split_once('=') {
             Some((w, a)) => (w.trim(), Some(a.trim())),
             None => (token, None),
         };
-        let modifier =
-            keyword(word, MODIFIERS).map_err(|c| unknown(label, value, "modifier", word, c))?;
+        let modifier = keyword(word, MODIFIERS)
+            .map_err(|c| unknown(label, value, "modifier", word, c, &help))?;
         if modifier != "PE" && arg.is_some() {
             return Err(PolicyError(format!(
                 "{label} {shown}: the modifier {modifier} takes no value"

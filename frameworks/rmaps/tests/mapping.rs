@@ -6,8 +6,8 @@ mod common;
 
 use common::*;
 use oxmpi_framework_rmaps::{
-    display, map_job, Allocation, AllocationSource, AppRequest, HostFilter, MapBy, MapErrorKind,
-    MapPolicy, MapRequest, NodeSpec, RankBy, Resource, Topology,
+    display, Allocation, AllocationSource, AppRequest, HostFilter, MapBy, MapErrorKind, MapPolicy,
+    MapRequest, NodeSpec, RankBy, Resource, Topology,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};

@@ -4,13 +4,16 @@
 //! Allocation (scheduler environment, hostfiles, `--host`, else this
 //! machine) and the policy (`rmaps_base_mapping_policy` merged with
 //! `--map-by`) come from the rmaps framework crate; the mapping is done by
-//! the rmaps component selected for the job: the usable components are
-//! tried from the highest priority down (ppr 90, seq 60, round_robin 10 by
-//! default) and the first that accepts the policy maps the job. Only local
-//! hosts can be launched on; `--do-not-launch` maps any host names.
+//! the rmaps component selected for the job by the framework's selection
+//! ([`selection::select`]): the usable components are tried from the
+//! highest priority down (ppr 90, seq 60, round_robin 10 by default) and
+//! the first that accepts the policy maps the job. `--map-by` also accepts
+//! the policy names the usable components declare. Only local hosts can be
+//! launched on; `--do-not-launch` maps any host names.
 
 use crate::cli::{AppOptions, Cli};
-use oxmpi_framework_rmaps::module::{call_accepts, call_map, RmapsModule};
+use oxmpi_framework_rmaps::module::{call_map, RmapsModuleRef};
+use oxmpi_framework_rmaps::selection::{self, Candidate, DeclaredPolicy};
 use oxmpi_framework_rmaps::{
     allocation, hosts, policy, AppHosts, Hostfile, JobMap, LocalHost, MapErrorKind, MapPolicy,
     MapRequest, ObjectRef, Resource, Topology,
@@ -124,7 +127,11 @@ pub fn topology_summary(t: &oxmpi_topology::Topology) -> Topology {
     )
 }
 
-fn policies(cli: &Cli, mca: &Mca) -> Result<(MapPolicy, Option<policy::RankBy>), String> {
+fn policies(
+    cli: &Cli,
+    mca: &Mca,
+    extra: &[&str],
+) -> Result<(MapPolicy, Option<policy::RankBy>), String> {
     let text = |name: &str| {
         mca.value(name)
             .map(|r| r.text.clone())
@@ -132,14 +139,14 @@ fn policies(cli: &Cli, mca: &Mca) -> Result<(MapPolicy, Option<policy::RankBy>),
     };
     let param = text("rmaps_base_mapping_policy")
         .map(|t| {
-            policy::parse_default_mapping_policy(&t)
+            policy::parse_default_mapping_policy_with(&t, extra)
                 .map_err(|e| format!("rmaps_base_mapping_policy: {}", e.0))
         })
         .transpose()?;
     let from_cli = cli
         .map_by
         .as_deref()
-        .map(|t| policy::parse_map_by(t).map_err(|e| e.0))
+        .map(|t| policy::parse_map_by_with(t, extra).map_err(|e| e.0))
         .transpose()?;
     let mut map_policy = MapPolicy::resolve(param.as_ref(), from_cli.as_ref());
     if cli.oversubscribe {
@@ -187,73 +194,123 @@ fn check_wdir(dir: &std::path::Path) -> Result<(), String> {
     }
 }
 
+/// The usable rmaps components (the core's query, so the `rmaps`
+/// selection parameter applies) and the policy names they declare.
+pub struct Mappers {
+    /// Usable components whose module could be read.
+    pub candidates: Vec<Candidate>,
+    /// Usable components whose module could not be read (already warned
+    /// about).
+    pub unusable: Vec<String>,
+    /// The `--map-by` names the candidates declare.
+    pub policies: Vec<DeclaredPolicy>,
+}
+
+impl Mappers {
+    /// Opens the rmaps framework and queries its components; warns about
+    /// a module that cannot be read and a policy name that is left out.
+    pub fn query(mca: &Mca) -> Result<Mappers, String> {
+        let mut fw = mca.open_framework("rmaps").map_err(|e| e.to_string())?;
+        let mut candidates = Vec::new();
+        let mut unusable = Vec::new();
+        for c in fw.query() {
+            let Some(priority) = c.priority else { continue };
+            let component = mca
+                .repository()
+                .components
+                .iter()
+                .find(|l| l.framework == "rmaps" && l.name == c.name)
+                .expect("queried components are loaded");
+            match component.module::<RmapsModuleRef>() {
+                Ok(module) => candidates.push(Candidate::new(c.name.clone(), priority, *module)),
+                Err(e) => {
+                    eprintln!("mpirun: warning: {e}");
+                    unusable.push(c.name.clone());
+                }
+            }
+        }
+        fw.close();
+        let (policies, problems) = selection::policy_names(&candidates);
+        for p in problems {
+            eprintln!("mpirun: warning: {p}");
+        }
+        Ok(Mappers {
+            candidates,
+            unusable,
+            policies,
+        })
+    }
+
+    /// The declared policy names.
+    pub fn policy_names(&self) -> Vec<&str> {
+        self.policies
+            .iter()
+            .map(|p| p.policy.name.as_str())
+            .collect()
+    }
+}
+
 /// Maps the job with the first usable rmaps component that accepts the
 /// policy, trying them from the highest priority down.
-fn map_with_components(mca: &Mca, request: &MapRequest) -> Result<JobMap, String> {
-    let mut fw = mca.open_framework("rmaps").map_err(|e| e.to_string())?;
-    let mut usable: Vec<(String, i32)> = fw
-        .query()
-        .iter()
-        .filter_map(|c| c.priority.map(|p| (c.name.clone(), p)))
-        .collect();
-    usable.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    let mut declined = Vec::new();
-    for (name, priority) in &usable {
-        let component = mca
-            .repository()
-            .components
-            .iter()
-            .find(|c| c.framework == "rmaps" && &c.name == name)
-            .expect("queried components are loaded");
-        let module = match component.module::<RmapsModule>() {
-            Ok(m) => m,
-            Err(e) => {
-                eprintln!("mpirun: warning: {e}");
-                declined.push(format!("{name} (unusable)"));
-                continue;
-            }
-        };
-        if !call_accepts(module, &request.policy) {
-            log::log(
-                "rmaps",
-                name,
-                log::COMPONENT,
-                &format!("declined: does not map by {}", request.policy.map_by),
-            );
-            declined.push(name.clone());
-            continue;
-        }
+fn map_with_components(
+    mca: &Mca,
+    mappers: &Mappers,
+    request: &MapRequest,
+) -> Result<JobMap, String> {
+    let chosen = selection::select(&mappers.candidates, &request.policy, |c| {
         log::log(
             "rmaps",
-            name,
+            &c.name,
             log::COMPONENT,
-            &format!(
-                "selected (priority {priority}) for --map-by {}",
-                request.policy.map_by
-            ),
+            &format!("declined: does not map by {}", request.policy.map_by),
         );
-        let map = call_map(module, request).map_err(|e| {
-            if e.kind == MapErrorKind::ComponentFailed {
-                format!(
-                    "rmaps component {name} ({}) failed in map, so the job was not started: {}. This is a bug in the component: report it to its authors; --mca rmaps ^{name} maps the job with another component.",
-                    component.path.display(),
-                    e.message
-                )
+    });
+    let chosen = match chosen {
+        Ok(c) => c,
+        Err(e) => {
+            let mut tried: Vec<String> = mappers
+                .unusable
+                .iter()
+                .map(|n| format!("{n} (unusable)"))
+                .collect();
+            tried.extend(e.declined);
+            return Err(if tried.is_empty() {
+                "no rmaps component is available to map the job; check `oxmpi_info --show-failed` and the rmaps parameter".into()
             } else {
+                format!(
+                    "no rmaps component maps by {} (tried: {})",
+                    request.policy.map_by,
+                    tried.join(", ")
+                )
+            });
+        }
+    };
+    let name = &chosen.name;
+    log::log(
+        "rmaps",
+        name,
+        log::COMPONENT,
+        &format!(
+            "selected (priority {}) for --map-by {}",
+            chosen.priority, request.policy.map_by
+        ),
+    );
+    call_map(chosen.module, request).map_err(|e| {
+        if e.kind == MapErrorKind::ComponentFailed {
+            let path = mca
+                .repository()
+                .components
+                .iter()
+                .find(|c| c.framework == "rmaps" && &c.name == name)
+                .map(|c| c.path.display().to_string())
+                .unwrap_or_default();
+            format!(
+                "rmaps component {name} ({path}) failed in map, so the job was not started: {}. This is a bug in the component: report it to its authors; --mca rmaps ^{name} maps the job with another component.",
                 e.message
-            }
-        })?;
-        fw.close();
-        return Ok(map);
-    }
-    Err(if usable.is_empty() {
-        "no rmaps component is available to map the job; check `oxmpi_info --show-failed` and the rmaps parameter".into()
-    } else {
-        format!(
-            "no rmaps component maps by {} (tried: {})",
-            request.policy.map_by,
-            declined.join(", ")
-        )
+            )
+        } else {
+            e.message
+        }
     })
 }
 
@@ -304,7 +361,8 @@ pub fn build(
         });
     }
 
-    let (map_policy, rank_by) = policies(cli, mca)?;
+    let mappers = Mappers::query(mca)?;
+    let (map_policy, rank_by) = policies(cli, mca, &mappers.policy_names())?;
     let hosts: Vec<AppHosts> = all.iter().map(|a| app_hosts(a)).collect::<Result<_, _>>()?;
     // Scheduler variables are text; a variable that is not UTF-8 is none of them.
     let env: HashMap<String, String> = std::env::vars_os()
@@ -325,7 +383,7 @@ pub fn build(
     let nps: Vec<Option<u32>> = all.iter().map(|a| a.np).collect();
     let mut request = MapRequest::new(resolved, &nps, map_policy);
     request.rank_by = rank_by;
-    let map = map_with_components(mca, &request)?;
+    let map = map_with_components(mca, &mappers, &request)?;
 
     let mut nodes = Vec::new();
     let mut procs = Vec::new();

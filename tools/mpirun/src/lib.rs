@@ -151,7 +151,7 @@ pub fn main() -> ExitCode {
     inputs.tune_files = cli.tune.clone();
     // mpirun uses rmaps modules; their layout is checked when they load.
     inputs.module_layouts = vec![oxmpi_mca::repository::ModuleLayout::of::<
-        oxmpi_framework_rmaps::module::RmapsModule,
+        oxmpi_framework_rmaps::module::RmapsModuleRef,
     >("rmaps")];
     let mca = Mca::init(inputs);
     if mca.print_diagnostics() {

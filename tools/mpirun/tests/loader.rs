@@ -2,7 +2,9 @@
 //! user sets with `SYSTEM_DEFAULT` in it means the same directory in the
 //! ranks as in mpirun, and an rmaps component that panics (in its query,
 //! or inside `map`) is reported with its library's path at default
-//! verbosity.
+//! verbosity. A third-party mapper (the `reverse` fixture) adds a
+//! `--map-by` policy name and a parameter that reach it when it is
+//! installed; without it the name is refused with the accepted list.
 
 mod common;
 
@@ -45,6 +47,125 @@ fn faulty_dir() -> (tempfile::TempDir, PathBuf) {
     let path = dir.path().join("libmca_rmaps_faulty.so");
     std::fs::copy(built_library("liboxmpi_fixture_rmaps_faults.so"), &path).unwrap();
     (dir, path)
+}
+
+/// A temporary component directory holding rmaps `reverse`.
+fn reverse_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        built_library("liboxmpi_fixture_rmaps_reverse.so"),
+        dir.path().join("libmca_rmaps_reverse.so"),
+    )
+    .unwrap();
+    dir
+}
+
+/// `(mapper, host of each rank)` of a `--display-map=json` output.
+fn mapped(stdout: &str) -> (String, Vec<String>) {
+    let v: serde_json::Value = serde_json::from_str(stdout).expect("the map is JSON");
+    let mut ranks: Vec<(u64, String)> = Vec::new();
+    for node in v["nodes"].as_array().unwrap() {
+        for p in node["procs"].as_array().unwrap() {
+            ranks.push((
+                p["rank"].as_u64().unwrap(),
+                node["name"].as_str().unwrap().to_string(),
+            ));
+        }
+    }
+    ranks.sort();
+    (
+        v["mapper"].as_str().unwrap().to_string(),
+        ranks.into_iter().map(|(_, h)| h).collect(),
+    )
+}
+
+const REVERSE_JOB: &[&str] = &[
+    "--do-not-launch",
+    "--display-map=json",
+    "--host",
+    "a:2,b:2",
+    "--map-by",
+    "reverse",
+];
+
+#[test]
+fn a_component_policy_name_maps_with_that_component_and_gets_its_parameter() {
+    let dir = reverse_dir();
+    let component_path = path_value(dir.path());
+    let env = [("OXMPI_MCA_mca_base_component_path", component_path.as_str())];
+    let mut args = REVERSE_JOB.to_vec();
+    args.extend(["-n", "3", "true"]);
+    let run = run_env(&args, &env);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    assert_eq!(run.stderr, "");
+    assert_eq!(
+        mapped(&run.stdout),
+        (
+            "reverse".to_string(),
+            vec!["b".into(), "a".into(), "a".into()]
+        )
+    );
+
+    // Its own parameter reaches map: two slots at the end stay empty.
+    let mut args = vec!["--mca", "rmaps_reverse_skip", "2"];
+    args.extend_from_slice(REVERSE_JOB);
+    args.extend(["-n", "2", "true"]);
+    let run = run_env(&args, &env);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    assert_eq!(
+        mapped(&run.stdout),
+        ("reverse".to_string(), vec!["a".into(), "a".into()])
+    );
+
+    // Modifiers follow the name; an unknown name lists it as accepted.
+    let mut args = REVERSE_JOB.to_vec();
+    args[5] = "rev:NOOVERSUBSCRIBE";
+    args.extend(["-n", "5", "true"]);
+    let run = run_env(&args, &env);
+    assert_eq!(run.code(), 1, "{}", run.stdout);
+    assert!(run.stderr.contains("not enough slots"), "{}", run.stderr);
+    let mut args = REVERSE_JOB.to_vec();
+    args[5] = "bogus";
+    args.push("true");
+    let run = run_env(&args, &env);
+    assert_eq!(run.code(), 1, "{}", run.stdout);
+    assert!(
+        run.stderr.contains(
+            "unknown mapping policy \"bogus\"; accepted: slot, node, core, hwthread, package (or socket), numa, seq, ppr:N:RESOURCE or a policy of an installed rmaps component (reverse)"
+        ),
+        "{}",
+        run.stderr
+    );
+
+    // Excluded by the selection parameter, the name is unknown again.
+    let mut args = vec!["--mca", "rmaps", "^reverse"];
+    args.extend_from_slice(REVERSE_JOB);
+    args.push("true");
+    let run = run_env(&args, &env);
+    assert_eq!(run.code(), 1, "{}", run.stdout);
+    assert!(
+        run.stderr.contains("unknown mapping policy \"reverse\""),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_component_policy_name_is_refused_with_the_accepted_list_when_not_installed() {
+    let empty = tempfile::tempdir().unwrap();
+    let component_path = path_value(empty.path());
+    let mut args = REVERSE_JOB.to_vec();
+    args.push("true");
+    let run = run_env(
+        &args,
+        &[("OXMPI_MCA_mca_base_component_path", component_path.as_str())],
+    );
+    assert_eq!(run.code(), 1, "{}", run.stdout);
+    assert_eq!(run.stdout, "");
+    assert_eq!(
+        run.stderr.trim_end(),
+        "mpirun: error: --map-by reverse: unknown mapping policy \"reverse\"; accepted: slot, node, core, hwthread, package (or socket), numa, seq or ppr:N:RESOURCE (RESOURCE one of node, package, socket, numa, core, hwthread), optionally followed by modifiers :OVERSUBSCRIBE, :NOOVERSUBSCRIBE, :PE=n, :HWTCPUS, :CORECPUS, :SPAN (case does not matter)"
+    );
 }
 
 fn path_value(extra: &Path) -> String {

@@ -209,6 +209,23 @@ pub fn valid_values(decl: &oxmpi_plugin_api::ParamDecl) -> Option<String> {
 }
 
 /// Loaded components in display order: by framework, then name.
+/// The `--map-by` policy names an rmaps component declares, as
+/// `(name, help)` (none for other frameworks, or a module that cannot be
+/// read, which the loader already reported).
+pub fn map_policies(c: &LoadedComponent) -> Vec<(&'static str, &'static str)> {
+    if c.framework != "rmaps" {
+        return Vec::new();
+    }
+    c.module::<oxmpi_framework_rmaps::RmapsModuleRef>()
+        .map(|m| {
+            m.policy_names()
+                .iter()
+                .map(|p| (p.name.as_str(), p.help.as_str()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 pub fn components(mca: &Mca) -> Vec<&LoadedComponent> {
     let mut list: Vec<&LoadedComponent> = mca.repository().components.iter().collect();
     list.sort_by_key(|c| (framework_rank(mca, &c.framework), c.name.clone()));

@@ -36,14 +36,22 @@ pub fn render(mca: &Mca, view: &View) -> String {
                     .iter()
                     .filter(|c| c.framework == fw.name)
                     .map(|c| {
-                        json!({
+                        let mut v = json!({
                             "name": c.name,
                             "version": c.version.to_string(),
                             "interface_version": c.interface_version.to_string(),
                             "path": c.path.display().to_string(),
                             "description": c.description,
                             "disabled": filter.as_ref().is_some_and(|f| !f.allows(&c.name)),
-                        })
+                        });
+                        if c.framework == "rmaps" {
+                            let policies: Vec<Value> = catalog::map_policies(c)
+                                .into_iter()
+                                .map(|(name, help)| json!({ "name": name, "help": help }))
+                                .collect();
+                            v["policies"] = Value::Array(policies);
+                        }
+                        v
                     })
                     .collect();
                 json!({

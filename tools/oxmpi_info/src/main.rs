@@ -23,7 +23,7 @@ fn main() -> ExitCode {
     inputs.module_layouts = vec![
         ModuleLayout::of::<oxmpi_framework_btl::module::BtlComponentModule>("btl"),
         ModuleLayout::of::<oxmpi_framework_pml::module::PmlModule>("pml"),
-        ModuleLayout::of::<oxmpi_framework_rmaps::module::RmapsModule>("rmaps"),
+        ModuleLayout::of::<oxmpi_framework_rmaps::module::RmapsModuleRef>("rmaps"),
     ];
     let mca = Mca::init(inputs);
     if cli.show_failed || cli.all {

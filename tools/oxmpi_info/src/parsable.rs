@@ -80,6 +80,9 @@ pub fn render(mca: &Mca, view: &View) -> String {
                 &format!("{key}:disabled"),
                 if disabled { "true" } else { "false" },
             );
+            for (name, help) in catalog::map_policies(c) {
+                kv(&mut out, &format!("{key}:policy:{name}"), help);
+            }
         }
     }
     if view.failed {

@@ -93,6 +93,13 @@ fn render_components(mca: &Mca, out: &mut String) {
                     c.path.display()
                 ),
             );
+            for (name, help) in catalog::map_policies(c) {
+                line(
+                    out,
+                    &format!("MCA {} policy", fw.name),
+                    &format!("--map-by {name} ({}) {help}", c.name),
+                );
+            }
         }
         if !any {
             line(

@@ -526,3 +526,53 @@ fn near_miss_of_a_component_selected_by_name_warns_at_default_verbosity() {
         "{err}"
     );
 }
+
+#[test]
+fn an_rmaps_component_shows_its_policy_names_and_parameters() {
+    let w = World::new();
+    std::fs::copy(
+        built_library("liboxmpi_fixture_rmaps_reverse.so"),
+        w.component_dir().join("libmca_rmaps_reverse.so"),
+    )
+    .unwrap();
+    let o = w.run(&[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("MCA rmaps policy: --map-by reverse (reverse) Places processes as slot does, numbered in reverse"),
+        "{out}"
+    );
+    let o = w.run(&["--parsable"]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("mca:rmaps:reverse:policy:reverse:\"Places processes as slot does"),
+        "{out}"
+    );
+    let o = w.run(&["--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let rmaps = v["frameworks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "rmaps")
+        .unwrap();
+    assert_eq!(rmaps["components"][0]["policies"][0]["name"], "reverse");
+    let o = w.run(&[
+        "--param",
+        "rmaps",
+        "reverse",
+        "--level",
+        "9",
+        "--mca",
+        "rmaps_reverse_skip",
+        "3",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("rmaps_reverse_skip"), "{out}");
+    assert!(out.contains("rmaps_reverse_priority"), "{out}");
+    assert!(
+        out.contains("Slots left empty at the end of the allocation before rank 0."),
+        "{out}"
+    );
+}

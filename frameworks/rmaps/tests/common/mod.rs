@@ -4,12 +4,29 @@
 #![allow(dead_code)]
 
 use oxmpi_framework_rmaps::{
-    allocation, display, hosts, mapper, policy, AppHosts, Hostfile, LocalHost, MapErrorKind,
-    MapPolicy, MapRequest, Topology,
+    allocation, display, hosts, policy, selection, AppHosts, Candidate, Hostfile, LocalHost,
+    MapErrorKind, MapPolicy, MapRequest, Topology,
 };
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
+
+/// The in-tree mapper components with their default priorities, as
+/// mpirun finds them installed.
+pub fn installed() -> Vec<Candidate> {
+    vec![
+        mca_rmaps_round_robin::candidate(),
+        mca_rmaps_seq::candidate(),
+        mca_rmaps_ppr::candidate(),
+    ]
+}
+
+/// Maps `req` through the components, as mpirun selects them.
+pub fn map_job(
+    req: &MapRequest,
+) -> Result<oxmpi_framework_rmaps::JobMap, oxmpi_framework_rmaps::MapError> {
+    selection::map_with(&installed(), req)
+}
 
 /// One app of the command line.
 #[derive(Clone, Default)]
@@ -109,7 +126,7 @@ pub fn run(job: &Job) -> Result<Value, Failure> {
     let nps: Vec<Option<u32>> = job.apps.iter().map(|a| a.np).collect();
     let mut req = MapRequest::new(resolved, &nps, policy);
     req.rank_by = rank_by;
-    let map = mapper::map_job(&req).map_err(|e| Failure {
+    let map = map_job(&req).map_err(|e| Failure {
         kind: Some(e.kind),
         message: e.message,
     })?;

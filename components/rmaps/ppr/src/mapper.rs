@@ -4,21 +4,21 @@
 //!
 //! `-n` defaults to N × the resources of the app's nodes; more than that is
 //! an error, fewer stops early. A node that cannot take its share (slots,
-//! or `max_slots`, see [`crate::base`]) is an error naming it.
+//! or `max_slots`, see [`oxmpi_framework_rmaps::base`]) is an error naming it.
 
-use crate::base::{run, Ctx, Placement};
-use crate::error::{MapError, MapErrorKind};
-use crate::jobmap::{JobMap, ObjectRef};
-use crate::mapper::Mapper;
-use crate::policy::{MapBy, MapPolicy};
-use crate::request::MapRequest;
-use crate::topology::Resource;
+use oxmpi_framework_rmaps::base::{run, Ctx, Placement};
+use oxmpi_framework_rmaps::MapRequest;
+use oxmpi_framework_rmaps::Mapper;
+use oxmpi_framework_rmaps::Resource;
+use oxmpi_framework_rmaps::{JobMap, ObjectRef};
+use oxmpi_framework_rmaps::{MapBy, MapPolicy};
+use oxmpi_framework_rmaps::{MapError, MapErrorKind};
 
 /// The ppr component.
 pub struct Ppr;
 
 fn place(ctx: &mut Ctx, app: usize, nodes: &[usize]) -> Result<Vec<Placement>, MapError> {
-    let MapBy::Ppr { count, resource } = ctx.req.policy.map_by else {
+    let MapBy::Ppr { count, resource } = ctx.req.policy.map_by.clone() else {
         unreachable!("the ppr mapper only accepts ppr policies")
     };
     let share =
@@ -28,8 +28,8 @@ fn place(ctx: &mut Ctx, app: usize, nodes: &[usize]) -> Result<Vec<Placement>, M
         Some(n) => u64::from(ctx.check_np(app, n)?),
         None => total,
     };
-    let policy = ctx.req.policy.map_by;
-    if n > u64::from(crate::base::MAX_PROCS) {
+    let policy = ctx.req.policy.map_by.clone();
+    if n > u64::from(oxmpi_framework_rmaps::base::MAX_PROCS) {
         return Err(MapError::new(
             MapErrorKind::BadRequest,
             format!(
@@ -75,19 +75,14 @@ fn place(ctx: &mut Ctx, app: usize, nodes: &[usize]) -> Result<Vec<Placement>, M
 }
 
 impl Mapper for Ppr {
-    fn name(&self) -> &'static str {
-        "ppr"
-    }
-
-    fn priority(&self) -> u32 {
-        90
-    }
+    type Params = crate::Params;
+    const NAME: &'static str = "ppr";
 
     fn accepts(&self, policy: &MapPolicy) -> bool {
         matches!(policy.map_by, MapBy::Ppr { .. })
     }
 
-    fn map(&self, req: &MapRequest) -> Result<JobMap, MapError> {
-        run(req, self.name(), place)
+    fn map(&self, req: &MapRequest, _params: &crate::Params) -> Result<JobMap, MapError> {
+        run(req, Self::NAME, place)
     }
 }

@@ -5,14 +5,14 @@
 //! previous such app stopped. A host may appear on several lines and gets
 //! one process per line. `-n` defaults to the number of lines left; more
 //! than that is an error. Nodes still obey their limits (see
-//! [`crate::base`]).
+//! [`oxmpi_framework_rmaps::base`]).
 
-use crate::base::{run, Ctx, Placement};
-use crate::error::{MapError, MapErrorKind};
-use crate::jobmap::JobMap;
-use crate::mapper::Mapper;
-use crate::policy::{MapBy, MapPolicy};
-use crate::request::MapRequest;
+use oxmpi_framework_rmaps::base::{run, Ctx, Placement};
+use oxmpi_framework_rmaps::JobMap;
+use oxmpi_framework_rmaps::MapRequest;
+use oxmpi_framework_rmaps::Mapper;
+use oxmpi_framework_rmaps::{MapBy, MapPolicy};
+use oxmpi_framework_rmaps::{MapError, MapErrorKind};
 use std::collections::HashMap;
 
 /// The seq component.
@@ -75,19 +75,14 @@ fn place(ctx: &mut Ctx, app: usize, _nodes: &[usize]) -> Result<Vec<Placement>, 
 }
 
 impl Mapper for Seq {
-    fn name(&self) -> &'static str {
-        "seq"
-    }
-
-    fn priority(&self) -> u32 {
-        60
-    }
+    type Params = crate::Params;
+    const NAME: &'static str = "seq";
 
     fn accepts(&self, policy: &MapPolicy) -> bool {
         policy.map_by == MapBy::Seq
     }
 
-    fn map(&self, req: &MapRequest) -> Result<JobMap, MapError> {
-        run(req, self.name(), place)
+    fn map(&self, req: &MapRequest, _params: &crate::Params) -> Result<JobMap, MapError> {
+        run(req, Self::NAME, place)
     }
 }
