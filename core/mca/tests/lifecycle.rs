@@ -396,6 +396,8 @@ fn show_load_errors_none_hides_lifecycle_warnings_unless_the_component_is_reques
     d.expect_one(
         Severity::Warning,
         &[&path.display().to_string(), "its open panicked"],
+    );
+}
 
 /// A component's `#[derive(Params)]` reader gets what the core resolved:
 /// values checked against the declaration by the core (an out-of-range one
