@@ -160,6 +160,15 @@ fn main() {
         exe: Some(exe.clone()),
         env_not_text: Vec::new(),
         module_layouts: Vec::new(),
+        // Every framework, as oxmpi_info loads them (a rank loads btl and pml only).
+        frameworks: vec![
+            &oxmpi_framework_btl::FRAMEWORK,
+            &oxmpi_framework_coll::FRAMEWORK,
+            &oxmpi_framework_mtl::FRAMEWORK,
+            &oxmpi_framework_pml::FRAMEWORK,
+            &oxmpi_framework_rmaps::FRAMEWORK,
+        ],
+        base_frameworks: Vec::new(),
     };
 
     // Cold: the first init loads every library.

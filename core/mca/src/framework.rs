@@ -21,6 +21,9 @@ pub enum McaError {
     /// No framework of that name.
     #[error("there is no framework named \"{0}\" (known: {1})")]
     UnknownFramework(String, String),
+    /// A framework this program does not load (see `McaInputs::frameworks`).
+    #[error("{1} does not load the {0} framework (it loads: {2})")]
+    NotLoaded(String, String, String),
     /// The selection parameter is invalid.
     #[error(transparent)]
     Selection(#[from] SelectionError),
@@ -133,8 +136,19 @@ impl Mca {
             .copied()
             .find(|f| f.name == name)
             .ok_or_else(|| {
-                let known: Vec<&str> = self.frameworks().iter().map(|f| f.name).collect();
-                McaError::UnknownFramework(name.to_string(), known.join(", "))
+                let loaded: Vec<&str> = self.frameworks().iter().map(|f| f.name).collect();
+                if self.frameworks_not_loaded().contains(&name) {
+                    McaError::NotLoaded(
+                        name.to_string(),
+                        self.program().to_string(),
+                        loaded.join(", "),
+                    )
+                } else {
+                    McaError::UnknownFramework(
+                        name.to_string(),
+                        self.known_framework_names().join(", "),
+                    )
+                }
             })?;
         let filter = self.filter_checked(name)?;
         let mut fw = OpenFramework {

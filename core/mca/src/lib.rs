@@ -35,16 +35,14 @@ pub use mca::{Assignment, Diagnostic, ExplainRow, Mca, McaInputs, Resolved, Seve
 pub use source::Source;
 pub use value::Value;
 
-use oxmpi_plugin_api::FrameworkInfo;
-
-/// Every framework this core knows, in the order the info tool lists them.
-pub static FRAMEWORKS: &[&FrameworkInfo] = &[
-    &oxmpi_framework_btl::FRAMEWORK,
-    &oxmpi_framework_coll::FRAMEWORK,
-    &oxmpi_framework_mtl::FRAMEWORK,
-    &oxmpi_framework_pml::FRAMEWORK,
-    &oxmpi_framework_rmaps::FRAMEWORK,
-];
+/// The name of every framework of oxmpi, sorted. The core depends on no
+/// framework crate: each program hands it the frameworks it loads
+/// ([`McaInputs::frameworks`]). These names only let a program tell a
+/// framework it does not load (whose component files it leaves unopened and
+/// whose parameters it does not check: a rank and `OXMPI_MCA_rmaps_*`) from
+/// a misspelt or unknown one. `oxmpi_info`, which loads every framework,
+/// tests that this list names exactly the framework crates.
+pub const FRAMEWORK_NAMES: &[&str] = &["btl", "coll", "mtl", "pml", "rmaps"];
 
 /// Version of oxmpi.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

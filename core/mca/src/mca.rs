@@ -1,7 +1,8 @@
 //! [`Mca`]: one process's view of parameters and components.
 //!
 //! Start-up order:
-//! 1. declare the core's and every framework's parameters;
+//! 1. declare the core's parameters and those of the frameworks the program
+//!    loads ([`McaInputs::frameworks`]);
 //! 2. collect assignments from the environment (`OXMPI_MCA_<name>`, with an
 //!    optional `OXMPI_MCA_SOURCE_<name>` = `COMMAND_LINE` or
 //!    `TUNE:<path>:<line>` marking values forwarded by mpirun), the command
@@ -27,7 +28,7 @@ use crate::selection::Filter;
 use crate::source::Source;
 use crate::tune::{self, TuneEntry};
 use crate::value::{self, Value};
-use crate::{log, services, suggest, FRAMEWORKS};
+use crate::{log, services, suggest, FRAMEWORK_NAMES};
 use oxmpi_plugin_api::text::excerpt;
 use oxmpi_plugin_api::FrameworkInfo;
 use std::collections::{HashMap, HashSet};
@@ -60,6 +61,20 @@ pub struct McaInputs {
     /// modules it uses (the core knows no framework's module type). A
     /// framework not listed has its modules checked only when they are used.
     pub module_layouts: Vec<ModuleLayout>,
+    /// The frameworks this program loads, in the order the info tool lists
+    /// them: their parameters are declared and checked and their component
+    /// libraries loaded. The files of the other frameworks of
+    /// [`FRAMEWORK_NAMES`] are not opened, and settings of their parameters
+    /// are neither checked nor reported as unknown (the program that loads
+    /// them checks them). The core depends on no framework crate.
+    pub frameworks: Vec<&'static FrameworkInfo>,
+    /// Frameworks this program does not load but whose framework-level
+    /// parameters (`<fw>`, `<fw>_base_*`) it declares and checks, because
+    /// it passes them on: mpirun checks the ranks' btl, pml, … settings
+    /// before launching. Their component files are not opened, their
+    /// selection is checked for syntax only, and settings of their
+    /// component parameters are left to the program that loads them.
+    pub base_frameworks: Vec<&'static FrameworkInfo>,
 }
 
 impl McaInputs {
@@ -80,6 +95,8 @@ impl McaInputs {
                 })
                 .collect(),
             module_layouts: Vec::new(),
+            frameworks: Vec::new(),
+            base_frameworks: Vec::new(),
         }
     }
 }
@@ -161,6 +178,8 @@ pub struct Mca {
     param_files: Vec<(PathBuf, bool)>,
     exports: Vec<(String, Option<String>)>,
     module_layouts: Vec<ModuleLayout>,
+    frameworks: Vec<&'static FrameworkInfo>,
+    base_frameworks: Vec<&'static FrameworkInfo>,
     lifecycle_failures: Mutex<Vec<LoadFailure>>,
     diagnostics: Mutex<Vec<Diagnostic>>,
 }
@@ -206,6 +225,13 @@ impl Mca {
             param_files: Vec::new(),
             exports: Vec::new(),
             module_layouts: inputs.module_layouts.clone(),
+            frameworks: inputs.frameworks.clone(),
+            base_frameworks: inputs
+                .base_frameworks
+                .iter()
+                .copied()
+                .filter(|b| !inputs.frameworks.iter().any(|f| f.name == b.name))
+                .collect(),
             lifecycle_failures: Mutex::new(Vec::new()),
             diagnostics: Mutex::new(Vec::new()),
         };
@@ -305,7 +331,8 @@ impl Mca {
                 .declare("mpi", "base", full, decl)
                 .expect("MPI parameter names are unique");
         }
-        for info in FRAMEWORKS {
+        let declared: Vec<&'static FrameworkInfo> = self.declared_frameworks().collect();
+        for info in declared {
             let [selection, verbose] = core_params::framework_params(info);
             let fw = info.name;
             self.registry
@@ -570,7 +597,7 @@ impl Mca {
         }
         let checked = value::parse(&info.decl, &a.value, self.home.as_deref()).and_then(|v| {
             if info.full_name == SHOW_LOAD_ERRORS {
-                let known: Vec<&str> = FRAMEWORKS.iter().map(|f| f.name).collect();
+                let known = self.known_framework_names();
                 core_params::check_show_load_errors(v.as_str().unwrap_or(""), &known)
                     .map_err(value::ValueError)?;
             }
@@ -637,7 +664,7 @@ impl Mca {
 
     fn apply_verbosity(&self) {
         log::set_verbosity("mca", self.int_value(VERBOSE).unwrap_or(0) as i32);
-        for info in FRAMEWORKS {
+        for info in self.declared_frameworks() {
             let v = self
                 .int_value(&format!("{}_base_verbose", info.name))
                 .unwrap_or(0);
@@ -667,7 +694,12 @@ impl Mca {
     }
 
     fn load_components(&mut self) {
-        let mut repo = repository::scan(&self.component_dirs(), FRAMEWORKS, &self.module_layouts);
+        let mut repo = repository::scan(
+            &self.component_dirs(),
+            &self.frameworks,
+            &self.frameworks_not_loaded(),
+            &self.module_layouts,
+        );
         let mut kept: Vec<LoadedComponent> = Vec::new();
         for component in std::mem::take(&mut repo.components) {
             let decls = component.root.params();
@@ -830,7 +862,7 @@ impl Mca {
         let Some(file_name) = path.file_name().map(|n| n.to_string_lossy()) else {
             return false;
         };
-        FRAMEWORKS.iter().any(|info| {
+        self.frameworks.iter().any(|info| {
             let Some(Filter::Include(names)) = self.filter(info.name) else {
                 return false;
             };
@@ -852,7 +884,10 @@ impl Mca {
         }
         let mut warned = HashSet::new();
         for a in &self.assignments {
-            if self.registry.lookup(&a.name).is_some() || !warned.insert(a.name.clone()) {
+            if self.registry.lookup(&a.name).is_some()
+                || self.unchecked_framework_of(&a.name).is_some()
+                || !warned.insert(a.name.clone())
+            {
                 continue;
             }
             let hint = suggest::did_you_mean(&self.suggest(&a.name));
@@ -865,9 +900,18 @@ impl Mca {
     }
 
     fn check_selections(&self) {
-        for info in FRAMEWORKS {
+        for info in &self.frameworks {
             if let Err(e) = self.filter_checked(info.name) {
                 self.error(e.to_string());
+            }
+        }
+        // Components of these are not loaded here: the syntax only.
+        for info in &self.base_frameworks {
+            if let Some(r) = self.value(info.name) {
+                let text = r.value.as_str().unwrap_or("");
+                if let Err(e) = Filter::parse(info.name, text, &r.source.to_string()) {
+                    self.error(e.to_string());
+                }
             }
         }
     }
@@ -1024,9 +1068,52 @@ impl Mca {
         &self.exports
     }
 
-    /// The frameworks this core knows.
-    pub fn frameworks(&self) -> &'static [&'static FrameworkInfo] {
-        FRAMEWORKS
+    /// The frameworks this program loads ([`McaInputs::frameworks`]).
+    pub fn frameworks(&self) -> &[&'static FrameworkInfo] {
+        &self.frameworks
+    }
+
+    /// The frameworks of [`FRAMEWORK_NAMES`] this program does not load.
+    pub fn frameworks_not_loaded(&self) -> Vec<&'static str> {
+        FRAMEWORK_NAMES
+            .iter()
+            .copied()
+            .filter(|n| !self.frameworks.iter().any(|f| f.name == *n))
+            .collect()
+    }
+
+    /// Every framework name the core knows: those it loads, those whose
+    /// base parameters it declares and those of [`FRAMEWORK_NAMES`], sorted.
+    pub fn known_framework_names(&self) -> Vec<&'static str> {
+        let mut names: Vec<&'static str> = self.declared_frameworks().map(|f| f.name).collect();
+        names.extend(self.frameworks_not_loaded());
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
+    /// The frameworks whose framework-level parameters are declared: those
+    /// loaded, then [`McaInputs::base_frameworks`].
+    fn declared_frameworks(&self) -> impl Iterator<Item = &'static FrameworkInfo> + '_ {
+        self.frameworks.iter().chain(&self.base_frameworks).copied()
+    }
+
+    /// The framework whose parameters this program leaves to another when
+    /// `name` is one of them: `rmaps` for `rmaps_base_mapping_policy` in a
+    /// rank (which does not load rmaps), `btl` for `btl_tcp_if_include` in
+    /// mpirun (which checks btl's framework-level parameters only). Such a
+    /// name is not declared here, and not unknown either.
+    pub fn unchecked_framework_of(&self, name: &str) -> Option<&'static str> {
+        self.frameworks_not_loaded().into_iter().find(|fw| {
+            let Some(rest) = name.strip_prefix(fw) else {
+                return false;
+            };
+            if self.base_frameworks.iter().any(|b| b.name == *fw) {
+                rest.starts_with('_') && !rest.starts_with("_base_")
+            } else {
+                rest.is_empty() || rest.starts_with('_')
+            }
+        })
     }
 
     /// Program name used in messages.

@@ -223,6 +223,9 @@ pub struct Repository {
     pub ignored: Vec<Ignored>,
     /// The directories searched, in order (duplicates removed).
     pub searched: Vec<PathBuf>,
+    /// Component files of frameworks this program knows but does not load
+    /// (a rank's rmaps components): never opened.
+    pub not_loaded: Vec<PathBuf>,
 }
 
 /// Splits a component file name into (framework, component).
@@ -240,11 +243,16 @@ pub fn interface_compatible(core: Version, component: Version) -> bool {
     core.major == component.major && component.minor <= core.minor
 }
 
-/// Scans `dirs` in order and loads every candidate, checking the module
-/// table of a framework listed in `modules` against its layout.
+/// Scans `dirs` in order and loads every candidate of `frameworks` (the
+/// frameworks this program loads), checking the module table of a framework
+/// listed in `modules` against its layout. Files of the frameworks named in
+/// `not_loaded` (known to the core, not used by this program) are listed in
+/// [`Repository::not_loaded`] and never opened; files of any other
+/// framework name are failures ("no framework named …").
 pub fn scan(
     dirs: &[PathBuf],
     frameworks: &[&FrameworkInfo],
+    not_loaded: &[&str],
     modules: &[ModuleLayout],
 ) -> Repository {
     let mut repo = Repository::default();
@@ -273,7 +281,14 @@ pub fn scan(
             .extend(ignored.into_iter().map(|path| Ignored { path }));
         for (file_name, path) in files {
             if let Some((framework, component)) = component_file_name(&file_name) {
-                load_one(&mut repo, &path, framework, component, frameworks, modules);
+                if not_loaded.contains(&framework)
+                    && !frameworks.iter().any(|f| f.name == framework)
+                {
+                    repo.not_loaded.push(path);
+                    continue;
+                }
+                let known = (frameworks, not_loaded);
+                load_one(&mut repo, &path, framework, component, known, modules);
             }
         }
     }
@@ -285,7 +300,7 @@ fn load_one(
     path: &Path,
     framework: &str,
     component: &str,
-    frameworks: &[&FrameworkInfo],
+    (frameworks, not_loaded): (&[&FrameworkInfo], &[&str]),
     modules: &[ModuleLayout],
 ) {
     if let Some(winner) = repo
@@ -310,7 +325,10 @@ fn load_one(
         detail,
     };
     let Some(info) = frameworks.iter().find(|f| f.name == framework) else {
-        let known: Vec<&str> = frameworks.iter().map(|f| f.name).collect();
+        let mut known: Vec<&str> = frameworks.iter().map(|f| f.name).collect();
+        known.extend(not_loaded);
+        known.sort_unstable();
+        known.dedup();
         repo.failures.push(fail(
             format!(
                 "there is no framework named \"{framework}\" (known: {})",
@@ -670,7 +688,7 @@ mod tests {
             std::fs::write(dir.path().join(name), b"x").unwrap();
         }
         std::fs::create_dir(dir.path().join("sub.so")).unwrap();
-        let repo = scan(&[dir.path().to_path_buf()], &[], &[]);
+        let repo = scan(&[dir.path().to_path_buf()], &[], &[], &[]);
         let ignored: Vec<PathBuf> = repo.ignored.iter().map(|i| i.path.clone()).collect();
         assert_eq!(
             ignored,
@@ -704,6 +722,7 @@ mod tests {
                 PathBuf::from("/nonexistent/oxmpi"),
                 PathBuf::from("/nonexistent/oxmpi"),
             ],
+            &[],
             &[],
             &[],
         );
@@ -744,6 +763,7 @@ Layout of expected type:\n    package:'x'\n\nError:mismatched package\nExpected:
         let repo = scan(
             &[dir.path().to_path_buf()],
             &[&oxmpi_framework_btl::FRAMEWORK],
+            &["rmaps"],
             &[],
         );
         assert_eq!(repo.failures.len(), 2, "{:?}", repo.failures);
@@ -759,6 +779,27 @@ Layout of expected type:\n    package:'x'\n\nError:mismatched package\nExpected:
             .contains(&dir.path().join("libmca_btl_junk.so").display().to_string()));
         assert!(repo.failures[1]
             .reason
-            .contains("no framework named \"nosuchfw\""));
+            .contains("no framework named \"nosuchfw\" (known: btl, rmaps)"));
+    }
+
+    #[test]
+    fn files_of_frameworks_not_loaded_are_not_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        // Not ELF files: opening either would record a failure.
+        std::fs::write(dir.path().join("libmca_rmaps_junk.so"), b"junk").unwrap();
+        std::fs::write(dir.path().join("libmca_btl_junk.so"), b"junk").unwrap();
+        let repo = scan(
+            &[dir.path().to_path_buf()],
+            &[&oxmpi_framework_btl::FRAMEWORK],
+            &["pml", "rmaps"],
+            &[],
+        );
+        assert_eq!(
+            repo.not_loaded,
+            [dir.path().join("libmca_rmaps_junk.so")],
+            "{repo:?}"
+        );
+        assert_eq!(repo.failures.len(), 1, "{:?}", repo.failures);
+        assert_eq!(repo.failures[0].path, dir.path().join("libmca_btl_junk.so"));
     }
 }

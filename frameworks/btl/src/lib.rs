@@ -8,13 +8,7 @@
 use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
 
 pub mod common;
-pub mod if_list;
-pub mod interfaces;
-pub mod matching;
 pub mod module;
-pub mod reachability;
-#[cfg(test)]
-mod tests;
 
 /// Version of the interface between the btl framework and its components.
 pub const INTERFACE_VERSION: Version = Version::new(1, 0, 0);

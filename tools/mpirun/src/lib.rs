@@ -149,7 +149,18 @@ pub fn main() -> ExitCode {
     let mut inputs = McaInputs::from_process("mpirun");
     inputs.command_line = mca_pairs;
     inputs.tune_files = cli.tune.clone();
-    // mpirun uses rmaps modules; their layout is checked when they load.
+    // mpirun loads only the rmaps framework (not btl, pml, …, which only
+    // the ranks use); its modules' layout is checked when they load.
+    inputs.frameworks = vec![&oxmpi_framework_rmaps::FRAMEWORK];
+    // The ranks' frameworks: their framework-level parameters (`btl`,
+    // `btl_base_verbose`, …) are checked here, before launch; their
+    // components' parameters by the ranks, which load them.
+    inputs.base_frameworks = vec![
+        &oxmpi_framework_btl::FRAMEWORK,
+        &oxmpi_framework_coll::FRAMEWORK,
+        &oxmpi_framework_mtl::FRAMEWORK,
+        &oxmpi_framework_pml::FRAMEWORK,
+    ];
     inputs.module_layouts = vec![oxmpi_mca::repository::ModuleLayout::of::<
         oxmpi_framework_rmaps::module::RmapsModuleRef,
     >("rmaps")];

@@ -12,7 +12,17 @@ use clap::Parser;
 use cli::Cli;
 use oxmpi_mca::repository::ModuleLayout;
 use oxmpi_mca::{Mca, McaInputs};
+use oxmpi_plugin_api::FrameworkInfo;
 use std::process::ExitCode;
+
+/// Every framework: oxmpi_info loads them all, in the order it lists them.
+const FRAMEWORKS: [&FrameworkInfo; 5] = [
+    &oxmpi_framework_btl::FRAMEWORK,
+    &oxmpi_framework_coll::FRAMEWORK,
+    &oxmpi_framework_mtl::FRAMEWORK,
+    &oxmpi_framework_pml::FRAMEWORK,
+    &oxmpi_framework_rmaps::FRAMEWORK,
+];
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -20,6 +30,7 @@ fn main() -> ExitCode {
     let mut inputs = McaInputs::from_process("oxmpi_info");
     inputs.command_line = cli.mca_pairs();
     inputs.tune_files = cli.tune.clone();
+    inputs.frameworks = FRAMEWORKS.to_vec();
     inputs.module_layouts = vec![
         ModuleLayout::of::<oxmpi_framework_btl::module::BtlComponentModule>("btl"),
         ModuleLayout::of::<oxmpi_framework_pml::module::PmlModule>("pml"),
@@ -56,4 +67,17 @@ fn main() -> ExitCode {
     };
     print!("{out}");
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FRAMEWORKS;
+
+    /// The core's list of framework names (used to leave other programs'
+    /// frameworks alone) names exactly the frameworks oxmpi_info loads.
+    #[test]
+    fn every_framework_is_loaded_and_known_to_the_core() {
+        let names: Vec<&str> = FRAMEWORKS.iter().map(|f| f.name).collect();
+        assert_eq!(names, oxmpi_mca::FRAMEWORK_NAMES);
+    }
 }

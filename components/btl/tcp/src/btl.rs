@@ -9,12 +9,12 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use abi_stable::std_types::{RStr, RString};
-use oxmpi_framework_btl::if_list::{IfSelection, Level, Verdict};
-use oxmpi_framework_btl::interfaces::Interface;
-use oxmpi_framework_btl::matching::pair_interfaces;
 use oxmpi_framework_btl::module::{
     flags, BtlModuleInfo, BtlReceiver, JobIdentity, SendOutcome, MAX_HEADER,
 };
+use oxmpi_netif::if_list::{IfSelection, Level, Verdict};
+use oxmpi_netif::interfaces::Interface;
+use oxmpi_netif::matching::pair_interfaces;
 use oxmpi_plugin_api::{verbosity, ComponentContext, ParamEnum as _};
 
 use crate::card::{Card, CardInterface};
@@ -145,7 +145,7 @@ pub fn select_interfaces(
     candidates: &[Interface],
     log: Option<&Logger>,
 ) -> Result<Vec<Interface>, InitError> {
-    let selection = IfSelection::parse(&cfg.if_include, &cfg.if_exclude)
+    let selection = IfSelection::parse(crate::params::IF_PARAMS, &cfg.if_include, &cfg.if_exclude)
         .map_err(|e| InitError::Failed(e.to_string()))?;
     let candidates: Vec<Interface> = candidates
         .iter()
@@ -177,12 +177,7 @@ pub fn select_interfaces(
         let why = chosen
             .notices
             .iter()
-            .find(|n| {
-                matches!(
-                    n,
-                    oxmpi_framework_btl::if_list::Notice::NothingUsable { .. }
-                )
-            })
+            .find(|n| matches!(n, oxmpi_netif::if_list::Notice::NothingUsable { .. }))
             .map_or_else(|| "no interface is usable".to_owned(), ToString::to_string);
         let why = if cfg.disable_family != Family::None {
             format!(

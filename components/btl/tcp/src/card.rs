@@ -32,7 +32,7 @@
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use oxmpi_framework_btl::interfaces::Interface;
+use oxmpi_netif::interfaces::Interface;
 
 /// The format version this code writes and reads.
 pub const CARD_VERSION: u8 = 1;

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::io;
 use std::net::IpAddr;
 
-use oxmpi_framework_btl::interfaces::{Interface, DEFAULT_BANDWIDTH_MBPS};
+use oxmpi_netif::interfaces::{Interface, DEFAULT_BANDWIDTH_MBPS};
 
 use crate::sys;
 

@@ -6,7 +6,7 @@
 //! The local interfaces come from `getifaddrs` (one entry per address,
 //! with the device's `/sys/class/net/<dev>/speed` as bandwidth, 100 Mbit/s
 //! when unknown). `btl_tcp_if_include` / `btl_tcp_if_exclude` choose among
-//! them with the framework's [`IfSelection`](oxmpi_framework_btl::if_list::IfSelection)
+//! them with the framework's [`IfSelection`](oxmpi_netif::if_list::IfSelection)
 //! (names, patterns, CIDR networks matched exactly, addresses; loopback
 //! only when the include list names it; one address per device, a device
 //! with several candidate addresses refused with advice). Setting both
@@ -44,7 +44,7 @@
 //! `add_peer(module, peer, card)` pairs this process's selected interfaces
 //! with the peer's by reference 001 §11's weighted reachability and a
 //! maximum-weight bipartite matching (the framework's
-//! [`pair_interfaces`](oxmpi_framework_btl::matching::pair_interfaces)):
+//! [`pair_interfaces`](oxmpi_netif::matching::pair_interfaces)):
 //! at most one connection per interface on either side. The module's
 //! interface either has a partner (the endpoint connects to the partner's
 //! address and port, on the module's link) or the module cannot reach the

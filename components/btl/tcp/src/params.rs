@@ -26,6 +26,13 @@ pub enum Family {
     Ipv6 = 6,
 }
 
+/// The full names of tcp's interface lists, for the messages of
+/// [`IfSelection::parse`](oxmpi_netif::if_list::IfSelection::parse).
+pub const IF_PARAMS: oxmpi_netif::if_list::ParamNames = oxmpi_netif::if_list::ParamNames {
+    include: "btl_tcp_if_include",
+    exclude: "btl_tcp_if_exclude",
+};
+
 /// tcp's settings of the common btl parameters.
 pub const COMMON: CommonSpec = CommonSpec {
     exclusivity: Setting::with_help(
@@ -172,6 +179,17 @@ mod tests {
             assert_eq!(oxmpi_mca::registry::check_decl(&full, decl), None);
         }
         assert_eq!(Config::DECLS.len(), 18);
+    }
+
+    #[test]
+    fn interface_list_names_are_the_declared_parameters() {
+        for name in [IF_PARAMS.include, IF_PARAMS.exclude] {
+            let short = name.strip_prefix("btl_tcp_").unwrap();
+            assert!(
+                Config::DECLS.iter().any(|d| d.name == short),
+                "{name} is not declared"
+            );
+        }
     }
 
     #[test]

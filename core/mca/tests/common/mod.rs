@@ -14,6 +14,7 @@
 
 use oxmpi_mca::repository::ModuleLayout;
 use oxmpi_mca::{Diagnostic, Mca, McaInputs, Severity};
+use oxmpi_plugin_api::FrameworkInfo;
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -157,6 +158,23 @@ pub struct World {
     pub tune_files: Vec<PathBuf>,
     /// Module layouts checked at load time (none unless a test sets them).
     pub module_layouts: Vec<ModuleLayout>,
+    /// The frameworks the program loads: every one unless a test says
+    /// otherwise (as `oxmpi_info`).
+    pub frameworks: Vec<&'static FrameworkInfo>,
+    /// Frameworks whose framework-level parameters only are declared (none
+    /// unless a test sets them, as mpirun does).
+    pub base_frameworks: Vec<&'static FrameworkInfo>,
+}
+
+/// Every framework, as `oxmpi_info` hands them to the core.
+pub fn all_frameworks() -> Vec<&'static FrameworkInfo> {
+    vec![
+        &oxmpi_framework_btl::FRAMEWORK,
+        &oxmpi_framework_coll::FRAMEWORK,
+        &oxmpi_framework_mtl::FRAMEWORK,
+        &oxmpi_framework_pml::FRAMEWORK,
+        &oxmpi_framework_rmaps::FRAMEWORK,
+    ]
 }
 
 impl World {
@@ -180,6 +198,8 @@ impl World {
             command_line: Vec::new(),
             tune_files: Vec::new(),
             module_layouts: Vec::new(),
+            frameworks: all_frameworks(),
+            base_frameworks: Vec::new(),
         };
         let path = world.components.display().to_string();
         world.set_env("OXMPI_MCA_mca_base_component_path", &path);
@@ -291,6 +311,8 @@ impl World {
             exe: None,
             env_not_text: Vec::new(),
             module_layouts: self.module_layouts.clone(),
+            frameworks: self.frameworks.clone(),
+            base_frameworks: self.base_frameworks.clone(),
         }
     }
 

@@ -171,8 +171,13 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
     oxmpi_mca::log::init_stderr_logging();
     let program = program_name();
     let mut inputs = McaInputs::from_process(&program);
-    // The ranks use btl and pml modules; their layout is checked when the
-    // component libraries load.
+    // A rank loads the btl and pml frameworks only (mtl and coll have no
+    // component yet; rmaps is mpirun's); their module layouts are checked
+    // when the component libraries load.
+    inputs.frameworks = vec![
+        &oxmpi_framework_btl::FRAMEWORK,
+        &oxmpi_framework_pml::FRAMEWORK,
+    ];
     inputs.module_layouts = vec![
         oxmpi_mca::repository::ModuleLayout::of::<BtlComponentModule>("btl"),
         oxmpi_mca::repository::ModuleLayout::of::<PmlModule>("pml"),

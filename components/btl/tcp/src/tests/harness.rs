@@ -10,8 +10,8 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use abi_stable::std_types::{ROption, RStr};
-use oxmpi_framework_btl::interfaces::Interface;
 use oxmpi_framework_btl::module::{BtlReceiver, JobIdentity, SendOutcome};
+use oxmpi_netif::interfaces::Interface;
 use oxmpi_plugin_api::reexports::PrefixTypeTrait;
 use oxmpi_plugin_api::{ComponentContext, ParamValue, Services, ServicesRef};
 

@@ -3,8 +3,8 @@
 use std::net::{IpAddr, Ipv4Addr, TcpListener};
 
 use abi_stable::std_types::{RSlice, RString, RVec};
-use oxmpi_framework_btl::interfaces::Interface;
 use oxmpi_framework_btl::module::SendOutcome;
+use oxmpi_netif::interfaces::Interface;
 use oxmpi_plugin_api::{ErrorKind, ParamValue, QueryReply};
 
 use super::harness::*;

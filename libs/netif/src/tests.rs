@@ -1,4 +1,4 @@
-//! Tests across the tcp helpers: reference 001's two-node example from
+//! Tests across the modules: reference 001's two-node example from
 //! interface lists to connections, and property tests.
 
 use std::collections::HashSet;
@@ -6,10 +6,16 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use proptest::prelude::*;
 
-use crate::if_list::IfSelection;
+use crate::if_list::{IfSelection, ParamNames};
 use crate::interfaces::Interface;
 use crate::matching::{max_weight_matching, pair_interfaces, Connection};
 use crate::reachability::{reach, Quality};
+
+/// Parameter names for messages (any will do).
+const NAMES: ParamNames = ParamNames {
+    include: "net_if_include",
+    exclude: "net_if_exclude",
+};
 
 fn iface(name: &str, index: u32, addr: &str) -> Interface {
     Interface::parse(name, index, addr).unwrap()
@@ -34,7 +40,7 @@ fn node_b() -> Vec<Interface> {
 
 /// The interfaces a node publishes and pairs with: the default selection.
 fn selected(ifs: &[Interface]) -> Vec<Interface> {
-    IfSelection::parse("", "")
+    IfSelection::parse(NAMES, "", "")
         .unwrap()
         .select(ifs)
         .used()
@@ -291,7 +297,7 @@ proptest! {
         (local, remote) in two_sides(),
     ) {
         let ifs: Vec<Interface> = local.into_iter().chain(remote).collect();
-        if let Ok(sel) = IfSelection::parse(&include, &exclude) {
+        if let Ok(sel) = IfSelection::parse(NAMES, &include, &exclude) {
             let s = sel.select(&ifs);
             prop_assert_eq!(s.decisions.len(), ifs.len());
             let mut devices = HashSet::new();
@@ -306,7 +312,7 @@ proptest! {
                 let _ = d.to_string();
             }
         } else {
-            let err = IfSelection::parse(&include, &exclude).unwrap_err();
+            let err = IfSelection::parse(NAMES, &include, &exclude).unwrap_err();
             prop_assert!(!err.to_string().is_empty());
         }
     }
@@ -314,9 +320,9 @@ proptest! {
     /// Any string at all, in either list.
     #[test]
     fn parse_any_string(include in any::<String>(), exclude in any::<String>()) {
-        let _ = IfSelection::parse(&include, "");
-        let _ = IfSelection::parse("", &exclude);
-        let _ = IfSelection::parse(&include, &exclude);
+        let _ = IfSelection::parse(NAMES, &include, "");
+        let _ = IfSelection::parse(NAMES, "", &exclude);
+        let _ = IfSelection::parse(NAMES, &include, &exclude);
     }
 
     /// The matching never uses a vertex twice, never uses a weight-0 pair,

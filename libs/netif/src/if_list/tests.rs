@@ -2,6 +2,13 @@
 
 use super::*;
 
+/// The parameter names every message must use: not the tcp btl's, so that a
+/// name hard-coded in this crate would show.
+const NAMES: ParamNames = ParamNames {
+    include: "net_if_include",
+    exclude: "net_if_exclude",
+};
+
 fn iface(name: &str, index: u32, addr: &str) -> Interface {
     Interface::parse(name, index, addr).unwrap()
 }
@@ -33,7 +40,9 @@ fn verdict_of<'a>(s: &'a Selection, name: &str, addr: &str) -> &'a Verdict {
 }
 
 fn select(include: &str, exclude: &str, ifs: &[Interface]) -> Selection {
-    IfSelection::parse(include, exclude).unwrap().select(ifs)
+    IfSelection::parse(NAMES, include, exclude)
+        .unwrap()
+        .select(ifs)
 }
 
 fn warnings(s: &Selection) -> Vec<String> {
@@ -45,15 +54,16 @@ fn warnings(s: &Selection) -> Vec<String> {
 #[test]
 fn empty_lists_mean_default() {
     for (inc, exc) in [("", ""), ("  ", ""), (",", " , ,"), ("", ",")] {
-        let sel = IfSelection::parse(inc, exc).unwrap();
+        let sel = IfSelection::parse(NAMES, inc, exc).unwrap();
         assert_eq!(sel.mode(), &IfMode::Default, "{inc:?} {exc:?}");
     }
-    assert_eq!(IfSelection::default(), IfSelection::parse("", "").unwrap());
+    assert_eq!(IfSelection::parse(NAMES, "", "").unwrap().params(), NAMES);
 }
 
 #[test]
 fn items_are_names_patterns_networks_and_addresses() {
     let sel = IfSelection::parse(
+        NAMES,
         " eth0 ,192.168.0.0/16,eth*, 10.0.0.5,eth0:1,fd00::/8,eth0,",
         "",
     )
@@ -70,7 +80,7 @@ fn items_are_names_patterns_networks_and_addresses() {
             // The second eth0 is a duplicate and dropped.
         ])
     );
-    let sel = IfSelection::parse("", "lo,eth0").unwrap();
+    let sel = IfSelection::parse(NAMES, "", "lo,eth0").unwrap();
     assert_eq!(
         sel.mode(),
         &IfMode::Exclude(vec![IfSpec::Name("lo".into()), IfSpec::Name("eth0".into())])
@@ -79,18 +89,18 @@ fn items_are_names_patterns_networks_and_addresses() {
 
 #[test]
 fn both_lists_set_is_an_error_naming_both() {
-    let err = IfSelection::parse("eth1", "lo,eth0").unwrap_err();
+    let err = IfSelection::parse(NAMES, "eth1", "lo,eth0").unwrap_err();
     assert_eq!(
         err,
         IfListError::BothSet {
-            params: ParamNames::BTL_TCP,
+            params: NAMES,
             include: "eth1".into(),
             exclude: "lo,eth0".into()
         }
     );
     let msg = err.to_string();
-    assert!(msg.contains("btl_tcp_if_include (\"eth1\")"), "{msg}");
-    assert!(msg.contains("btl_tcp_if_exclude (\"lo,eth0\")"), "{msg}");
+    assert!(msg.contains("net_if_include (\"eth1\")"), "{msg}");
+    assert!(msg.contains("net_if_exclude (\"lo,eth0\")"), "{msg}");
     assert!(msg.contains("only one of them"), "{msg}");
     assert!(msg.contains("unset the other"), "{msg}");
 }
@@ -101,9 +111,9 @@ fn other_parameter_names_appear_in_messages() {
         include: "oob_tcp_if_include",
         exclude: "oob_tcp_if_exclude",
     };
-    let err = IfSelection::parse_for(names, "a", "b").unwrap_err();
+    let err = IfSelection::parse(names, "a", "b").unwrap_err();
     assert!(err.to_string().contains("oob_tcp_if_include"));
-    let sel = IfSelection::parse_for(names, "nosuch", "").unwrap();
+    let sel = IfSelection::parse(names, "nosuch", "").unwrap();
     assert_eq!(sel.params(), names);
     let s = sel.select(&node_a());
     assert!(warnings(&s)[0].starts_with("oob_tcp_if_include item \"nosuch\""));
@@ -123,26 +133,26 @@ fn bad_networks_are_errors_that_say_what_to_write() {
         ("fe80::1/64", "the network is fe80::/64"),
     ];
     for (item, expected) in cases {
-        let err = IfSelection::parse(item, "").unwrap_err();
+        let err = IfSelection::parse(NAMES, item, "").unwrap_err();
         assert!(
-            matches!(&err, IfListError::BadItem { param: "btl_tcp_if_include", item: i, problem: ItemProblem::Network(_) } if i == item),
+            matches!(&err, IfListError::BadItem { param: "net_if_include", item: i, problem: ItemProblem::Network(_) } if i == item),
             "{item}: {err:?}"
         );
         let msg = err.to_string();
         assert!(
-            msg.starts_with(&format!("btl_tcp_if_include: item \"{item}\"")),
+            msg.starts_with(&format!("net_if_include: item \"{item}\"")),
             "{msg}"
         );
         assert!(msg.contains(expected), "{item}: {msg}");
         // The same in the exclude list names the exclude parameter.
-        let err = IfSelection::parse("", item).unwrap_err();
-        assert!(err.to_string().starts_with("btl_tcp_if_exclude"));
+        let err = IfSelection::parse(NAMES, "", item).unwrap_err();
+        assert!(err.to_string().starts_with("net_if_exclude"));
     }
 }
 
 #[test]
 fn spaces_carets_and_control_characters_are_errors() {
-    let err = IfSelection::parse("eth0 eth1", "").unwrap_err();
+    let err = IfSelection::parse(NAMES, "eth0 eth1", "").unwrap_err();
     assert!(matches!(
         err,
         IfListError::BadItem {
@@ -152,14 +162,14 @@ fn spaces_carets_and_control_characters_are_errors() {
     ));
     assert!(err.to_string().contains("separate items with commas"));
 
-    let err = IfSelection::parse("^eth0", "").unwrap_err();
+    let err = IfSelection::parse(NAMES, "^eth0", "").unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains("list them in btl_tcp_if_exclude"), "{msg}");
-    let err = IfSelection::parse("", "^eth0").unwrap_err();
+    assert!(msg.contains("list them in net_if_exclude"), "{msg}");
+    let err = IfSelection::parse(NAMES, "", "^eth0").unwrap_err();
     let msg = err.to_string();
     assert!(msg.contains("write \"eth0\""), "{msg}");
 
-    let err = IfSelection::parse("eth\u{0}0", "").unwrap_err();
+    let err = IfSelection::parse(NAMES, "eth\u{0}0", "").unwrap_err();
     assert!(matches!(
         err,
         IfListError::BadItem {
@@ -196,7 +206,7 @@ fn default_uses_every_up_interface_but_loopback() {
     assert_eq!(
         verdict_of(&s, "lo", "127.0.0.1"),
         &Verdict::Skip(SkipReason::Loopback {
-            param: "btl_tcp_if_include"
+            param: "net_if_include"
         })
     );
     assert_eq!(
@@ -206,7 +216,7 @@ fn default_uses_every_up_interface_but_loopback() {
     assert!(s.notices.is_empty(), "{:?}", s.notices);
     assert_eq!(
         s.decisions[0].to_string(),
-        "lo 127.0.0.1/8: not used: loopback (used only when btl_tcp_if_include names it)"
+        "lo 127.0.0.1/8: not used: loopback (used only when net_if_include names it)"
     );
     assert_eq!(
         s.decisions[1].to_string(),
@@ -255,7 +265,7 @@ fn ipv6_link_local_only_when_included() {
     assert_eq!(
         verdict_of(&s, "eth0", "fe80::1"),
         &Verdict::Skip(SkipReason::Ipv6LinkLocal {
-            param: "btl_tcp_if_include"
+            param: "net_if_include"
         })
     );
     let s = select("fe80::/64", "", &ifs);
@@ -278,7 +288,7 @@ fn nothing_usable_is_reported() {
     let s = select("eth9", "", &node_a());
     let w = warnings(&s);
     assert_eq!(w.len(), 2, "{w:?}");
-    assert!(w[1].contains("with the btl_tcp_if_include setting"));
+    assert!(w[1].contains("with the net_if_include setting"));
     // No interfaces at all.
     let s = select("", "", &[]);
     assert!(s.decisions.is_empty());
@@ -310,7 +320,7 @@ fn host_local_bridges_get_an_info_notice() {
     let info: Vec<String> = s.notices.iter().map(ToString::to_string).collect();
     assert_eq!(info.len(), 2, "{info:?}");
     assert!(info[0].starts_with("virbr0 192.168.122.1/24 looks like a host-local virtual bridge"));
-    assert!(info[0].contains("btl_tcp_if_exclude=virbr0"));
+    assert!(info[0].contains("net_if_exclude=virbr0"));
     assert!(warnings(&s).is_empty());
     // Asked for explicitly: no notice.
     let s = select("docker0", "", &ifs);
@@ -322,7 +332,7 @@ fn host_local_bridges_get_an_info_notice() {
 
 // ---- include -------------------------------------------------------------
 
-/// Reference 001 §7: `btl_tcp_if_include eth1,eth2` uses those and
+/// Reference 001 §7: `net_if_include eth1,eth2` uses those and
 /// implicitly ignores the rest.
 #[test]
 fn include_names_exactly() {
@@ -337,13 +347,13 @@ fn include_names_exactly() {
     assert_eq!(
         verdict_of(&s, "eth0", "10.0.0.1"),
         &Verdict::Skip(SkipReason::NotIncluded {
-            param: "btl_tcp_if_include"
+            param: "net_if_include"
         })
     );
     assert_eq!(
         verdict_of(&s, "eth1", "10.0.1.1"),
         &Verdict::Use(UseReason::Included {
-            param: "btl_tcp_if_include",
+            param: "net_if_include",
             item: IfSpec::Name("eth1".into())
         })
     );
@@ -363,7 +373,7 @@ fn include_name_matching_nothing_warns_with_a_hint() {
     let w = warnings(&s);
     assert_eq!(w.len(), 2, "{w:?}");
     assert!(
-        w[0].starts_with("btl_tcp_if_include item \"eth\" matches no interface on this host"),
+        w[0].starts_with("net_if_include item \"eth\" matches no interface on this host"),
         "{}",
         w[0]
     );
@@ -376,7 +386,7 @@ fn include_name_matching_nothing_warns_with_a_hint() {
     assert_eq!(used_names(&s), ["eth0"]);
     assert_eq!(
         warnings(&s),
-        ["btl_tcp_if_include item \"ib0\" matches no interface on this host"]
+        ["net_if_include item \"ib0\" matches no interface on this host"]
     );
 }
 
@@ -441,7 +451,7 @@ fn networks_match_exactly() {
     let s = select("172.16.0.0/12", "", &ifs);
     assert_eq!(
         warnings(&s)[0],
-        "btl_tcp_if_include item \"172.16.0.0/12\" matches no interface on this host"
+        "net_if_include item \"172.16.0.0/12\" matches no interface on this host"
     );
     // IPv6 networks work the same way.
     let ifs6 = [iface("eth0", 2, "2001:db8:0:1::5/64")];
@@ -471,7 +481,7 @@ fn include_addresses() {
 
 // ---- exclude -------------------------------------------------------------
 
-/// Reference 001 §7: `btl_tcp_if_exclude lo,eth0` leaves those out and uses
+/// Reference 001 §7: `net_if_exclude lo,eth0` leaves those out and uses
 /// the rest.
 #[test]
 fn exclude_reference_example() {
@@ -480,14 +490,14 @@ fn exclude_reference_example() {
     assert_eq!(
         verdict_of(&s, "lo", "127.0.0.1"),
         &Verdict::Skip(SkipReason::Excluded {
-            param: "btl_tcp_if_exclude",
+            param: "net_if_exclude",
             item: IfSpec::Name("lo".into())
         })
     );
     assert_eq!(
         verdict_of(&s, "ibd0", "192.168.1.1"),
         &Verdict::Use(UseReason::NotExcluded {
-            param: "btl_tcp_if_exclude"
+            param: "net_if_exclude"
         })
     );
     assert!(s.notices.is_empty());
@@ -502,7 +512,7 @@ fn exclude_keeps_loopback_out() {
     assert_eq!(
         verdict_of(&s, "lo", "127.0.0.1"),
         &Verdict::Skip(SkipReason::Loopback {
-            param: "btl_tcp_if_include"
+            param: "net_if_include"
         })
     );
 }
@@ -585,7 +595,7 @@ fn a_device_with_several_addresses_is_refused_with_advice() {
     assert_eq!(
         verdict_of(&s, "eth0", "fe80::218:aef2:29b4:2c4"),
         &Verdict::Skip(SkipReason::Ipv6LinkLocal {
-            param: "btl_tcp_if_include"
+            param: "net_if_include"
         })
     );
     let w = warnings(&s);
@@ -600,7 +610,7 @@ fn a_device_with_several_addresses_is_refused_with_advice() {
     assert!(w[0].contains("reference 001 §13"));
     assert!(
         w[0].contains(
-            "Choose one with btl_tcp_if_include=192.168.0.3 or leave the others out with btl_tcp_if_exclude=10.10.0.3"
+            "Choose one with net_if_include=192.168.0.3 or leave the others out with net_if_exclude=10.10.0.3"
         ),
         "{}",
         w[0]
@@ -643,7 +653,7 @@ fn the_lists_resolve_several_addresses() {
     assert!(used_addrs(&s).is_empty());
     let w = warnings(&s);
     assert!(
-        w[0].contains("List only the one to use in btl_tcp_if_include"),
+        w[0].contains("List only the one to use in net_if_include"),
         "{w:?}"
     );
 }
@@ -661,7 +671,7 @@ fn excluding_a_device_excludes_its_aliases() {
     assert_eq!(
         verdict_of(&s, "eth0:0", "10.10.9.3"),
         &Verdict::Skip(SkipReason::Excluded {
-            param: "btl_tcp_if_exclude",
+            param: "net_if_exclude",
             item: IfSpec::Name("eth0".into())
         })
     );
@@ -672,7 +682,7 @@ fn excluding_a_device_excludes_its_aliases() {
     assert!(used_names(&s).is_empty());
     assert!(
         warnings(&s)[0]
-            .contains("Add the others to btl_tcp_if_exclude, e.g. btl_tcp_if_exclude=...,eth0:0"),
+            .contains("Add the others to net_if_exclude, e.g. net_if_exclude=...,eth0:0"),
         "{:?}",
         warnings(&s)
     );
@@ -688,7 +698,7 @@ fn same_label_secondary_addresses() {
     ];
     let s = select("", "", &ifs);
     assert!(used_names(&s).is_empty());
-    assert!(warnings(&s)[0].contains("btl_tcp_if_exclude=10.0.0.6"));
+    assert!(warnings(&s)[0].contains("net_if_exclude=10.0.0.6"));
     assert_eq!(used_addrs(&select("", "10.0.0.6", &ifs)), ["10.0.0.5"]);
     assert_eq!(used_addrs(&select("10.0.0.6", "", &ifs)), ["10.0.0.6"]);
 }

@@ -1,6 +1,8 @@
-//! `btl_tcp_if_include` / `btl_tcp_if_exclude`: parsing the lists and
-//! choosing the interfaces the tcp BTL uses (reference 001 §4, §5, §7, §13,
-//! §14; reference notes §6).
+//! An include list and an exclude list of network interfaces (the tcp btl's
+//! `btl_tcp_if_include` / `btl_tcp_if_exclude`): parsing them and choosing
+//! the interfaces a component uses (reference 001 §4, §5, §7, §13, §14;
+//! reference notes §6). The caller names its two parameters
+//! ([`ParamNames`]); every message uses those names.
 //!
 //! # The lists
 //!
@@ -90,21 +92,15 @@ use std::net::IpAddr;
 
 use crate::interfaces::{device_of, Cidr, CidrError, Interface};
 
-/// The names of the two parameters, for messages.
+/// The names of the caller's two parameters, for messages (the tcp btl
+/// passes `btl_tcp_if_include` and `btl_tcp_if_exclude`); this crate knows
+/// no parameter name of its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParamNames {
-    /// The include parameter (`btl_tcp_if_include`).
+    /// The include parameter's name.
     pub include: &'static str,
-    /// The exclude parameter (`btl_tcp_if_exclude`).
+    /// The exclude parameter's name.
     pub exclude: &'static str,
-}
-
-impl ParamNames {
-    /// `btl_tcp_if_include` and `btl_tcp_if_exclude`.
-    pub const BTL_TCP: ParamNames = ParamNames {
-        include: "btl_tcp_if_include",
-        exclude: "btl_tcp_if_exclude",
-    };
 }
 
 /// One item of an include or exclude list.
@@ -192,9 +188,9 @@ impl fmt::Display for IfSpec {
 /// Which list an item comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ListKind {
-    /// `btl_tcp_if_include`: only what the list names.
+    /// The include list: only what the list names.
     Include,
-    /// `btl_tcp_if_exclude`: everything but what the list names.
+    /// The exclude list: everything but what the list names.
     Exclude,
 }
 
@@ -213,28 +209,17 @@ pub enum IfMode {
 }
 
 /// The parsed include/exclude setting.
-///
-/// [`Default`] is "neither list set", with the `btl_tcp_*` parameter
-/// names.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IfSelection {
     params: ParamNames,
     mode: IfMode,
 }
 
-impl Default for IfSelection {
-    fn default() -> Self {
-        IfSelection {
-            params: ParamNames::BTL_TCP,
-            mode: IfMode::Default,
-        }
-    }
-}
-
 impl IfSelection {
-    /// Parses the values of `btl_tcp_if_include` and `btl_tcp_if_exclude`
-    /// (both default to the empty string, which means "not set"; a value
-    /// of only commas and spaces counts as empty).
+    /// Parses the values of the include and exclude parameters `params`
+    /// names (both default to the empty string, which means "not set"; a
+    /// value of only commas and spaces counts as empty). Messages name the
+    /// parameters by `params`.
     ///
     /// # Errors
     ///
@@ -242,17 +227,7 @@ impl IfSelection {
     /// - [`IfListError::BadItem`] for an item that is neither a name, a
     ///   pattern, an address nor a network (`10.0.0.0/33`, `192.168.1.5/24`
     ///   with host bits set, `eth0 eth1` without a comma, `^eth0`).
-    pub fn parse(include: &str, exclude: &str) -> Result<IfSelection, IfListError> {
-        IfSelection::parse_for(ParamNames::BTL_TCP, include, exclude)
-    }
-
-    /// [`IfSelection::parse`] for other parameter names (messages name
-    /// `params`).
-    ///
-    /// # Errors
-    ///
-    /// As [`IfSelection::parse`].
-    pub fn parse_for(
+    pub fn parse(
         params: ParamNames,
         include: &str,
         exclude: &str,
@@ -285,7 +260,7 @@ impl IfSelection {
     }
 
     /// Decides, for every entry of `interfaces` (one per address, as
-    /// enumerated on this host), whether the tcp BTL uses it and why, and
+    /// enumerated on this host), whether the component uses it and why, and
     /// collects the [`Notice`]s worth telling the user. The decisions are
     /// in the order of `interfaces`; the rules are in the
     /// [module documentation](self).
@@ -619,7 +594,7 @@ impl fmt::Display for Decision {
 /// Used or skipped.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
-    /// The tcp BTL uses this address.
+    /// The component uses this address.
     Use(UseReason),
     /// It does not.
     Skip(SkipReason),
