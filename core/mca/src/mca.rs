@@ -80,20 +80,25 @@ pub struct McaInputs {
 impl McaInputs {
     /// Inputs from this process's environment and executable path.
     pub fn from_process(program: &str) -> McaInputs {
+        // One pass: text variables are kept; a parameter variable whose
+        // value is not text is remembered for its error.
+        let mut env = Vec::new();
+        let mut env_not_text = Vec::new();
+        for (key, value) in std::env::vars_os() {
+            let Ok(key) = key.into_string() else { continue };
+            match value.into_string() {
+                Ok(value) => env.push((key, value)),
+                Err(_) if key.starts_with(ENV_PREFIX) => env_not_text.push(key),
+                Err(_) => {}
+            }
+        }
         McaInputs {
             program: program.to_string(),
-            env: std::env::vars_os()
-                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-                .collect(),
+            env,
             command_line: Vec::new(),
             tune_files: Vec::new(),
             exe: std::env::current_exe().ok(),
-            env_not_text: std::env::vars_os()
-                .filter_map(|(k, v)| {
-                    let k = k.into_string().ok()?;
-                    (k.starts_with(ENV_PREFIX) && v.to_str().is_none()).then_some(k)
-                })
-                .collect(),
+            env_not_text,
             module_layouts: Vec::new(),
             frameworks: Vec::new(),
             base_frameworks: Vec::new(),

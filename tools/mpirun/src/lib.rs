@@ -193,13 +193,9 @@ pub fn main() -> ExitCode {
         stdin_target != StdinTarget::None,
         cli.output_filename.is_some(),
     );
+    let processes = limits::ProcessLimits::read();
     if !cli.do_not_launch {
-        if let Err(e) = limits::check_capacity(
-            asked,
-            per_rank,
-            descriptor_limit,
-            limits::ProcessLimits::read(),
-        ) {
+        if let Err(e) = limits::check_capacity(asked, per_rank, descriptor_limit, processes) {
             return fail(&e);
         }
     }
@@ -269,12 +265,9 @@ pub fn main() -> ExitCode {
             remote.name
         ));
     }
-    if let Err(e) = limits::check_capacity(
-        u64::from(job.size()),
-        per_rank,
-        descriptor_limit,
-        limits::ProcessLimits::read(),
-    ) {
+    if let Err(e) =
+        limits::check_capacity(u64::from(job.size()), per_rank, descriptor_limit, processes)
+    {
         return fail(&e);
     }
     ExitCode::from(launch_and_run(&cli, &mca, &job, stdin_target, timeout, topology, plan) as u8)

@@ -29,7 +29,8 @@ pub enum Stream {
 /// Where output goes.
 pub struct Sink {
     tag: bool,
-    to_files: bool,
+    /// `DIR/1` with `--output-filename DIR`; `None` for the terminal.
+    job_dir: Option<PathBuf>,
     files: Vec<[Option<File>; 2]>,
     out: Vec<u8>,
     err: Vec<u8>,
@@ -56,7 +57,7 @@ impl Sink {
     pub fn terminal(tag: bool) -> Sink {
         Sink {
             tag,
-            to_files: false,
+            job_dir: None,
             files: Vec::new(),
             out: Vec::with_capacity(64 * 1024),
             err: Vec::new(),
@@ -87,16 +88,23 @@ impl Sink {
         private_dir(&job_dir)?;
         let mut files = Vec::with_capacity(ranks);
         for rank in 0..ranks {
-            let rank_dir = job_dir.join(format!("rank.{rank}"));
-            private_dir(&rank_dir)?;
+            private_dir(&job_dir.join(format!("rank.{rank}")))?;
             files.push([
-                Some(private_file(&rank_dir.join("stdout"))?),
-                Some(private_file(&rank_dir.join("stderr"))?),
+                Some(private_file(&Self::file_path(
+                    &job_dir,
+                    rank as u32,
+                    Stream::Stdout,
+                ))?),
+                Some(private_file(&Self::file_path(
+                    &job_dir,
+                    rank as u32,
+                    Stream::Stderr,
+                ))?),
             ]);
         }
         Ok(Sink {
             tag: false,
-            to_files: true,
+            job_dir: Some(job_dir),
             files,
             out: Vec::new(),
             err: Vec::new(),
@@ -109,13 +117,14 @@ impl Sink {
         self.trouble.take()
     }
 
-    fn file_path(&self, rank: u32, stream: Stream) -> PathBuf {
+    /// The output file of `rank`'s `stream` (`DIR/1/rank.RANK/stdout`).
+    fn file_path(job_dir: &Path, rank: u32, stream: Stream) -> PathBuf {
         let name = if stream == Stream::Stdout {
             "stdout"
         } else {
             "stderr"
         };
-        PathBuf::from(format!("1/rank.{rank}/{name}"))
+        job_dir.join(format!("rank.{rank}")).join(name)
     }
 
     /// Emits complete text (whole lines, or a final partial line).
@@ -123,7 +132,7 @@ impl Sink {
         if text.is_empty() {
             return;
         }
-        if self.to_files {
+        if let Some(job_dir) = &self.job_dir {
             let Some(file) = self.files[rank as usize][stream as usize].as_mut() else {
                 return;
             };
@@ -132,7 +141,7 @@ impl Sink {
                 self.files[rank as usize][stream as usize] = None;
                 if self.trouble.is_none() {
                     self.trouble = Some(Trouble::FileWrite {
-                        path: self.file_path(rank, stream),
+                        path: Self::file_path(job_dir, rank, stream),
                         reason: e.to_string(),
                     });
                 }
