@@ -22,6 +22,19 @@ impl Write for Buffer {
     }
 }
 
+/// Runs `f` with the MCA log format and returns what it logged.
+fn logged(f: impl FnOnce()) -> String {
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .event_format(McaFormat::new())
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, f);
+    let bytes = buffer.0.lock().unwrap().clone();
+    String::from_utf8(bytes).unwrap()
+}
+
 /// Runs open + query + select of btl with the fixture, twin and panicky
 /// components installed, and returns what was logged.
 fn select_btl_with(verbose: &str, selection: Option<&str>) -> String {
@@ -34,20 +47,12 @@ fn select_btl_with(verbose: &str, selection: Option<&str>) -> String {
     if let Some(s) = selection {
         world.set_param_env("btl", s);
     }
-    let buffer = Buffer::default();
-    let writer = buffer.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .event_format(McaFormat::new())
-        .with_writer(move || writer.clone())
-        .finish();
-    tracing::subscriber::with_default(subscriber, || {
+    logged(|| {
         let (mca, _) = world.init();
         let mut fw = mca.open_framework("btl").expect("btl opens");
         fw.select().expect("multi-select never fails");
         fw.close();
-    });
-    let bytes = buffer.0.lock().unwrap().clone();
-    String::from_utf8(bytes).unwrap()
+    })
 }
 
 #[test]
@@ -91,18 +96,11 @@ fn near_miss_file_names_are_logged_at_mca_base_verbose_component() {
         let mut world = World::new();
         let near = world.write_component_file("libmca_rmapsmine.so", b"x");
         world.set_param_env("mca_base_verbose", verbose);
-        let buffer = Buffer::default();
-        let writer = buffer.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .event_format(McaFormat::new())
-            .with_writer(move || writer.clone())
-            .finish();
-        tracing::subscriber::with_default(subscriber, || {
+        let log = logged(|| {
             let (_, d) = world.init();
             assert!(d.is_empty(), "{d}");
         });
-        let bytes = buffer.0.lock().unwrap().clone();
-        (near, String::from_utf8(bytes).unwrap())
+        (near, log)
     };
     let (near, log) = capture("component");
     assert!(

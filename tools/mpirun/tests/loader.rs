@@ -14,19 +14,7 @@ use std::path::{Path, PathBuf};
 /// Runs mpirun with `args` and `env`, in an environment cleaned of
 /// `OXMPI_MCA_*` settings of the calling shell.
 fn run_env(args: &[&str], env: &[(&str, &str)]) -> Run {
-    let (mut cmd, marker) = command(args);
-    for (key, _) in std::env::vars() {
-        if key.starts_with("OXMPI_MCA_") {
-            cmd.env_remove(&key);
-        }
-    }
-    for (key, value) in env {
-        cmd.env(key, value);
-    }
-    let child = cmd.spawn().expect("mpirun starts");
-    let run = wait_with_timeout(child, HARD_TIMEOUT, &marker);
-    assert_no_survivors(&marker);
-    run
+    mpirun_in(args, &["OXMPI_MCA_"], env)
 }
 
 /// A library cargo built for this test run (in target/<profile>/deps or
@@ -177,17 +165,9 @@ fn system_default_in_a_user_component_path_means_the_same_directory_in_ranks() {
     let extra = tempfile::tempdir().unwrap();
     let value = path_value(extra.path());
     let hello = built("hello").display().to_string();
-    let args = [
-        "-n",
-        "1",
-        "--mca",
-        "btl",
-        "self,tcp",
-        "--mca",
-        "btl_tcp_if_include",
-        "lo",
-        hello.as_str(),
-    ];
+    let mut args = vec!["-n", "1"];
+    args.extend(TCP);
+    args.push(hello.as_str());
     // From the environment, as in the issue.
     let run = run_env(&args, &[("OXMPI_MCA_mca_base_component_path", &value)]);
     assert_eq!(

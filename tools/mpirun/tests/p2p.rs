@@ -9,15 +9,6 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-const TCP: [&str; 6] = [
-    "--mca",
-    "btl",
-    "self,tcp",
-    "--mca",
-    "btl_tcp_if_include",
-    "lo",
-];
-
 fn check_program() -> String {
     built("p2p_check").display().to_string()
 }

@@ -28,19 +28,7 @@ use std::path::PathBuf;
 /// anything that would change the map (a real Slurm allocation, rmaps
 /// parameters) so that the tests hold inside a batch job too.
 fn run_env(args: &[&str], env: &[(&str, &str)]) -> Run {
-    let (mut cmd, marker) = command(args);
-    for (key, _) in std::env::vars() {
-        if key.starts_with("SLURM_") || key.starts_with("OXMPI_MCA_") {
-            cmd.env_remove(&key);
-        }
-    }
-    for (key, value) in env {
-        cmd.env(key, value);
-    }
-    let child = cmd.spawn().expect("mpirun starts");
-    let run = wait_with_timeout(child, HARD_TIMEOUT, &marker);
-    assert_no_survivors(&marker);
-    run
+    mpirun_in(args, &["SLURM_", "OXMPI_MCA_"], env)
 }
 
 /// `mpirun --do-not-launch --display-map=json ARGS` in `env`; `args` ends

@@ -7,15 +7,6 @@ mod common;
 
 use common::*;
 
-const TCP: [&str; 6] = [
-    "--mca",
-    "btl",
-    "self,tcp",
-    "--mca",
-    "btl_tcp_if_include",
-    "lo",
-];
-
 /// Runs `p2p_check storm SIZES COUNT MODE` on `n` ranks over tcp.
 fn storm(n: usize, extra: &[&str], sizes: &str, count: usize, mode: &str) -> Run {
     let n_text = n.to_string();

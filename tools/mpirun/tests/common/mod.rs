@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+use std::ffi::OsStr;
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -124,6 +125,41 @@ pub fn wait_with_timeout(mut child: Child, limit: Duration, marker: &str) -> Run
         stderr: err_t.join().unwrap(),
         marker: marker.to_string(),
     }
+}
+
+/// Options that run a job over btl self and tcp on loopback.
+pub const TCP: [&str; 6] = [
+    "--mca",
+    "btl",
+    "self,tcp",
+    "--mca",
+    "btl_tcp_if_include",
+    "lo",
+];
+
+/// Runs mpirun with `args` (any bytes) to completion, with the variables
+/// whose names start with one of `cleared` removed from its environment and
+/// `env` added.
+pub fn mpirun_in<A: AsRef<OsStr>, V: AsRef<OsStr>>(
+    args: &[A],
+    cleared: &[&str],
+    env: &[(&str, V)],
+) -> Run {
+    let (mut cmd, marker) = command(&[]);
+    cmd.args(args);
+    for (key, _) in std::env::vars_os() {
+        let name = key.to_string_lossy();
+        if cleared.iter().any(|prefix| name.starts_with(prefix)) {
+            cmd.env_remove(&key);
+        }
+    }
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    let child = cmd.spawn().expect("mpirun starts");
+    let run = wait_with_timeout(child, HARD_TIMEOUT, &marker);
+    assert_no_survivors(&marker);
+    run
 }
 
 /// Runs mpirun with `args` to completion.
