@@ -40,9 +40,13 @@ pub const ABI_VERSION: &str = env!("CARGO_PKG_VERSION");
 pub mod component;
 pub mod framework;
 pub mod guard;
+pub mod instance;
 pub mod module;
 pub mod params;
+pub mod serial;
 pub mod services;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 pub mod text;
 pub mod value;
 pub mod verbosity;
@@ -55,6 +59,7 @@ pub use component::{
     ComponentError, ComponentRoot, ComponentRootRef, ErrorKind, Lifecycle, QueryReply,
 };
 pub use framework::{FrameworkInfo, SelectionKind};
+pub use instance::{EntryError, Instance};
 pub use module::ModuleTable;
 /// `#[derive(Params)]`: a component's parameters declared once on a typed
 /// struct (see [`Params`]); `#[derive(ParamEnum)]`: the type of an `enum`

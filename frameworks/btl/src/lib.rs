@@ -7,7 +7,9 @@
 
 use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
 
+pub mod adapter;
 pub mod common;
+pub mod handle;
 pub mod module;
 
 /// Version of the interface between the btl framework and its components.
@@ -24,3 +26,6 @@ pub static FRAMEWORK: FrameworkInfo = FrameworkInfo {
     selection: SelectionKind::Multi,
     base_params: BASE_PARAMS,
 };
+
+#[doc(hidden)]
+pub use oxmpi_plugin_api as __plugin_api;
