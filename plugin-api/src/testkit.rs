@@ -7,7 +7,8 @@
 //! every framework, and record every log line ([`log_lines`]). The values
 //! and lines are process-global (the services table has no context
 //! pointer): tests that set the same parameter differently must not run
-//! at once.
+//! at once — they hold [`lock`], which also serializes tests that use a
+//! component's one process-global instance.
 
 use crate::{ComponentContext, ParamValue, Services, ServicesRef};
 use abi_stable::prefix_type::PrefixTypeTrait;
@@ -40,6 +41,15 @@ fn lines() -> MutexGuard<'static, Vec<LogLine>> {
     L.get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner())
+}
+
+/// Serializes the tests of one test program that set parameters or
+/// enter a component's process-global instance: each holds the guard
+/// while it runs. A test that failed while holding it does not block the
+/// others (the lock's poisoning is ignored).
+pub fn lock() -> MutexGuard<'static, ()> {
+    static L: Mutex<()> = Mutex::new(());
+    L.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Sets the value the services answer for the parameter `full_name`.

@@ -137,6 +137,20 @@ impl Payload {
     pub fn as_ptr(&self) -> *const u8 {
         self.ptr
     }
+
+    /// A token for `len` bytes at `ptr`, finished with `cookie` (the test
+    /// kit's stand-in for the generated `send`, which makes the tokens a
+    /// btl sees).
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is non-null (when `len > 0`) and readable for `len` bytes,
+    /// valid and unchanged while the token exists.
+    #[doc(hidden)]
+    #[cfg(any(test, feature = "testkit"))]
+    pub unsafe fn from_raw(ptr: *const u8, len: usize, cookie: u64) -> Payload {
+        Payload { ptr, len, cookie }
+    }
 }
 
 /// Where the pml wants one fragment's payload written: `len()` writable
@@ -249,6 +263,24 @@ pub enum Sent {
 pub struct Pml<'a> {
     receiver: &'a BtlReceiver,
     _not_send: PhantomData<*const ()>,
+}
+
+impl<'a> Pml<'a> {
+    /// The callbacks of `receiver` (the test kit drives a [`Btl`] value
+    /// directly, without the generated table, with a receiver it made).
+    ///
+    /// # Safety
+    ///
+    /// The receiver's callbacks may be called with its `ctx` while the
+    /// `Pml` exists, from the thread that holds it.
+    #[doc(hidden)]
+    #[cfg(any(test, feature = "testkit"))]
+    pub unsafe fn from_receiver(receiver: &'a BtlReceiver) -> Pml<'a> {
+        Pml {
+            receiver,
+            _not_send: PhantomData,
+        }
+    }
 }
 
 impl Pml<'_> {
@@ -545,3 +577,6 @@ macro_rules! export_btl_component {
         }
     };
 }
+
+#[cfg(test)]
+mod tests;

@@ -11,6 +11,8 @@ pub mod adapter;
 pub mod common;
 pub mod handle;
 pub mod module;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 
 /// Version of the interface between the btl framework and its components.
 pub const INTERFACE_VERSION: Version = Version::new(1, 0, 0);
