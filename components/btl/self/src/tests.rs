@@ -1,19 +1,26 @@
-//! In-process tests of the self btl through its exported module table.
+//! In-process tests of the self btl through its exported table, with the
+//! btl test kit (fake services, the contract-checking recorder) and the
+//! btl conformance suite.
 //!
-//! The component keeps process-wide state, so every test holds `SERIAL`
-//! and finalizes before it returns ([`Session`] does both).
+//! The component has one process-global instance and the fake services'
+//! parameters are process-global: every test holds the kit's lock
+//! ([`Session`] does, and clears the parameters it set).
 
 use super::*;
-use abi_stable::prefix_type::PrefixTypeTrait;
-use abi_stable::std_types::{ROption, RStr};
+use abi_stable::std_types::{RSlice, RString};
 use oxmpi_framework_btl::common::CommonParams;
-use oxmpi_framework_btl::module::flags;
-use oxmpi_plugin_api::{ParamValue, Params, Services};
+use oxmpi_framework_btl::handle::BtlHandle;
+use oxmpi_framework_btl::module::{flags, BtlComponentModule, SendOutcome};
+use oxmpi_framework_btl::testkit::conformance::{self, Subject};
+use oxmpi_framework_btl::testkit::{
+    identity, pattern, services, Callback, Cluster, Event, Placement, Recorder,
+};
+use oxmpi_plugin_api::{ParamValue, Params};
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::collections::HashMap;
+use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
-use std::sync::OnceLock;
+use std::rc::Rc;
+use std::sync::MutexGuard;
 
 // ---------------------------------------------------------------------
 // Allocation counting (per thread), to check the steady state.
@@ -50,320 +57,65 @@ fn allocations() -> usize {
 }
 
 // ---------------------------------------------------------------------
-// A services table backed by a map the tests fill.
+// Sessions: the kit's lock, parameters, and the component through its
+// exported table as one rank.
 
-fn params() -> &'static Mutex<HashMap<String, ParamValue>> {
-    static P: OnceLock<Mutex<HashMap<String, ParamValue>>> = OnceLock::new();
-    P.get_or_init(Default::default)
-}
-
-fn logged() -> &'static Mutex<Vec<String>> {
-    static L: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
-    L.get_or_init(Default::default)
-}
-
-extern "C" fn param_value(full_name: RStr<'_>) -> ROption<ParamValue> {
-    params()
-        .lock()
-        .unwrap()
-        .get(full_name.as_str())
-        .cloned()
-        .into()
-}
-
-extern "C" fn verbosity(_framework: RStr<'_>) -> i32 {
-    100
-}
-
-extern "C" fn log(_fw: RStr<'_>, _comp: RStr<'_>, level: i32, message: RStr<'_>) {
-    logged().lock().unwrap().push(format!("{level}: {message}"));
-}
-
-fn context() -> ComponentContext {
-    static SERVICES: OnceLock<oxmpi_plugin_api::ServicesRef> = OnceLock::new();
-    ComponentContext {
-        services: *SERVICES.get_or_init(|| {
-            Services {
-                param_value,
-                verbosity,
-                log,
-            }
-            .leak_into_prefix()
-        }),
-        framework: RStr::from_str("btl"),
-        component: RStr::from_str("self"),
-    }
-}
-
-// ---------------------------------------------------------------------
-// A pml stand-in that records the callbacks.
-
-#[derive(Debug, PartialEq, Clone)]
-enum Event {
-    Header {
-        header: Vec<u8>,
-        payload_len: usize,
-    },
-    Fragment {
-        header: Vec<u8>,
-        payload: Vec<u8>,
-        at_destination: bool,
-        in_place: bool,
-    },
-    SendDone(u64),
-    PeerFailed(String),
-}
-
-struct Recorder {
-    /// Whether `on_header` answers a destination.
-    direct: bool,
-    /// Destination storage (sized by the test).
-    destination: Vec<u8>,
-    /// The sender's payload pointer of the fragment in flight.
-    sender_payload: *const u8,
-    /// If false, only counts (for the allocation test).
-    record: bool,
-    counts: [usize; 4],
-    events: Vec<Event>,
-    /// Checked by `on_header`: the module and peer of every callback.
-    expect_peer: u32,
-    wrong_ids: usize,
-}
-
-impl Recorder {
-    fn new(expect_peer: u32) -> Box<Recorder> {
-        Box::new(Recorder {
-            direct: false,
-            destination: Vec::new(),
-            sender_payload: std::ptr::null(),
-            record: true,
-            counts: [0; 4],
-            events: Vec::new(),
-            expect_peer,
-            wrong_ids: 0,
-        })
-    }
-
-    fn receiver(&mut self) -> BtlReceiver {
-        BtlReceiver {
-            ctx: self as *mut Recorder as *mut c_void,
-            on_header,
-            on_fragment,
-            on_send_done,
-            on_peer_failed,
-        }
-    }
-}
-
-unsafe fn recorder<'a>(ctx: *mut c_void) -> &'a mut Recorder {
-    // SAFETY: every test registers a live boxed Recorder as ctx.
-    unsafe { &mut *(ctx as *mut Recorder) }
-}
-
-unsafe extern "C" fn on_header(
-    ctx: *mut c_void,
-    module: u32,
-    peer: u32,
-    header: *const u8,
-    header_len: usize,
-    payload_len: usize,
-) -> *mut u8 {
-    // SAFETY: see `recorder`.
-    let r = unsafe { recorder(ctx) };
-    r.counts[0] += 1;
-    if module != MODULE_INDEX || peer != r.expect_peer {
-        r.wrong_ids += 1;
-    }
-    if r.record {
-        // SAFETY: the btl passes a readable header.
-        let header = unsafe { std::slice::from_raw_parts(header, header_len) }.to_vec();
-        r.events.push(Event::Header {
-            header,
-            payload_len,
-        });
-    }
-    if r.direct {
-        if r.destination.len() < payload_len {
-            r.destination.resize(payload_len, 0);
-        }
-        r.destination.as_mut_ptr()
-    } else {
-        std::ptr::null_mut()
-    }
-}
-
-unsafe extern "C" fn on_fragment(
-    ctx: *mut c_void,
-    module: u32,
-    peer: u32,
-    header: *const u8,
-    header_len: usize,
-    payload: *const u8,
-    payload_len: usize,
-) {
-    // SAFETY: see `recorder`.
-    let r = unsafe { recorder(ctx) };
-    r.counts[1] += 1;
-    if module != MODULE_INDEX || peer != r.expect_peer {
-        r.wrong_ids += 1;
-    }
-    if r.record {
-        // SAFETY: the btl passes readable header and payload.
-        let (header, data) = unsafe {
-            (
-                std::slice::from_raw_parts(header, header_len).to_vec(),
-                if payload_len == 0 {
-                    Vec::new()
-                } else {
-                    std::slice::from_raw_parts(payload, payload_len).to_vec()
-                },
-            )
-        };
-        r.events.push(Event::Fragment {
-            header,
-            payload: data,
-            at_destination: std::ptr::eq(payload, r.destination.as_ptr()),
-            in_place: std::ptr::eq(payload, r.sender_payload),
-        });
-    }
-}
-
-unsafe extern "C" fn on_send_done(ctx: *mut c_void, cookie: u64) {
-    // SAFETY: see `recorder`.
-    let r = unsafe { recorder(ctx) };
-    r.counts[2] += 1;
-    if r.record {
-        r.events.push(Event::SendDone(cookie));
-    }
-}
-
-unsafe extern "C" fn on_peer_failed(ctx: *mut c_void, module: u32, peer: u32, reason: RStr<'_>) {
-    // SAFETY: see `recorder`.
-    let r = unsafe { recorder(ctx) };
-    r.counts[3] += 1;
-    if module != MODULE_INDEX || peer != r.expect_peer {
-        r.wrong_ids += 1;
-    }
-    r.events.push(Event::PeerFailed(reason.to_string()));
-}
-
-// ---------------------------------------------------------------------
-// Sessions.
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
+/// Holds the kit's lock and the parameters a test set (cleared on drop).
 struct Session {
-    _serial: MutexGuard<'static, ()>,
-    recorder: Box<Recorder>,
-    modules: RVec<BtlModuleInfo>,
-    rank: u32,
+    names: Vec<String>,
+    _lock: MutexGuard<'static, ()>,
 }
 
 impl Session {
-    /// Initializes the component as rank `rank` of 4 with parameters `set`.
-    fn start(rank: u32, set: &[(&str, ParamValue)]) -> Result<Session, String> {
-        let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        {
-            let mut p = params().lock().unwrap();
-            p.clear();
-            for (name, value) in set {
-                p.insert(format!("btl_self_{name}"), value.clone());
-            }
+    /// Locks, and sets `btl_self_<name>` for each of `set`.
+    fn new(set: &[(&str, ParamValue)]) -> Session {
+        let lock = services::lock();
+        let names: Vec<String> = set.iter().map(|(n, _)| format!("btl_self_{n}")).collect();
+        for (full, (_, value)) in names.iter().zip(set) {
+            services::set_param(full, value.clone());
         }
-        logged().lock().unwrap().clear();
-        let mut recorder = Recorder::new(rank);
-        let identity = JobIdentity {
-            job_id: 7,
-            secret: [1, 2],
-            rank,
-            size: 4,
-        };
-        let mut modules = RVec::new();
-        let mut error = RString::new();
-        // SAFETY: valid arguments; the recorder outlives the session.
-        let ok = unsafe {
-            (MODULE.init)(
-                &context(),
-                &identity,
-                recorder.receiver(),
-                &mut modules,
-                &mut error,
-            )
-        };
-        if !ok {
-            return Err(error.into_string());
-        }
-        Ok(Session {
-            _serial: serial,
-            recorder,
-            modules,
-            rank,
-        })
+        Session { names, _lock: lock }
     }
 
-    fn endpoint(&self) -> u64 {
-        let mut endpoint = u64::MAX;
-        let mut reason = RString::new();
-        // SAFETY: plain arguments.
-        let ok = unsafe {
-            (MODULE.add_peer)(
-                0,
-                self.rank,
-                RSlice::from_slice(&[]),
-                &mut endpoint,
-                &mut reason,
-            )
-        };
-        assert!(ok, "add_peer refused its own rank: {reason}");
-        endpoint
-    }
-
-    fn send(&self, endpoint: u64, header: &[u8], payload: &[u8], cookie: u64) -> SendOutcome {
-        // SAFETY: the caller keeps `payload` alive until progress delivers it.
-        unsafe {
-            (MODULE.send)(
-                0,
-                endpoint,
-                header.as_ptr(),
-                header.len(),
-                payload.as_ptr(),
-                payload.len(),
-                cookie,
-            )
-        }
-    }
-
-    fn progress(&self) -> usize {
-        // SAFETY: no arguments.
-        unsafe { (MODULE.progress)() }
-    }
-
-    fn events(&mut self) -> Vec<Event> {
-        std::mem::take(&mut self.recorder.events)
+    /// The component as rank `rank` of 4, through its exported table.
+    fn start<'p>(&self, rank: u32) -> Result<Cluster<'p, SelfState>, String> {
+        Cluster::table_rank(&MODULE, COMPONENT, identity(rank, 4))
     }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
-        // SAFETY: no arguments.
-        unsafe { (MODULE.finalize)() };
+        for name in &self.names {
+            services::clear_param(name);
+        }
     }
 }
 
-fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) ^ (i >> 8) as u8)
-        .collect()
+/// A started rank and its endpoint to itself.
+fn started<'p>(session: &Session, rank: u32) -> (Cluster<'p, SelfState>, u64) {
+    let mut c = session.start(rank).expect("the self btl starts");
+    let ep = c.connect(0, 0, rank).expect("self reaches its own rank");
+    (c, ep)
 }
 
 // ---------------------------------------------------------------------
-// Tests.
+// The conformance suite.
+
+#[test]
+fn the_btl_conformance_suite_passes() {
+    conformance::run::<SelfState>(&Subject::new(COMPONENT, &MODULE));
+}
+
+// ---------------------------------------------------------------------
+// Module description and parameters.
 
 #[test]
 fn one_module_with_open_mpi_defaults_and_empty_card() {
-    let s = Session::start(2, &[]).unwrap();
-    assert_eq!(s.modules.len(), 1);
-    let m = &s.modules[0];
+    let s = Session::new(&[]);
+    let c = s.start(2).unwrap();
+    let m = c.modules(0);
+    assert_eq!(m.len(), 1);
+    let m = &m[0];
     assert_eq!(m.label.as_str(), "self");
     assert_eq!(m.exclusivity, 65536);
     assert_eq!(m.eager_limit, 1024);
@@ -372,27 +124,21 @@ fn one_module_with_open_mpi_defaults_and_empty_card() {
     assert_eq!(m.latency, 0);
     assert_eq!(m.bandwidth, 100);
     assert_eq!(m.flags, flags::SEND);
-    let mut card = RVec::from(vec![1u8, 2, 3]);
-    // SAFETY: plain argument.
-    unsafe { (MODULE.contact_card)(&mut card) };
-    assert!(card.is_empty());
+    assert!(c.contact_card(0).is_empty());
 }
 
 #[test]
 fn parameters_set_the_module_description() {
-    let s = Session::start(
-        0,
-        &[
-            ("exclusivity", ParamValue::Int(5)),
-            ("eager_limit", ParamValue::Size(4096)),
-            ("rndv_eager_limit", ParamValue::Size(8192)),
-            ("max_send_size", ParamValue::Size(65536)),
-            ("latency", ParamValue::Int(3)),
-            ("bandwidth", ParamValue::Int(40000)),
-        ],
-    )
-    .unwrap();
-    let m = &s.modules[0];
+    let s = Session::new(&[
+        ("exclusivity", ParamValue::Int(5)),
+        ("eager_limit", ParamValue::Size(4096)),
+        ("rndv_eager_limit", ParamValue::Size(8192)),
+        ("max_send_size", ParamValue::Size(65536)),
+        ("latency", ParamValue::Int(3)),
+        ("bandwidth", ParamValue::Int(40000)),
+    ]);
+    let c = s.start(0).unwrap();
+    let m = &c.modules(0)[0];
     assert_eq!(
         (
             m.exclusivity,
@@ -408,11 +154,16 @@ fn parameters_set_the_module_description() {
 
 #[test]
 fn bad_parameters_refuse_init_with_a_reason() {
-    let err = Session::start(0, &[("max_send_size", ParamValue::Size(0))])
+    let s = Session::new(&[("max_send_size", ParamValue::Size(0))]);
+    let err = s
+        .start(0)
         .err()
         .expect("a zero max_send_size must be refused");
     assert!(err.contains("btl_self_max_send_size is 0"), "{err}");
-    let err = Session::start(0, &[("flags", ParamValue::Int(2))])
+    drop(s);
+    let s = Session::new(&[("flags", ParamValue::Int(2))]);
+    let err = s
+        .start(0)
         .err()
         .expect("flags without the send bit must be refused");
     assert!(
@@ -423,81 +174,64 @@ fn bad_parameters_refuse_init_with_a_reason() {
 
 #[test]
 fn unsupported_flag_bits_are_dropped_with_a_notice() {
-    let s = Session::start(0, &[("flags", ParamValue::Int(0x7))]).unwrap();
-    assert_eq!(s.modules[0].flags, flags::SEND);
-    let log = logged().lock().unwrap().clone();
+    let s = Session::new(&[("flags", ParamValue::Int(0x7))]);
+    let before = services::logged_by(FRAMEWORK, COMPONENT).len();
+    let c = s.start(0).unwrap();
+    assert_eq!(c.modules(0)[0].flags, flags::SEND);
+    let log = services::logged_by(FRAMEWORK, COMPONENT);
     assert!(
-        log.iter()
-            .any(|l| l.starts_with("0: ") && l.contains("btl_self_flags = 0x7")),
+        log[before..]
+            .iter()
+            .any(|(level, l)| *level == verbosity::ERROR && l.contains("btl_self_flags = 0x7")),
         "{log:?}"
     );
 }
 
 #[test]
 fn second_init_without_finalize_is_refused() {
-    let s = Session::start(1, &[]).unwrap();
-    let mut recorder = Recorder::new(1);
-    let identity = JobIdentity {
-        job_id: 1,
-        secret: [0, 0],
-        rank: 1,
-        size: 2,
-    };
-    let mut modules = RVec::new();
-    let mut error = RString::new();
-    // SAFETY: valid arguments.
-    let ok = unsafe {
-        (MODULE.init)(
-            &context(),
-            &identity,
-            recorder.receiver(),
-            &mut modules,
-            &mut error,
-        )
-    };
-    assert!(!ok);
-    assert!(error.as_str().contains("already initialized"), "{error}");
-    assert!(modules.is_empty());
-    drop(s);
+    let s = Session::new(&[]);
+    let c = s.start(1).unwrap();
+    let handle = BtlHandle::new(&MODULE, services::context(FRAMEWORK, COMPONENT));
+    let recorder = Recorder::new();
+    let err = handle
+        .init(&identity(1, 2), recorder.receiver())
+        .expect_err("a second init must be refused");
+    assert!(err.contains("already initialized"), "{err}");
+    // The first instance is untouched.
+    assert_eq!(c.modules(0).len(), 1);
+    drop(c);
 }
 
 #[test]
 fn add_peer_reaches_only_its_own_rank() {
-    let s = Session::start(3, &[]).unwrap();
-    assert_eq!(s.endpoint(), 3);
+    let s = Session::new(&[]);
+    let (mut c, ep) = started(&s, 3);
+    assert_eq!(ep, 3);
     for peer in [0u32, 1, 2, 4, u32::MAX] {
-        let mut endpoint = 99;
-        let mut reason = RString::new();
-        // SAFETY: plain arguments.
-        let ok = unsafe {
-            (MODULE.add_peer)(
-                0,
-                peer,
-                RSlice::from_slice(b"card"),
-                &mut endpoint,
-                &mut reason,
-            )
-        };
-        assert!(!ok, "peer {peer} must be refused");
         assert_eq!(
-            reason.as_str(),
-            "self only reaches its own process (rank 3)"
+            c.add_peer(0, 0, peer, b"card").unwrap_err(),
+            "self only reaches its own process (rank 3)",
+            "peer {peer}"
         );
-        assert_eq!(endpoint, 99, "a refusal leaves the endpoint alone");
     }
-    let mut endpoint = 0;
+    // A refusal leaves the caller's endpoint alone.
+    let mut endpoint = 99;
     let mut reason = RString::new();
     // SAFETY: plain arguments.
     let ok =
-        unsafe { (MODULE.add_peer)(1, 3, RSlice::from_slice(&[]), &mut endpoint, &mut reason) };
+        unsafe { (MODULE.add_peer)(0, 2, RSlice::from_slice(&[]), &mut endpoint, &mut reason) };
     assert!(!ok);
-    assert!(reason.as_str().contains("there is no module 1"), "{reason}");
+    assert_eq!(endpoint, 99);
+    let err = c.add_peer(0, 1, 3, &[]).unwrap_err();
+    assert!(err.contains("there is no module 1"), "{err}");
+    c.assert_clean("add_peer");
 }
+
+// ---------------------------------------------------------------------
+// Delivery.
 
 #[test]
 fn fragments_of_0_bytes_to_4_mib_arrive_in_order_with_their_data() {
-    let mut s = Session::start(1, &[]).unwrap();
-    let ep = s.endpoint();
     let sizes = [
         0usize,
         1,
@@ -511,243 +245,259 @@ fn fragments_of_0_bytes_to_4_mib_arrive_in_order_with_their_data() {
         1 << 20,
         4 << 20,
     ];
+    let payloads: Vec<Vec<Vec<u8>>> = (0..2u32)
+        .map(|direct| {
+            sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| pattern(n, i as u32 + direct))
+                .collect()
+        })
+        .collect();
+    let header_of = |i: usize| pattern(i % (MAX_HEADER + 1), 100 + i as u32);
+    let s = Session::new(&[]);
+    let (mut c, ep) = started(&s, 1);
     for direct in [false, true] {
-        s.recorder.direct = direct;
-        let payloads: Vec<Vec<u8>> = sizes
-            .iter()
-            .enumerate()
-            .map(|(i, &n)| pattern(n, i as u8 + direct as u8))
-            .collect();
+        c.recorder(0).set_default_placement(if direct {
+            Placement::Destination
+        } else {
+            Placement::BtlHeld
+        });
+        let payloads = &payloads[usize::from(direct)];
         for (i, p) in payloads.iter().enumerate() {
-            let header = pattern(i % (MAX_HEADER + 1), 100 + i as u8);
-            assert_eq!(s.send(ep, &header, p, 1000 + i as u64), SendOutcome::Queued);
+            let outcome = c.send(0, 0, ep, &header_of(i), p, 1000 + i as u64);
+            assert_eq!(outcome, SendOutcome::Queued);
         }
-        assert!(s.events().is_empty(), "send must not call back");
-        // Deliver and check fragment by fragment: the destination buffer is
-        // reused, so each direct payload is checked when it arrives.
-        let events = {
-            assert_eq!(s.progress(), sizes.len());
-            s.events()
-        };
+        assert!(c.recorder(0).events().is_empty(), "send must not call back");
+        assert_eq!(c.progress(0), sizes.len());
+        let events = c.recorder(0).take_events();
         assert_eq!(events.len(), 3 * sizes.len());
         for (i, chunk) in events.chunks(3).enumerate() {
-            let header = pattern(i % (MAX_HEADER + 1), 100 + i as u8);
             assert_eq!(
                 chunk[0],
                 Event::Header {
-                    header: header.clone(),
+                    module: 0,
+                    peer: 1,
+                    header: header_of(i),
                     payload_len: sizes[i]
                 }
             );
             match &chunk[1] {
-                Event::Fragment {
-                    header: h,
-                    payload,
-                    at_destination,
-                    ..
-                } => {
-                    assert_eq!(h, &header);
+                Event::Fragment(f) => {
+                    assert_eq!((f.module, f.peer), (0, 1));
+                    assert_eq!(f.header, header_of(i));
                     assert!(
-                        payload == &payloads[i],
+                        f.payload == payloads[i],
                         "payload {i} ({} B) differs",
                         sizes[i]
                     );
-                    if sizes[i] > 0 {
-                        // (Empty vectors share one dangling pointer.)
-                        assert_eq!(*at_destination, direct, "fragment {i}");
-                    }
+                    assert_eq!(f.landed, direct, "fragment {i}");
                 }
                 other => panic!("expected fragment {i}, got {other:?}"),
             }
             assert_eq!(chunk[2], Event::SendDone(1000 + i as u64));
         }
-        assert_eq!(s.progress(), 0, "nothing left");
+        assert_eq!(c.progress(0), 0, "nothing left");
     }
-    assert_eq!(s.recorder.wrong_ids, 0);
+    c.assert_clean("0 B to 4 MiB");
 }
 
 #[test]
-fn direct_placement_copies_into_the_destination() {
-    let mut s = Session::start(0, &[]).unwrap();
-    let ep = s.endpoint();
-    s.recorder.direct = true;
-    s.recorder.destination = vec![0xEE; 100];
+fn direct_placement_copies_into_the_destination_and_nowhere_else() {
+    let s = Session::new(&[]);
     let data = pattern(64, 9);
-    assert_eq!(s.send(ep, &[1, 2, 3], &data, 5), SendOutcome::Queued);
-    assert_eq!(s.progress(), 1);
-    assert_eq!(&s.recorder.destination[..64], &data[..]);
-    assert!(
-        s.recorder.destination[64..].iter().all(|&b| b == 0xEE),
-        "bytes past the payload stay untouched"
-    );
+    let (mut c, ep) = started(&s, 0);
+    c.recorder(0).place_next([Placement::Destination]);
+    assert_eq!(c.send(0, 0, ep, &[1, 2, 3], &data, 5), SendOutcome::Queued);
+    assert_eq!(c.progress(0), 1);
+    let f = &c.recorder(0).fragments()[0];
+    assert!(f.landed && f.payload == data);
+    // The recorder's guard bytes around the destination are intact.
+    c.assert_clean("direct placement");
 }
 
 #[test]
 fn without_a_destination_the_senders_payload_is_handed_over_in_place() {
-    let mut s = Session::start(0, &[]).unwrap();
-    let ep = s.endpoint();
+    let s = Session::new(&[]);
     let data = pattern(300, 1);
-    s.recorder.sender_payload = data.as_ptr();
-    assert_eq!(s.send(ep, &[9], &data, 77), SendOutcome::Queued);
-    assert_eq!(s.progress(), 1);
-    let events = s.events();
+    let (mut c, ep) = started(&s, 0);
+    assert_eq!(c.send(0, 0, ep, &[9], &data, 77), SendOutcome::Queued);
+    assert_eq!(c.progress(0), 1);
+    let events = c.recorder(0).take_events();
     assert!(
-        matches!(&events[1], Event::Fragment { in_place: true, payload, .. } if payload == &data),
+        matches!(&events[1], Event::Fragment(f)
+            if f.payload_addr == data.as_ptr() as usize && f.payload == data && !f.landed),
         "{:?}",
         &events[1]
     );
     assert_eq!(events[2], Event::SendDone(77));
+    c.assert_clean("in place");
 }
 
 #[test]
 fn the_header_is_copied_at_send_time() {
-    let mut s = Session::start(0, &[]).unwrap();
-    let ep = s.endpoint();
+    let s = Session::new(&[]);
+    let (mut c, ep) = started(&s, 0);
     let mut header = [4u8; MAX_HEADER];
-    assert_eq!(s.send(ep, &header, &[], 1), SendOutcome::Queued);
+    assert_eq!(c.send(0, 0, ep, &header, &[], 1), SendOutcome::Queued);
     header.fill(5);
-    s.progress();
+    c.progress(0);
     assert_eq!(
-        s.events()[0],
+        c.recorder(0).take_events()[0],
         Event::Header {
+            module: 0,
+            peer: 0,
             header: vec![4; MAX_HEADER],
             payload_len: 0
         }
     );
+    assert_eq!(header, [5; MAX_HEADER]);
 }
 
 #[test]
 fn many_queued_sends_are_delivered_in_one_progress_call() {
-    let mut s = Session::start(2, &[]).unwrap();
-    let ep = s.endpoint();
     const N: usize = 20_000;
     let payloads: Vec<[u8; 8]> = (0..N as u64).map(u64::to_le_bytes).collect();
+    let s = Session::new(&[]);
+    let (mut c, ep) = started(&s, 2);
     for (i, p) in payloads.iter().enumerate() {
         let header = (i as u32).to_le_bytes();
-        assert_eq!(s.send(ep, &header, p, i as u64), SendOutcome::Queued);
+        assert_eq!(c.send(0, 0, ep, &header, p, i as u64), SendOutcome::Queued);
     }
-    assert_eq!(s.progress(), N);
-    let events = s.events();
+    assert_eq!(c.progress(0), N);
+    let events = c.recorder(0).take_events();
     assert_eq!(events.len(), 3 * N);
     for (i, chunk) in events.chunks(3).enumerate() {
         assert!(
-            matches!(&chunk[1], Event::Fragment { header, payload, .. }
-                if header[..] == (i as u32).to_le_bytes() && payload[..] == (i as u64).to_le_bytes()),
+            matches!(&chunk[1], Event::Fragment(f)
+                if f.header[..] == (i as u32).to_le_bytes() && f.payload[..] == (i as u64).to_le_bytes()),
             "fragment {i}: {:?}",
             chunk[1]
         );
         assert_eq!(chunk[2], Event::SendDone(i as u64));
     }
-    assert_eq!(s.progress(), 0);
+    assert_eq!(c.progress(0), 0);
+    c.assert_clean("20 000 sends");
 }
 
 #[test]
 fn steady_state_sends_and_progress_do_not_allocate() {
-    let mut s = Session::start(0, &[]).unwrap();
-    let ep = s.endpoint();
-    s.recorder.record = false;
-    s.recorder.direct = true;
-    s.recorder.destination = vec![0; 4096];
+    let s = Session::new(&[]);
     let data = pattern(4096, 3);
-    let round = |s: &Session| {
-        for i in 0..500u64 {
+    let headers: Vec<[u8; 8]> = (0..500u64).map(u64::to_le_bytes).collect();
+    let (mut c, ep) = started(&s, 0);
+    c.recorder(0).set_recording(false);
+    c.recorder(0).set_default_placement(Placement::Destination);
+    fn round<'p>(c: &mut Cluster<'p, SelfState>, ep: u64, headers: &[[u8; 8]], data: &'p [u8]) {
+        for (i, header) in headers.iter().enumerate() {
+            let payload = &data[..(i * 7) % 4096];
             assert_eq!(
-                s.send(ep, &i.to_le_bytes(), &data[..(i as usize * 7) % 4096], i),
+                c.send(0, 0, ep, header, payload, i as u64),
                 SendOutcome::Queued
             );
         }
-        assert_eq!(s.progress(), 500);
-    };
-    // Two warm-up rounds grow both the queue and its spare.
-    round(&s);
-    round(&s);
-    let before = allocations();
-    for _ in 0..5 {
-        round(&s);
-    }
-    assert_eq!(allocations() - before, 0, "steady state allocated");
-    assert_eq!(s.recorder.counts[..3], [3500, 3500, 3500]);
-}
-
-#[test]
-fn progress_delivers_only_what_was_queued_before_it() {
-    // A pml that sends from a callback breaks the interface; the btl must
-    // still stay sound and deliver that fragment on the next call.
-    unsafe extern "C" fn resend(ctx: *mut c_void, cookie: u64) {
-        // SAFETY: see `recorder`.
-        let r = unsafe { recorder(ctx) };
-        r.events.push(Event::SendDone(cookie));
-        if cookie < 3 {
-            static PAYLOAD: [u8; 4] = [1, 2, 3, 4];
-            // SAFETY: static payload, valid forever.
-            let outcome = unsafe {
-                (MODULE.send)(
-                    0,
-                    u64::from(r.expect_peer),
-                    [0u8].as_ptr(),
-                    1,
-                    PAYLOAD.as_ptr(),
-                    4,
-                    cookie + 1,
-                )
-            };
-            assert_eq!(outcome, SendOutcome::Queued);
+        assert_eq!(c.progress(0), 500);
+        for _ in 0..100 {
+            assert_eq!(c.progress(0), 0, "idle");
         }
     }
-    let mut s = Session::start(0, &[]).unwrap();
-    let ep = s.endpoint();
-    let mut receiver = s.recorder.receiver();
-    receiver.on_send_done = resend;
-    // Re-register the modified receiver.
-    // SAFETY: no arguments / valid arguments.
-    unsafe {
-        (MODULE.finalize)();
-        let mut modules = RVec::new();
-        let mut error = RString::new();
-        let identity = JobIdentity {
-            job_id: 0,
-            secret: [0, 0],
-            rank: 0,
-            size: 1,
-        };
-        assert!((MODULE.init)(
-            &context(),
-            &identity,
-            receiver,
-            &mut modules,
-            &mut error
-        ));
+    // Two warm-up rounds grow the queue and the recorder's buffers.
+    round(&mut c, ep, &headers, &data);
+    round(&mut c, ep, &headers, &data);
+    let before = allocations();
+    for _ in 0..5 {
+        round(&mut c, ep, &headers, &data);
     }
-    assert_eq!(s.send(ep, &[0], &[], 0), SendOutcome::Queued);
-    for cookie in 0..4u64 {
-        assert_eq!(s.progress(), 1, "one fragment per call (cookie {cookie})");
-        assert_eq!(s.events().last(), Some(&Event::SendDone(cookie)));
-    }
-    assert_eq!(s.progress(), 0);
+    assert_eq!(allocations() - before, 0, "steady state allocated");
+    let counts = c.recorder(0).counts();
+    assert_eq!(
+        [counts.headers, counts.fragments, counts.send_done],
+        [3500; 3]
+    );
+    c.assert_clean("steady state");
 }
 
 #[test]
-fn a_send_that_breaks_the_interface_fails_the_peer_once() {
-    let mut s = Session::start(1, &[]).unwrap();
-    let ep = s.endpoint();
+fn a_send_from_inside_a_callback_is_refused_and_delivery_goes_on() {
+    // A pml that sends from a callback breaks the interface; the adapter
+    // refuses the nested entry, and the batch is still delivered whole.
+    static PAYLOAD: [u8; 4] = [1, 2, 3, 4];
+    let s = Session::new(&[]);
+    let (mut c, ep) = started(&s, 0);
+    let handle = *c.handle(0).expect("the table rank");
+    let nested = Rc::new(RefCell::new(Vec::new()));
+    let into = nested.clone();
+    c.recorder(0).set_hook(move |cb| {
+        if let Callback::SendDone(cookie) = cb {
+            // SAFETY: a static payload; a refused send keeps nothing.
+            let outcome =
+                unsafe { handle.send(0, ep, &[0], PAYLOAD.as_ptr(), PAYLOAD.len(), cookie + 10) };
+            into.borrow_mut().push(outcome);
+        }
+    });
+    for cookie in 0..3u64 {
+        assert_eq!(
+            c.send(0, 0, ep, &[0], &PAYLOAD, cookie),
+            SendOutcome::Queued
+        );
+    }
+    assert_eq!(c.progress(0), 3);
+    assert_eq!(*nested.borrow(), [SendOutcome::Failed; 3]);
+    assert_eq!(c.recorder(0).send_dones(), [0, 1, 2]);
+    assert_eq!(c.progress(0), 0, "nothing was queued from inside");
+    c.assert_clean("a send from a callback");
+}
+
+// ---------------------------------------------------------------------
+// Broken sends.
+
+#[test]
+fn a_header_too_long_is_refused_by_the_adapter_and_the_btl_goes_on() {
+    let s = Session::new(&[]);
     let data = [7u8; 16];
-    assert_eq!(s.send(ep, &[1], &data, 1), SendOutcome::Queued);
+    let before = services::logged_by(FRAMEWORK, COMPONENT).len();
+    let (mut c, ep) = started(&s, 1);
+    assert_eq!(c.send(0, 0, ep, &[1], &data, 1), SendOutcome::Queued);
     let long = [0u8; MAX_HEADER + 1];
-    assert_eq!(s.send(ep, &long, &data, 2), SendOutcome::Failed);
-    assert_eq!(s.send(ep, &[1], &data, 3), SendOutcome::Failed);
-    assert!(s.events().is_empty(), "no callback from send");
-    assert_eq!(s.progress(), 1);
-    let events = s.events();
+    assert_eq!(c.send(0, 0, ep, &long, &data, 2), SendOutcome::Failed);
+    let log = services::logged_by(FRAMEWORK, COMPONENT);
+    assert!(
+        log[before..]
+            .iter()
+            .any(|(level, l)| *level == verbosity::ERROR && l.contains("a 65-byte header")),
+        "{log:?}"
+    );
+    assert_eq!(c.send(0, 0, ep, &[1], &data, 3), SendOutcome::Queued);
+    assert_eq!(c.progress(0), 2);
+    assert_eq!(c.recorder(0).send_dones(), [1, 3]);
+    assert!(c.recorder(0).peer_failures().is_empty());
+    c.assert_clean("a long header");
+}
+
+#[test]
+fn a_send_to_an_unknown_endpoint_fails_the_peer_once() {
+    let s = Session::new(&[]);
+    let data = [7u8; 16];
+    let (mut c, ep) = started(&s, 1);
+    assert_eq!(c.send(0, 0, ep, &[1], &data, 1), SendOutcome::Queued);
+    assert_eq!(c.send(0, 0, 5, &[1], &data, 2), SendOutcome::Failed);
+    assert_eq!(c.send(0, 0, ep, &[1], &data, 3), SendOutcome::Failed);
+    assert!(c.recorder(0).events().is_empty(), "no callback from send");
+    assert_eq!(c.progress(0), 1);
     assert_eq!(
-        events,
-        vec![Event::PeerFailed(format!(
-            "the pml passed a {}-byte header; the btl interface allows at most {MAX_HEADER} bytes",
-            MAX_HEADER + 1
-        ))],
+        c.recorder(0).take_events(),
+        vec![Event::PeerFailed {
+            module: 0,
+            peer: 1,
+            reason: "the pml sent to self endpoint 5, which add_peer never returned (the only endpoint is 1)"
+                .to_string()
+        }],
         "queued fragments are dropped without on_send_done"
     );
-    assert_eq!(s.progress(), 0, "reported once");
-    assert_eq!(s.recorder.counts[3], 1);
+    assert_eq!(c.progress(0), 0, "reported once");
+    assert_eq!(c.recorder(0).counts().peer_failed, 1);
+    assert_eq!(c.recorder(0).outstanding(), 0);
+    c.assert_clean("an unknown endpoint");
 }
 
 #[test]
@@ -756,42 +506,37 @@ fn sends_to_unknown_endpoints_or_modules_fail_with_a_reason() {
         (0u32, 5u64, "self endpoint 5, which add_peer never returned"),
         (2, 1, "self module 2, which does not exist"),
     ] {
-        let mut s = Session::start(1, &[]).unwrap();
-        // SAFETY: valid header, empty payload.
-        let outcome =
-            unsafe { (MODULE.send)(module, endpoint, [0u8].as_ptr(), 1, std::ptr::null(), 0, 1) };
-        assert_eq!(outcome, SendOutcome::Failed);
-        s.progress();
-        match &s.events()[..] {
-            [Event::PeerFailed(why)] => assert!(why.contains(expect), "{why}"),
+        let s = Session::new(&[]);
+        let mut c = s.start(1).unwrap();
+        assert_eq!(
+            c.send(0, module, endpoint, &[0], &[], 1),
+            SendOutcome::Failed
+        );
+        c.progress(0);
+        match &c.recorder(0).peer_failures()[..] {
+            [(0, 1, why)] => assert!(why.contains(expect), "{why}"),
             other => panic!("expected one failure, got {other:?}"),
         }
+        c.assert_clean("a send nowhere");
     }
 }
 
 #[test]
 fn entry_points_before_init_do_nothing_harmful() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    // SAFETY: plain arguments; no state exists.
-    unsafe {
-        assert_eq!((MODULE.progress)(), 0);
-        assert_eq!(
-            (MODULE.send)(0, 0, [0u8].as_ptr(), 1, std::ptr::null(), 0, 0),
-            SendOutcome::Failed
-        );
-        let mut endpoint = 0;
-        let mut reason = RString::new();
-        assert!(!(MODULE.add_peer)(
-            0,
-            0,
-            RSlice::from_slice(&[]),
-            &mut endpoint,
-            &mut reason
-        ));
-        assert!(reason.as_str().contains("not initialized"), "{reason}");
-        (MODULE.finalize)();
-    }
+    let _s = Session::new(&[]);
+    let handle = BtlHandle::new(&MODULE, services::context(FRAMEWORK, COMPONENT));
+    assert_eq!(handle.progress(), 0);
+    // SAFETY: a null payload of length 0 is allowed; nothing is kept.
+    let outcome = unsafe { handle.send(0, 0, &[0], std::ptr::null(), 0, 0) };
+    assert_eq!(outcome, SendOutcome::Failed);
+    let err = handle.add_peer(0, 0, &[]).unwrap_err();
+    assert!(err.contains("not initialized"), "{err}");
+    assert!(handle.contact_card().is_empty());
+    handle.finalize();
 }
+
+// ---------------------------------------------------------------------
+// Export and parameters.
 
 #[test]
 fn exported_root_module_names_the_component_and_its_table() {

@@ -13,6 +13,10 @@
 //!   rank applies the same send checks as the generated table (a header
 //!   longer than [`MAX_HEADER`] answers `Failed` without reaching the btl).
 //!
+//! Methods name a rank of the cluster by its index, which is its job rank
+//! (except in [`Cluster::table_rank`], a single rank started as any job
+//! rank); peers given to the btl are job ranks.
+//!
 //! Payloads are borrowed for the cluster's lifetime `'p`: a btl may keep
 //! reading a queued payload until it finishes the send, and dropping the
 //! cluster finalizes every rank first. Tests that use a table rank or set
@@ -180,6 +184,30 @@ impl<'p, B: Btl> Cluster<'p, B> {
         Ok(cluster)
     }
 
+    /// One rank through `table`, started as `identity` (say rank 3 of a
+    /// job of 4). Its index in the cluster is 0; peers are named by their
+    /// job rank as always.
+    ///
+    /// # Errors
+    ///
+    /// As [`Cluster::with_table`].
+    pub fn table_rank(
+        table: &'static BtlComponentModule,
+        component: &str,
+        identity: JobIdentity,
+    ) -> Result<Self, String> {
+        Ok(Cluster {
+            ranks: vec![start_table::<B>(table, component, identity)?],
+            streams: Vec::new(),
+            _payloads: PhantomData,
+        })
+    }
+
+    /// The index of the rank whose job rank is `peer`.
+    fn index_of(&self, peer: u32) -> Option<usize> {
+        self.ranks.iter().position(|r| r.identity.rank == peer)
+    }
+
     fn rank(&self, rank: u32) -> &Rank<B> {
         &self.ranks[rank as usize]
     }
@@ -233,7 +261,7 @@ impl<'p, B: Btl> Cluster<'p, B> {
         }
     }
 
-    /// `rank`'s add_peer for `peer` on `module` with `card`.
+    /// `rank`'s add_peer for job rank `peer` on `module` with `card`.
     ///
     /// # Errors
     ///
@@ -259,13 +287,16 @@ impl<'p, B: Btl> Cluster<'p, B> {
         answer
     }
 
-    /// `rank` resolves `peer` on `module` with the peer's own card.
+    /// `rank` resolves job rank `peer` on `module` with the peer's own
+    /// card (an empty card when the peer is not in the cluster).
     ///
     /// # Errors
     ///
     /// The btl's sentence.
     pub fn connect(&mut self, rank: u32, module: u32, peer: u32) -> Result<u64, String> {
-        let card = self.contact_card(peer);
+        let card = self
+            .index_of(peer)
+            .map_or_else(Vec::new, |i| self.contact_card(i as u32));
         self.add_peer(rank, module, peer, &card)
     }
 
@@ -470,8 +501,8 @@ impl<'p, B: Btl> Cluster<'p, B> {
                     .peers
                     .iter()
                     .find(|p| p.0 == s.module && p.1 == s.endpoint);
-                match to {
-                    Some(p) => c.recorder(p.2).received(id as u32) >= s.next,
+                match to.and_then(|p| c.index_of(p.2)) {
+                    Some(i) => c.recorder(i as u32).received(id as u32) >= s.next,
                     None => true,
                 }
             }) && (0..c.size()).all(|r| c.recorder(r).outstanding() == 0)
