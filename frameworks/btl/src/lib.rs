@@ -3,7 +3,11 @@
 //! Selection: every usable BTL is kept; the pml chooses among them per peer by exclusivity, then bandwidth. The core declares the selection parameter `btl` and
 //! `btl_base_verbose` for it; this crate declares the rest of the
 //! framework-wide parameters, the parameters every btl registers with its
-//! own defaults ([`common`]) and the module interface btls implement.
+//! own defaults ([`common`]) and the module interface btls implement
+//! ([`module`]): the safe [`adapter::Btl`] trait a btl implements, the
+//! caller side ([`handle::BtlHandle`]) and, with the feature `testkit`, the
+//! test kit and conformance suite every btl component's tests use
+//! (`testkit`).
 
 use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
 
