@@ -2,7 +2,7 @@
 //!
 //! [`run`] takes the component's [`Btl`] type and a [`Subject`] describing
 //! it, and checks, through its exported table (the generated `extern "C"`
-//! layer, via [`BtlHandle`](crate::handle::BtlHandle)) and through values
+//! layer, via [`BtlHandle`]) and through values
 //! of its type driven in one thread ([`Cluster`]):
 //!
 //! 1. entry points called before `init` are refused cleanly (no events,
