@@ -137,6 +137,21 @@ impl Payload {
     pub fn as_ptr(&self) -> *const u8 {
         self.ptr
     }
+
+    /// A token for `len` bytes at `ptr`, given back through
+    /// [`Pml::send_done`] with `cookie`: what the generated `send` entry
+    /// point makes from its arguments, for test kits and harnesses that
+    /// drive a [`Btl`] value directly.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is non-null (unless `len` is 0), readable for `len` bytes,
+    /// and the bytes stay valid and unchanged while the token exists.
+    #[doc(hidden)]
+    #[inline]
+    pub unsafe fn from_raw_parts(ptr: *const u8, len: usize, cookie: u64) -> Payload {
+        Payload { ptr, len, cookie }
+    }
 }
 
 /// Where the pml wants one fragment's payload written: `len()` writable
@@ -252,6 +267,19 @@ pub struct Pml<'a> {
 }
 
 impl Pml<'_> {
+    /// The callbacks of `receiver`, for test kits and harnesses that drive
+    /// a [`Btl`] value directly (the generated entry points make theirs
+    /// from the receiver the pml registered at `init`). The receiver's
+    /// functions are called with its `ctx`, as a pml's are: the receiver
+    /// must be a working one (its functions accept its `ctx`).
+    #[doc(hidden)]
+    pub fn for_receiver(receiver: &BtlReceiver) -> Pml<'_> {
+        Pml {
+            receiver,
+            _not_send: PhantomData,
+        }
+    }
+
     /// A fragment's header arrived from `peer` on `module` with
     /// `payload_len` bytes to follow. `Some` is where the pml wants the
     /// payload (`payload_len` bytes); `None` means the btl keeps it and
