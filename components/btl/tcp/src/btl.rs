@@ -6,15 +6,15 @@
 //!
 //! - this file: the state, its constants, the logger, and the [`Btl`]
 //!   methods, each delegating to one of the files below;
-//! - [`setup`]: interface selection, listeners, module descriptions and
+//! - `setup`: interface selection, listeners, module descriptions and
 //!   the contact card ([`TcpBtl::new`]);
-//! - [`peers`]: endpoints (`add_peer`: pairing with a peer's card) and
+//! - `peers`: endpoints (`add_peer`: pairing with a peer's card) and
 //!   the choice of an endpoint's sending socket (adopting the peer's
 //!   connection, or connecting);
-//! - [`send`]: the send path and the writing of queued fragments;
-//! - [`progress`]: progress (readers, failures and their reports), the
+//! - `send`: the send path and the writing of queued fragments;
+//! - `progress`: progress (readers, failures and their reports), the
 //!   stop after an internal error, and finalize's goodbyes;
-//! - [`handshake`]: connection set-up on both sides.
+//! - `handshake`: connection set-up on both sides.
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};

@@ -77,8 +77,8 @@ impl TcpBtl {
 
     /// Makes progress: reports failures, writes queued data, drives
     /// connection setup, receives and delivers fragments, accepts
-    /// connections. Returns the number of fragments delivered plus sends
-    /// finished.
+    /// connections. Returns the number of fragments delivered, sends
+    /// finished and peers reported failed.
     pub(super) fn progress_all(&mut self, pml: &Pml<'_>) -> usize {
         if self.broken.is_some() {
             return 0;

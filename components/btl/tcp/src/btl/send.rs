@@ -12,7 +12,8 @@ use crate::outbound::State;
 impl TcpBtl {
     /// Sends one fragment (the btl contract's `send`): the first send to
     /// an endpoint chooses its socket; on an established connection with
-    /// nothing queued, one system call ([`Endpoint::try_send_now`]);
+    /// nothing queued, one system call
+    /// ([`Endpoint::try_send_now`](crate::outbound::Endpoint::try_send_now));
     /// otherwise the fragment is queued behind the others.
     #[inline]
     pub(super) fn send_fragment(
