@@ -29,7 +29,8 @@ use std::time::Instant;
 
 use abi_stable::std_types::{ROption, RStr};
 use mca_btl_tcp::{Config, TcpBtl};
-use oxmpi_framework_btl::module::{BtlReceiver, JobIdentity, SendOutcome};
+use oxmpi_framework_btl::adapter::{Btl, Payload, Pml, Sent};
+use oxmpi_framework_btl::module::{BtlReceiver, JobIdentity};
 use oxmpi_plugin_api::reexports::PrefixTypeTrait;
 use oxmpi_plugin_api::{ComponentContext, ParamValue, Services};
 
@@ -237,9 +238,12 @@ fn unhex(s: &str) -> Vec<u8> {
         .collect()
 }
 
+/// One btl instance with the receiver its progress delivers to (what a
+/// pml registers; the example drives the `Btl` value directly).
 struct Side {
     btl: TcpBtl,
     rx: std::rc::Rc<RefCell<Rx>>,
+    receiver: BtlReceiver,
     ep: u64,
 }
 
@@ -248,9 +252,13 @@ impl Side {
         self.rx.borrow().frags
     }
 
+    fn progress(&mut self) -> usize {
+        self.btl.progress(&pml_of(&self.receiver))
+    }
+
     fn wait(&mut self, n: usize) {
         while self.frags() < n {
-            self.btl.progress();
+            self.progress();
         }
     }
 
@@ -258,38 +266,28 @@ impl Side {
         loop {
             // SAFETY: payloads outlive their sends (the callers wait for
             // the peer's acknowledgement before reusing or dropping them).
-            let out = unsafe {
-                self.btl.send(
-                    0,
-                    self.ep,
-                    header.as_ptr(),
-                    header.len(),
-                    payload.as_ptr(),
-                    payload.len(),
-                    0,
-                )
-            };
-            match out {
-                SendOutcome::Done | SendOutcome::Queued => return,
-                SendOutcome::WouldBlock => {
-                    self.btl.progress();
+            let token = unsafe { Payload::from_raw(payload.as_ptr(), payload.len(), 0) };
+            match self.btl.send(0, self.ep, header, token) {
+                Sent::Done(_) | Sent::Queued => return,
+                Sent::WouldBlock(_) => {
+                    self.progress();
                 }
-                SendOutcome::Failed => panic!("send failed"),
+                Sent::Failed(_) => panic!("send failed"),
             }
         }
     }
 }
 
 fn btl_side(rank: u32, peer_card: Option<Vec<u8>>, iters: usize, reps: usize) {
-    let (mut btl, rx) = make_side(rank);
+    let (btl, rx, receiver) = make_side(rank);
     let (peer_card, mut child) = match peer_card {
         Some(card) => {
-            println!("{}", hex(btl.contact_card()));
+            println!("{}", hex(&btl.contact_card()));
             std::io::stdout().flush().unwrap();
             (card, None)
         }
         None => {
-            let mut child = spawn(&["--btl-child", &hex(btl.contact_card())], iters, reps);
+            let mut child = spawn(&["--btl-child", &hex(&btl.contact_card())], iters, reps);
             let mut line = String::new();
             BufReader::new(child.stdout.as_mut().unwrap())
                 .read_line(&mut line)
@@ -297,10 +295,16 @@ fn btl_side(rank: u32, peer_card: Option<Vec<u8>>, iters: usize, reps: usize) {
             (unhex(line.trim()), Some(child))
         }
     };
-    let ep = btl
+    let mut s = Side {
+        btl,
+        rx,
+        receiver,
+        ep: 0,
+    };
+    s.ep = s
+        .btl
         .add_peer(0, 1 - rank, &peer_card)
         .expect("reach the peer");
-    let mut s = Side { btl, rx, ep };
     let b8 = [1u8; 8];
     let mut seen = 0;
     if rank == 0 {
@@ -354,7 +358,7 @@ fn btl_side(rank: u32, peer_card: Option<Vec<u8>>, iters: usize, reps: usize) {
     }
     // Let the last acknowledgement leave before finalizing.
     for _ in 0..1000 {
-        s.btl.progress();
+        s.progress();
     }
     s.btl.finalize();
     if let Some(c) = child.as_mut() {
@@ -363,7 +367,15 @@ fn btl_side(rank: u32, peer_card: Option<Vec<u8>>, iters: usize, reps: usize) {
     let _ = std::io::stdout().flush();
 }
 
-fn make_side(rank: u32) -> (TcpBtl, std::rc::Rc<RefCell<Rx>>) {
+/// The callbacks of a receiver made by [`make_side`].
+fn pml_of(rx: &BtlReceiver) -> Pml<'_> {
+    // SAFETY: every receiver here is made by `make_side`, whose callbacks
+    // take the `Rx` its `ctx` points at, kept alive next to the receiver;
+    // one thread drives both sides.
+    unsafe { Pml::from_receiver(rx) }
+}
+
+fn make_side(rank: u32) -> (TcpBtl, std::rc::Rc<RefCell<Rx>>, BtlReceiver) {
     let services = Services {
         param_value: no_param,
         verbosity: quiet,
@@ -399,26 +411,29 @@ fn make_side(rank: u32) -> (TcpBtl, std::rc::Rc<RefCell<Rx>>) {
     };
     let ifs = mca_btl_tcp::discover::local_interfaces().unwrap();
     (
-        TcpBtl::new(cfg, me, receiver, ctx, &ifs).expect("tcp btl"),
+        TcpBtl::new(cfg, me, ctx, &ifs).expect("tcp btl"),
         rx,
+        receiver,
     )
 }
 
 fn overhead(iters: usize) {
-    let (mut a, _ra) = make_side(0);
-    let (mut b, rb) = make_side(1);
-    let card = b.contact_card().to_vec();
+    let (mut a, _ra, a_receiver) = make_side(0);
+    let (mut b, rb, b_receiver) = make_side(1);
+    let (a_pml, b_pml) = (pml_of(&a_receiver), pml_of(&b_receiver));
+    let card = b.contact_card();
     let ep = a.add_peer(0, 1, &card).unwrap();
     let b8 = [1u8; 8];
     let send = |a: &mut TcpBtl| {
         // SAFETY: b8 outlives the sends.
-        let out = unsafe { a.send(0, ep, HEADER.as_ptr(), HEADER.len(), b8.as_ptr(), 8, 0) };
-        assert!(matches!(out, SendOutcome::Done | SendOutcome::Queued));
+        let token = unsafe { Payload::from_raw(b8.as_ptr(), 8, 0) };
+        let out = a.send(0, ep, &HEADER, token);
+        assert!(matches!(out, Sent::Done(_) | Sent::Queued));
     };
     send(&mut a);
     while rb.borrow().frags < 1 {
-        a.progress();
-        b.progress();
+        a.progress(&a_pml);
+        b.progress(&b_pml);
     }
     // Raw pair.
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -435,7 +450,7 @@ fn overhead(iters: usize) {
     for _ in 0..30 {
         let t = Instant::now();
         for _ in 0..batch * 10 {
-            b.progress();
+            b.progress(&b_pml);
         }
         idle_btl = idle_btl.min(t.elapsed().as_secs_f64() * 1e9 / (batch * 10) as f64);
         let t = Instant::now();
@@ -448,7 +463,7 @@ fn overhead(iters: usize) {
             let want = rb.borrow().frags + 1;
             send(&mut a);
             while rb.borrow().frags < want {
-                b.progress();
+                b.progress(&b_pml);
             }
         }
         msg_btl = msg_btl.min(t.elapsed().as_secs_f64() * 1e9 / batch as f64);
@@ -479,14 +494,14 @@ fn overhead(iters: usize) {
                     let mut h = HEADER;
                     h[..8].copy_from_slice(&(off as u64).to_le_bytes());
                     // SAFETY: big outlives the transfer.
-                    let out =
-                        unsafe { a.send(0, ep, h.as_ptr(), h.len(), big[off..].as_ptr(), frag, 0) };
-                    assert!(matches!(out, SendOutcome::Done | SendOutcome::Queued));
+                    let token = unsafe { Payload::from_raw(big[off..].as_ptr(), frag, 0) };
+                    let out = a.send(0, ep, &h, token);
+                    assert!(matches!(out, Sent::Done(_) | Sent::Queued));
                 }
             }
             while rb.borrow().frags < want {
-                a.progress();
-                b.progress();
+                a.progress(&a_pml);
+                b.progress(&b_pml);
             }
             bw[k] = bw[k].max((WINDOW * BIG) as f64 / t.elapsed().as_secs_f64() / 1e6);
         }

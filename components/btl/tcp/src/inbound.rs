@@ -6,10 +6,11 @@
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Instant;
 
-use oxmpi_framework_btl::module::{BtlReceiver, MAX_HEADER};
+use oxmpi_framework_btl::adapter::{Arrived, Destination, Pml};
+use oxmpi_framework_btl::module::MAX_HEADER;
 
 use crate::outbound::would_block;
 use crate::stream::{ByteSource, Socket};
@@ -129,16 +130,17 @@ struct Partial {
     active: bool,
     header: [u8; MAX_HEADER],
     header_len: usize,
-    dest: *mut u8,
+    /// Where the pml wants the payload; `None`: the reader's side buffer.
+    dest: Option<Destination>,
     total: usize,
     got: usize,
 }
 
 /// The reader of an established connection (accepted, or made by this
 /// process once the acknowledgement is read). The socket may also be an
-/// endpoint's sending socket (the `Rc` is shared).
+/// endpoint's sending socket (the `Arc` is shared).
 pub struct Inbound {
-    fd: Rc<OwnedFd>,
+    fd: Arc<OwnedFd>,
     raw: RawFd,
     /// The module its fragments arrive on.
     pub module: u32,
@@ -163,7 +165,7 @@ impl Inbound {
     /// after the handshake has been read from it yet); `accepted` says
     /// whether the peer made it.
     pub fn new(
-        fd: Rc<OwnedFd>,
+        fd: Arc<OwnedFd>,
         module: u32,
         peer: u32,
         remote: Option<SocketAddr>,
@@ -185,7 +187,7 @@ impl Inbound {
                 active: false,
                 header: [0; MAX_HEADER],
                 header_len: 0,
-                dest: std::ptr::null_mut(),
+                dest: None,
                 total: 0,
                 got: 0,
             },
@@ -195,8 +197,9 @@ impl Inbound {
     }
 
     /// Receives what has arrived on the socket and delivers every complete
-    /// fragment (`on_header`, then `on_fragment`). Does at most a bounded
-    /// number of `recv` calls. Returns the number of fragments delivered.
+    /// fragment to `pml` ([`Pml::header`], then [`Pml::fragment`]). Does at
+    /// most a bounded number of `recv` calls. Returns the number of
+    /// fragments delivered.
     ///
     /// # Errors
     ///
@@ -204,9 +207,9 @@ impl Inbound {
     /// of stream, a read error or a damaged stream (the fragments complete
     /// before that point are delivered first).
     #[inline]
-    pub fn service(&mut self, rx: &BtlReceiver) -> Result<usize, (usize, Ended)> {
+    pub fn service(&mut self, pml: &Pml<'_>) -> Result<usize, (usize, Ended)> {
         let mut socket = Socket(self.raw);
-        self.service_guarded(&mut socket, rx)
+        self.service_guarded(&mut socket, pml)
     }
 
     /// [`Inbound::service_from`], with a panic inside the reader (a bug)
@@ -220,9 +223,9 @@ impl Inbound {
     pub fn service_guarded<S: ByteSource>(
         &mut self,
         src: &mut S,
-        rx: &BtlReceiver,
+        pml: &Pml<'_>,
     ) -> Result<usize, (usize, Ended)> {
-        match oxmpi_plugin_api::guard::call(|| Ok(self.service_from(src, rx))).into_result() {
+        match oxmpi_plugin_api::guard::call(|| Ok(self.service_from(src, pml))).into_result() {
             Ok(outcome) => outcome,
             Err(e) => Err((
                 0,
@@ -244,7 +247,7 @@ impl Inbound {
     pub fn service_from<S: ByteSource>(
         &mut self,
         src: &mut S,
-        rx: &BtlReceiver,
+        pml: &Pml<'_>,
     ) -> Result<usize, (usize, Ended)> {
         let mut delivered = 0;
         let mut recvs = 0;
@@ -258,16 +261,11 @@ impl Inbound {
                 let avail = self.end - self.start;
                 if avail > 0 {
                     let n = avail.min(p.total - p.got);
-                    // SAFETY: buf[start..start+n] is initialised; dest has
-                    // total bytes (the pml's promise or our side buffer)
-                    // and got + n <= total.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            self.buf.as_ptr().add(self.start),
-                            p.dest.add(p.got),
-                            n,
-                        )
-                    };
+                    let bytes = &self.buf[self.start..self.start + n];
+                    match &mut p.dest {
+                        Some(dest) => dest.write_at(p.got, bytes),
+                        None => self.side[p.got..p.got + n].copy_from_slice(bytes),
+                    }
                     self.start += n;
                     p.got += n;
                 }
@@ -286,14 +284,17 @@ impl Inbound {
                     let left = p.total - p.got;
                     let direct = left >= DIRECT_MIN;
                     debug_assert_eq!((self.start, self.end), (0, 0));
-                    let (ptr, len) = if direct {
-                        // SAFETY: got < total, inside dest.
-                        (unsafe { p.dest.add(p.got) }, left)
-                    } else {
+                    let (ptr, len) = if !direct {
                         (self.buf.as_mut_ptr(), cap)
+                    } else if let Some(dest) = &mut p.dest {
+                        dest.tail_ptr(p.got)
+                    } else {
+                        let rest = &mut self.side[p.got..p.total];
+                        (rest.as_mut_ptr(), rest.len())
                     };
                     // SAFETY: ptr is writable for len bytes (the rest of
-                    // dest, or the whole empty buffer).
+                    // the destination or of the side buffer, or the whole
+                    // empty receive buffer).
                     match unsafe { src.recv(ptr, len) } {
                         Ok(0) => {
                             return Err((
@@ -321,19 +322,12 @@ impl Inbound {
                     continue;
                 }
                 p.active = false;
-                // SAFETY: the pml's callback; header and payload are valid
-                // for the call.
-                unsafe {
-                    (rx.on_fragment)(
-                        rx.ctx,
-                        self.module,
-                        self.peer,
-                        p.header.as_ptr(),
-                        p.header_len,
-                        p.dest,
-                        p.total,
-                    )
+                let header = &p.header[..p.header_len];
+                let payload = match p.dest.take() {
+                    Some(dest) => Arrived::Placed(dest),
+                    None => Arrived::Bytes(&self.side[..p.total]),
                 };
+                pml.fragment(self.module, self.peer, header, payload);
                 delivered += 1;
                 continue;
             }
@@ -365,34 +359,19 @@ impl Inbound {
                     let hstart = self.start + FRAME_HEADER_LEN;
                     let pstart = hstart + hlen;
                     let have = self.end - pstart;
-                    // SAFETY: buf is valid; the header bytes are initialised.
-                    let hptr = unsafe { self.buf.as_ptr().add(hstart) };
-                    // SAFETY: the pml's callback.
-                    let dest =
-                        unsafe { (rx.on_header)(rx.ctx, self.module, self.peer, hptr, hlen, plen) };
+                    let header = &self.buf[hstart..pstart];
+                    let dest = pml.header(self.module, self.peer, header, plen);
                     self.large = plen >= LARGE;
                     if have >= plen {
-                        // SAFETY: pstart + plen <= end.
-                        let in_buf = unsafe { self.buf.as_ptr().add(pstart) };
-                        let payload = if dest.is_null() {
-                            in_buf
-                        } else {
-                            // SAFETY: dest has plen writable bytes.
-                            unsafe { std::ptr::copy_nonoverlapping(in_buf, dest, plen) };
-                            dest.cast_const()
+                        let in_buf = &self.buf[pstart..pstart + plen];
+                        let payload = match dest {
+                            Some(mut dest) => {
+                                dest.write_at(0, in_buf);
+                                Arrived::Placed(dest)
+                            }
+                            None => Arrived::Bytes(in_buf),
                         };
-                        // SAFETY: the pml's callback.
-                        unsafe {
-                            (rx.on_fragment)(
-                                rx.ctx,
-                                self.module,
-                                self.peer,
-                                hptr,
-                                hlen,
-                                payload,
-                                plen,
-                            )
-                        };
+                        pml.fragment(self.module, self.peer, header, payload);
                         delivered += 1;
                         self.start = pstart + plen;
                         if self.start == self.end {
@@ -401,27 +380,22 @@ impl Inbound {
                         }
                         continue;
                     }
-                    let dest = if dest.is_null() {
-                        if self.side.len() < plen {
-                            // A damaged length must not abort the process
-                            // through a failed allocation.
-                            if self.side.try_reserve_exact(plen - self.side.len()).is_err() {
-                                return Err((
-                                    delivered,
-                                    Ended::Failed(format!(
-                                        "a fragment announces {plen} payload bytes, more than \
-                                         this process can buffer"
-                                    )),
-                                ));
-                            }
-                            self.side.resize(plen, 0);
+                    if dest.is_none() && self.side.len() < plen {
+                        // A damaged length must not abort the process
+                        // through a failed allocation.
+                        if self.side.try_reserve_exact(plen - self.side.len()).is_err() {
+                            return Err((
+                                delivered,
+                                Ended::Failed(format!(
+                                    "a fragment announces {plen} payload bytes, more than \
+                                     this process can buffer"
+                                )),
+                            ));
                         }
-                        self.side.as_mut_ptr()
-                    } else {
-                        dest
-                    };
+                        self.side.resize(plen, 0);
+                    }
                     let p = &mut self.partial;
-                    p.header[..hlen].copy_from_slice(&self.buf[hstart..pstart]);
+                    p.header[..hlen].copy_from_slice(header);
                     p.header_len = hlen;
                     p.dest = dest;
                     p.total = plen;
@@ -495,7 +469,7 @@ impl Inbound {
     }
 
     /// The socket (to share it with an endpoint that sends on it).
-    pub fn fd(&self) -> &Rc<OwnedFd> {
+    pub fn fd(&self) -> &Arc<OwnedFd> {
         &self.fd
     }
 }

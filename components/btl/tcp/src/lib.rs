@@ -110,15 +110,16 @@
 //! and payload copied together for payloads up to 256 bytes, a gathered
 //! `sendmsg` of both for larger ones. All written → `Done`; otherwise the
 //! header is copied into the queue entry (fixed-size, no allocation in
-//! steady state), the payload pointer kept and the send answered `Queued`
-//! (`Done` if it has no payload), and progress writes the rest (gathering
-//! up to 32 queued fragments per `sendmsg`) and calls `on_send_done`.
+//! steady state), the pml's payload token kept and the send answered
+//! `Queued` (`Done` if it has no payload), and progress writes the rest
+//! (gathering up to 32 queued fragments per `sendmsg`) and gives the token
+//! back (`send_done`, the receiver's `on_send_done`).
 //!
 //! Receiving: progress `recv`s each established connection into its 256 KiB
 //! buffer and delivers every complete frame; a read shorter than asked
 //! means the socket is empty, so the connection is left until the next
-//! call (one system call per poll). When `on_header` returns a
-//! destination, the payload bytes already buffered are copied there and
+//! call (one system call per poll). When the pml answers a header with a
+//! destination (`on_header`), the payload bytes already buffered are copied there and
 //! the rest (from 4 KiB on) is received straight into it; after a
 //! fragment of 16 KiB or more the next read takes only a header's worth
 //! of bytes, so that large payloads land in their destination instead of
@@ -132,10 +133,10 @@
 //!
 //! End of stream, a read or write error, or a damaged stream on any
 //! connection with a peer reports the peer once per module through
-//! `on_peer_failed` (fragments complete before the failure are delivered
-//! first); from then on sends to it on that module answer `Failed`, and
-//! its queued fragments are dropped without `on_send_done`. A failed
-//! `connect()` or handshake does the same. Nothing is retried.
+//! `peer_failed` (`on_peer_failed`; fragments complete before the failure
+//! are delivered first); from then on sends to it on that module answer
+//! `Failed`, and its queued fragments are dropped without `send_done`. A
+//! failed `connect()` or handshake does the same. Nothing is retried.
 //!
 //! `finalize` first writes one goodbye frame on every established socket
 //! (except an endpoint's sending socket with fragments still queued on
@@ -148,21 +149,28 @@
 //! send to a peer that has finalized fails (reported, with a reason
 //! saying so).
 //!
-//! # Threads
+//! # Entry points and threads
 //!
-//! The extern "C" entry points work on one process-global [`TcpBtl`]; the
-//! btl contract serialises every call (the MPI layer's lock), which is
-//! what makes the unsynchronised global sound (see `Global`).
+//! [`TcpBtl`] implements the framework's safe
+//! [`Btl`](oxmpi_framework_btl::adapter::Btl) trait, and
+//! [`export_btl_component!`](oxmpi_framework_btl::export_btl_component)
+//! generates the `extern "C"` table ([`MODULE`]) around one
+//! process-global instance: each entry takes it exclusively (a nested or
+//! concurrent call is refused, in every build), a panic is caught and
+//! stops the component, and the next progress call then reports every
+//! peer it knew as failed once ([`TcpBtl::stop`]). The pml's callbacks
+//! exist only inside `progress` (a [`Pml`](oxmpi_framework_btl::adapter::Pml)
+//! passed down to the readers and writers), so nothing calls the pml
+//! back from `send` or `add_peer`. A queued fragment keeps the pml's
+//! [`Payload`](oxmpi_framework_btl::adapter::Payload) token until it is
+//! written and handed back through `send_done`; a payload received in
+//! place is written through the pml's
+//! [`Destination`](oxmpi_framework_btl::adapter::Destination) token.
+//! A panic inside a connection's reader (a bug) ends only that
+//! connection: its peer is reported failed with the panic's message.
 
 #![warn(missing_docs)]
 
-use std::cell::UnsafeCell;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
-use abi_stable::std_types::{RSlice, RString, RVec};
-use oxmpi_framework_btl::module::{
-    BtlComponentModule, BtlModuleInfo, BtlReceiver, JobIdentity, SendOutcome,
-};
 use oxmpi_plugin_api::{ComponentContext, ComponentError, Lifecycle, Params, QueryReply, Version};
 
 pub mod btl;
@@ -209,190 +217,11 @@ impl Lifecycle for Component {
     }
 }
 
-/// The process-global component state.
-///
-/// Safety argument: the btl contract guarantees that the pml calls the
-/// entry points one at a time (under the MPI layer's lock) and never from
-/// inside a callback of this btl, so no two references to the state are
-/// ever live at once.
-struct Global(UnsafeCell<Option<TcpBtl>>);
-
-// SAFETY: see the type's documentation: access is serialised by the
-// caller.
-unsafe impl Sync for Global {}
-
-static STATE: Global = Global(UnsafeCell::new(None));
-
-/// The global state.
-///
-/// # Safety
-///
-/// Only one entry point runs at a time (the btl contract).
-#[allow(clippy::mut_from_ref)]
-unsafe fn state() -> &'static mut Option<TcpBtl> {
-    &mut *STATE.0.get()
-}
-
-unsafe extern "C" fn init(
-    context: &ComponentContext,
-    identity: &JobIdentity,
-    receiver: BtlReceiver,
-    modules: &mut RVec<BtlModuleInfo>,
-    error: &mut RString,
-) -> bool {
-    let ctx = *context;
-    let me = *identity;
-    let result = oxmpi_plugin_api::guard::call(|| {
-        // SAFETY: serialised entry points.
-        let slot = unsafe { state() };
-        if slot.is_some() {
-            return Err(ComponentError::failed(
-                "the tcp btl is already initialised (init called twice without finalize)",
-            ));
-        }
-        let cfg = Config::read(&ctx).map_err(ComponentError::failed)?;
-        let candidates = discover::local_interfaces().map_err(|e| {
-            ComponentError::not_available(format!("cannot list the network interfaces: {e}"))
-        })?;
-        match TcpBtl::new(cfg, me, receiver, ctx, &candidates) {
-            Ok(btl) => {
-                let infos: RVec<BtlModuleInfo> = btl.modules().iter().cloned().collect();
-                *slot = Some(btl);
-                Ok((infos, None))
-            }
-            Err(InitError::NothingUsable(why)) => Ok((RVec::new(), Some(why))),
-            Err(InitError::Failed(why)) => Err(ComponentError::failed(why)),
-        }
-    });
-    match result.into_result() {
-        Ok((infos, why)) => {
-            *modules = infos;
-            if let Some(why) = why {
-                *error = RString::from(why);
-            }
-            true
-        }
-        Err(e) => {
-            *error = RString::from(e.to_string());
-            false
-        }
-    }
-}
-
-unsafe extern "C" fn contact_card(card: &mut RVec<u8>) {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: serialised entry points.
-        if let Some(btl) = unsafe { state() } {
-            *card = btl.contact_card().iter().copied().collect();
-        } else {
-            card.clear();
-        }
-    }));
-}
-
-unsafe extern "C" fn add_peer(
-    module: u32,
-    peer: u32,
-    card: RSlice<'_, u8>,
-    endpoint: &mut u64,
-    reason: &mut RString,
-) -> bool {
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: serialised entry points.
-        match unsafe { state() } {
-            Some(btl) => btl.add_peer(module, peer, card.as_slice()),
-            None => Err("the tcp btl has no modules (it is not initialised)".to_owned()),
-        }
-    }));
-    match outcome {
-        Ok(Ok(ep)) => {
-            *endpoint = ep;
-            true
-        }
-        Ok(Err(why)) => {
-            *reason = RString::from(why);
-            false
-        }
-        Err(_) => {
-            *reason = RString::from("the tcp btl panicked while resolving the peer (a bug)");
-            false
-        }
-    }
-}
-
-unsafe extern "C" fn send(
-    module: u32,
-    endpoint: u64,
-    header: *const u8,
-    header_len: usize,
-    payload: *const u8,
-    payload_len: usize,
-    cookie: u64,
-) -> SendOutcome {
-    catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: serialised entry points; the pointers are the pml's
-        // (contract of BtlComponentModule::send).
-        match unsafe { state() } {
-            Some(btl) => unsafe {
-                btl.send(
-                    module,
-                    endpoint,
-                    header,
-                    header_len,
-                    payload,
-                    payload_len,
-                    cookie,
-                )
-            },
-            None => SendOutcome::Failed,
-        }
-    }))
-    .unwrap_or(SendOutcome::Failed)
-}
-
-unsafe extern "C" fn progress() -> usize {
-    // SAFETY: serialised entry points.
-    let Some(btl) = (unsafe { state() }) else {
-        return 0;
-    };
-    match oxmpi_plugin_api::guard::call(|| Ok(btl.progress())).into_result() {
-        Ok(events) => events,
-        Err(e) => {
-            // Never retried: the component stops and its peers fail once.
-            let _ = catch_unwind(AssertUnwindSafe(|| {
-                btl.stop_after_internal_error(e.message.as_str())
-            }));
-            1
-        }
-    }
-}
-
-unsafe extern "C" fn finalize() {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: serialised entry points.
-        if let Some(btl) = unsafe { state() }.take() {
-            btl.finalize();
-        }
-    }));
-}
-
-/// The component's btl module table.
-pub static MODULE: BtlComponentModule = BtlComponentModule {
-    init,
-    contact_card,
-    add_peer,
-    send,
-    progress,
-    finalize,
-};
-
-oxmpi_plugin_api::export_component! {
+oxmpi_framework_btl::export_btl_component! {
+    btl: TcpBtl,
     lifecycle: Component,
-    framework: "btl",
     component: "tcp",
     version: Version::new(1, 0, 0),
-    interface: oxmpi_framework_btl::INTERFACE_VERSION,
     description: "Moves fragments between processes over TCP sockets",
     params: <Config as oxmpi_plugin_api::Params>::DECLS,
-    module: &MODULE,
 }

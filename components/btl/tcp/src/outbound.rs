@@ -13,9 +13,10 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::rc::Rc;
+use std::sync::Arc;
 
-use oxmpi_framework_btl::module::{BtlReceiver, SendOutcome, MAX_HEADER};
+use oxmpi_framework_btl::adapter::{Payload, Pml, Sent};
+use oxmpi_framework_btl::module::MAX_HEADER;
 
 use crate::stream::{ByteSink, Socket};
 use crate::sys;
@@ -59,22 +60,23 @@ pub struct Pending {
     pub head: [u8; HEAD_CAP],
     /// Bytes used in `head`.
     pub head_len: usize,
-    /// The pml's payload (valid until `on_send_done`).
-    pub payload: *const u8,
-    /// Its length.
-    pub payload_len: usize,
+    /// The pml's payload, while it is still read (the send answered
+    /// `Queued`; the token goes back through `send_done`); `None` for a
+    /// fragment without payload (answered `Done`, the header is copied).
+    pub payload: Option<Payload>,
     /// Bytes of head and payload already written.
     pub written: usize,
-    /// The pml's cookie.
-    pub cookie: u64,
-    /// Whether the pml waits for `on_send_done` (the send returned
-    /// `Queued`).
-    pub notify: bool,
 }
 
 impl Pending {
+    #[inline]
+    fn payload_len(&self) -> usize {
+        self.payload.as_ref().map_or(0, Payload::len)
+    }
+
+    #[inline]
     fn total(&self) -> usize {
-        self.head_len + self.payload_len
+        self.head_len + self.payload_len()
     }
 }
 
@@ -99,7 +101,7 @@ pub struct Endpoint {
     /// The socket, once `connect` started or an accepted connection was
     /// taken over; shared with the socket's reader (closed when both let
     /// go).
-    pub fd: Option<Rc<OwnedFd>>,
+    pub fd: Option<Arc<OwnedFd>>,
     /// Its raw descriptor (-1 without one), for the hot path.
     pub raw: RawFd,
     /// Handshake bytes sent or received so far.
@@ -148,23 +150,16 @@ impl Endpoint {
     ///
     /// # Errors
     ///
-    /// The write error (the connection is lost).
-    ///
-    /// # Safety
-    ///
-    /// `payload` must be readable for `payload_len` bytes, and stay valid
-    /// until `Done` is returned or `on_send_done` is called.
+    /// The write error (the connection is lost), with the payload given
+    /// back.
     #[inline]
-    pub unsafe fn try_send_now(
+    pub fn try_send_now(
         &mut self,
         header: &[u8],
-        payload: *const u8,
-        payload_len: usize,
-        cookie: u64,
-    ) -> Result<SendOutcome, io::Error> {
+        payload: Payload,
+    ) -> Result<Sent, (io::Error, Payload)> {
         let mut socket = Socket(self.raw);
-        // SAFETY: the caller's promise on payload.
-        unsafe { self.try_send_now_to(&mut socket, header, payload, payload_len, cookie) }
+        self.try_send_now_to(&mut socket, header, payload)
     }
 
     /// [`Endpoint::try_send_now`] with the bytes written to `sink` (the
@@ -172,20 +167,15 @@ impl Endpoint {
     ///
     /// # Errors
     ///
-    /// The write error.
-    ///
-    /// # Safety
-    ///
-    /// As [`Endpoint::try_send_now`].
+    /// The write error, with the payload given back.
     #[inline]
-    pub unsafe fn try_send_now_to<W: ByteSink>(
+    pub fn try_send_now_to<W: ByteSink>(
         &mut self,
         sink: &mut W,
         header: &[u8],
-        payload: *const u8,
-        payload_len: usize,
-        cookie: u64,
-    ) -> Result<SendOutcome, io::Error> {
+        payload: Payload,
+    ) -> Result<Sent, (io::Error, Payload)> {
+        let payload_len = payload.len();
         let mut head = [0u8; HEAD_CAP];
         let head_len = wire::put_frame_header(&mut head, header, payload_len);
         let sent = if payload_len <= INLINE_MAX {
@@ -193,12 +183,7 @@ impl Endpoint {
             // the kernel than a gathered sendmsg).
             let mut frame = [0u8; HEAD_CAP + INLINE_MAX];
             frame[..head_len].copy_from_slice(&head[..head_len]);
-            if payload_len > 0 {
-                // SAFETY: the pml guarantees payload is readable for
-                // payload_len bytes.
-                frame[head_len..head_len + payload_len]
-                    .copy_from_slice(unsafe { std::slice::from_raw_parts(payload, payload_len) });
-            }
+            frame[head_len..head_len + payload_len].copy_from_slice(payload.as_slice());
             sink.send(&frame[..head_len + payload_len])
         } else {
             let iov = [
@@ -207,75 +192,64 @@ impl Endpoint {
                     iov_len: head_len,
                 },
                 libc::iovec {
-                    iov_base: payload.cast_mut().cast(),
+                    iov_base: payload.as_ptr().cast_mut().cast(),
                     iov_len: payload_len,
                 },
             ];
-            // SAFETY: head is ours; the pml guarantees payload is readable
-            // for payload_len bytes.
+            // SAFETY: head is ours; the payload token's bytes are readable
+            // for its length while it exists.
             unsafe { sink.send_iov(&iov) }
         };
         let written = match sent {
             Ok(n) => n,
             Err(e) if would_block(&e) => 0,
-            Err(e) => return Err(e),
+            Err(e) => return Err((e, payload)),
         };
         if written == head_len + payload_len {
-            return Ok(SendOutcome::Done);
+            return Ok(Sent::Done(payload));
         }
-        Ok(self.enqueue(head, head_len, payload, payload_len, written, cookie))
+        Ok(self.enqueue(head, head_len, payload, written))
     }
 
     /// Queues a fragment (nothing of it written yet).
-    pub fn queue_new(
-        &mut self,
-        header: &[u8],
-        payload: *const u8,
-        payload_len: usize,
-        cookie: u64,
-    ) -> SendOutcome {
+    pub fn queue_new(&mut self, header: &[u8], payload: Payload) -> Sent {
         let mut head = [0u8; HEAD_CAP];
-        let head_len = wire::put_frame_header(&mut head, header, payload_len);
-        self.enqueue(head, head_len, payload, payload_len, 0, cookie)
+        let head_len = wire::put_frame_header(&mut head, header, payload.len());
+        self.enqueue(head, head_len, payload, 0)
     }
 
     fn enqueue(
         &mut self,
         head: [u8; HEAD_CAP],
         head_len: usize,
-        payload: *const u8,
-        payload_len: usize,
+        payload: Payload,
         written: usize,
-        cookie: u64,
-    ) -> SendOutcome {
+    ) -> Sent {
         // The header is copied; only an unwritten payload is still needed.
-        let notify = payload_len > 0;
+        let (kept, answer) = if payload.is_empty() {
+            (None, Sent::Done(payload))
+        } else {
+            (Some(payload), Sent::Queued)
+        };
         self.queue.push_back(Pending {
             head,
             head_len,
-            payload,
-            payload_len,
+            payload: kept,
             written,
-            cookie,
-            notify,
         });
-        if notify {
-            SendOutcome::Queued
-        } else {
-            SendOutcome::Done
-        }
+        answer
     }
 
     /// Writes queued fragments until the socket is full or the queue
-    /// empty, calling `on_send_done` for each finished fragment that
-    /// waits for it. Returns the number of such calls.
+    /// empty, giving each finished payload back through
+    /// [`Pml::send_done`]. Returns the number of payloads given back.
     ///
     /// # Errors
     ///
     /// The write error (the connection is lost).
-    pub fn flush(&mut self, rx: &BtlReceiver) -> io::Result<usize> {
+    pub fn flush(&mut self, pml: &Pml<'_>) -> io::Result<usize> {
         let mut socket = Socket(self.raw);
-        self.flush_to(&mut socket, rx)
+        self.flush_to(&mut socket, pml)
     }
 
     /// [`Endpoint::flush`] with the bytes written to `sink`.
@@ -283,7 +257,7 @@ impl Endpoint {
     /// # Errors
     ///
     /// The write error.
-    pub fn flush_to<W: ByteSink>(&mut self, sink: &mut W, rx: &BtlReceiver) -> io::Result<usize> {
+    pub fn flush_to<W: ByteSink>(&mut self, sink: &mut W, pml: &Pml<'_>) -> io::Result<usize> {
         let mut done = 0;
         for _ in 0..FLUSH_ROUNDS {
             if self.queue.is_empty() {
@@ -296,32 +270,33 @@ impl Endpoint {
             let mut n_iov = 0;
             let mut asked = 0;
             for p in self.queue.iter().take(GATHER) {
+                let bytes = p.payload.as_ref().map_or(&[][..], Payload::as_slice);
                 if p.written < p.head_len {
                     iov[n_iov] = libc::iovec {
                         iov_base: p.head[p.written..].as_ptr().cast_mut().cast(),
                         iov_len: p.head_len - p.written,
                     };
                     n_iov += 1;
-                    if p.payload_len > 0 {
+                    if !bytes.is_empty() {
                         iov[n_iov] = libc::iovec {
-                            iov_base: p.payload.cast_mut().cast(),
-                            iov_len: p.payload_len,
+                            iov_base: bytes.as_ptr().cast_mut().cast(),
+                            iov_len: bytes.len(),
                         };
                         n_iov += 1;
                     }
                 } else {
-                    let off = p.written - p.head_len;
+                    // The entry is unfinished: off < its payload's length.
+                    let rest = &bytes[p.written - p.head_len..];
                     iov[n_iov] = libc::iovec {
-                        // SAFETY: off < payload_len (the entry is unfinished).
-                        iov_base: unsafe { p.payload.add(off) }.cast_mut().cast(),
-                        iov_len: p.payload_len - off,
+                        iov_base: rest.as_ptr().cast_mut().cast(),
+                        iov_len: rest.len(),
                     };
                     n_iov += 1;
                 }
                 asked += p.total() - p.written;
             }
-            // SAFETY: the heads are ours; payloads stay valid until
-            // on_send_done (the pml's promise).
+            // SAFETY: the heads are ours; each payload token's bytes are
+            // readable while the token is in the queue.
             let mut n = match unsafe { sink.send_iov(&iov[..n_iov]) } {
                 Ok(n) => n,
                 Err(e) if would_block(&e) => break,
@@ -335,11 +310,8 @@ impl Endpoint {
                 let left = front.total() - front.written;
                 if n >= left {
                     n -= left;
-                    let (notify, cookie) = (front.notify, front.cookie);
-                    self.queue.pop_front();
-                    if notify {
-                        // SAFETY: the pml's callback with its own context.
-                        unsafe { (rx.on_send_done)(rx.ctx, cookie) };
+                    if let Some(payload) = self.queue.pop_front().and_then(|p| p.payload) {
+                        pml.send_done(payload);
                         done += 1;
                     }
                 } else {
@@ -380,7 +352,7 @@ impl Endpoint {
         let remote = sys::RawAddr::new(self.remote, self.scope);
         let now = sys::connect(&fd, &remote).map_err(|e| format!("connect() failed: {e}"))?;
         self.raw = fd.as_raw_fd();
-        self.fd = Some(Rc::new(fd));
+        self.fd = Some(Arc::new(fd));
         self.state = if now {
             State::SendHello
         } else {
@@ -398,7 +370,7 @@ impl Endpoint {
     ///
     /// Setting `TCP_NODELAY` failed (an accepted socket does not have it
     /// from the listener), as a clause.
-    pub fn adopt(&mut self, fd: Rc<OwnedFd>, nodelay: bool) -> Result<(), String> {
+    pub fn adopt(&mut self, fd: Arc<OwnedFd>, nodelay: bool) -> Result<(), String> {
         debug_assert_eq!(self.state, State::Idle);
         if nodelay {
             sys::set_int(&fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)
@@ -410,7 +382,8 @@ impl Endpoint {
         Ok(())
     }
 
-    /// Lets go of the connection and drops the queue (no `on_send_done`);
+    /// Lets go of the connection and drops the queue (its payloads are
+    /// not given back through `send_done`: the peer is lost);
     /// the socket closes once its reader lets go too.
     pub fn close(&mut self, state: State) {
         self.state = state;

@@ -3,7 +3,7 @@
 //! checking hellos, writing acknowledgements, refusing strangers).
 
 use std::net::SocketAddr;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::{show, show_opt, TcpBtl, ACCEPT_BURST, CONNECT_LEVEL, MAX_HANDSHAKES};
@@ -117,7 +117,7 @@ impl TcpBtl {
             // The peer may send on this connection too: read it. The
             // acknowledgement was read exactly, so the reader starts at
             // the first frame.
-            if let Some(fd) = ep.fd.as_ref().map(Rc::clone) {
+            if let Some(fd) = ep.fd.as_ref().map(Arc::clone) {
                 let conn = Inbound::new(fd, ep.module, peer, Some(ep.remote), false);
                 self.add_inbound(conn);
             }
@@ -314,7 +314,7 @@ impl TcpBtl {
                                     self.modules[module as usize].label
                                 )
                             });
-                            let conn = Inbound::new(Rc::new(a.fd), module, peer, a.remote, true);
+                            let conn = Inbound::new(Arc::new(a.fd), module, peer, a.remote, true);
                             let slot = self.add_inbound(conn);
                             self.accepted_at.insert((module, peer), Some(slot));
                             continue;

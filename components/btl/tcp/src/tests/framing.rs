@@ -12,11 +12,13 @@ use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::fd::OwnedFd;
 use std::rc::Rc;
+use std::sync::Arc;
 
-use oxmpi_framework_btl::module::{SendOutcome, MAX_HEADER};
+use oxmpi_framework_btl::adapter::{Payload, Sent};
+use oxmpi_framework_btl::module::MAX_HEADER;
 use proptest::prelude::*;
 
-use super::harness::{pattern, receiver, Recorder};
+use super::harness::{pattern, pml_of, receiver, Recorder};
 use crate::inbound::{Ended, Inbound, RECV_BUF};
 use crate::outbound::{Endpoint, State};
 use crate::stream::{ByteSink, ByteSource};
@@ -140,8 +142,8 @@ fn encoding(frags: &[Fragment]) -> Vec<u8> {
     out
 }
 
-fn dummy_fd() -> Rc<OwnedFd> {
-    Rc::new(OwnedFd::from(
+fn dummy_fd() -> Arc<OwnedFd> {
+    Arc::new(OwnedFd::from(
         File::open("/dev/null").expect("open /dev/null"),
     ))
 }
@@ -154,6 +156,7 @@ fn write_all(frags: &[Fragment], cuts: &[usize]) -> Vec<u8> {
     ep.state = State::Up;
     let rec = Rc::new(RefCell::new(Recorder::default()));
     let rx = receiver(&rec);
+    let pml = pml_of(&rx);
     let mut sink = ScriptedSink {
         chunks: Chunks::new(cuts),
         bytes: Vec::new(),
@@ -161,25 +164,23 @@ fn write_all(frags: &[Fragment], cuts: &[usize]) -> Vec<u8> {
     let mut queued = Vec::new();
     for (i, f) in frags.iter().enumerate() {
         let cookie = i as u64;
+        // SAFETY: the payload lives, unchanged, until the end of this
+        // function.
+        let payload = unsafe { Payload::from_raw(f.payload.as_ptr(), f.payload.len(), cookie) };
         let outcome = if ep.queue.is_empty() {
-            // SAFETY: the payload lives until the end of this function.
-            unsafe {
-                ep.try_send_now_to(
-                    &mut sink,
-                    &f.header,
-                    f.payload.as_ptr(),
-                    f.payload.len(),
-                    cookie,
-                )
+            match ep.try_send_now_to(&mut sink, &f.header, payload) {
+                Ok(sent) => sent,
+                Err((e, _)) => panic!("scripted sinks do not fail: {e}"),
             }
-            .expect("scripted sinks do not fail")
         } else {
-            ep.queue_new(&f.header, f.payload.as_ptr(), f.payload.len(), cookie)
+            ep.queue_new(&f.header, payload)
         };
-        if outcome == SendOutcome::Queued {
-            queued.push(cookie);
+        match outcome {
+            Sent::Queued => queued.push(cookie),
+            Sent::Done(p) => assert_eq!(p.as_ptr(), f.payload.as_ptr(), "the same payload"),
+            _ => panic!("a send to a scripted sink is Done or Queued"),
         }
-        ep.flush_to(&mut sink, &rx).expect("flush");
+        ep.flush_to(&mut sink, &pml).expect("flush");
     }
     let stream_len: usize = frags
         .iter()
@@ -188,7 +189,7 @@ fn write_all(frags: &[Fragment], cuts: &[usize]) -> Vec<u8> {
     let limit = call_limit(stream_len, frags.len(), cuts);
     let mut rounds = 0;
     while !ep.queue.is_empty() {
-        ep.flush_to(&mut sink, &rx).expect("flush");
+        ep.flush_to(&mut sink, &pml).expect("flush");
         rounds += 1;
         assert!(rounds < limit, "the queue never drained ({rounds} rounds)");
     }
@@ -216,6 +217,7 @@ fn read_all(bytes: Vec<u8>, cuts: &[usize], direct: bool) -> (Vec<Fragment>, End
     let rec = Rc::new(RefCell::new(Recorder::default()));
     rec.borrow_mut().direct = direct;
     let rx = receiver(&rec);
+    let pml = pml_of(&rx);
     let mut conn = Inbound::new(dummy_fd(), 0, 1, None, true);
     let mut src = ScriptedSource {
         chunks: Chunks::new(cuts),
@@ -226,7 +228,7 @@ fn read_all(bytes: Vec<u8>, cuts: &[usize], direct: bool) -> (Vec<Fragment>, End
     let limit = call_limit(src.bytes.len(), src.bytes.len() / FRAME_HEADER_LEN, cuts);
     let mut calls = 0;
     let ended = loop {
-        match conn.service_from(&mut src, &rx) {
+        match conn.service_from(&mut src, &pml) {
             Ok(_) => {}
             Err((_, ended)) => break ended,
         }
@@ -430,8 +432,9 @@ impl ByteSource for PanickingSource {
 fn a_panic_in_the_reader_ends_the_connection_with_its_message() {
     let rec = Rc::new(RefCell::new(Recorder::default()));
     let rx = receiver(&rec);
+    let pml = pml_of(&rx);
     let mut conn = Inbound::new(dummy_fd(), 0, 1, None, true);
-    let outcome = conn.service_guarded(&mut PanickingSource, &rx);
+    let outcome = conn.service_guarded(&mut PanickingSource, &pml);
     let Err((0, Ended::Failed(why))) = outcome else {
         panic!("expected the connection to end, got {outcome:?}");
     };

@@ -1,21 +1,32 @@
-//! Test scaffolding: a recording pml receiver, a services table that
-//! records log lines, and "ranks" (TcpBtl instances in one process)
-//! pumped in turn until a condition holds or a hard deadline passes.
+//! Test scaffolding: a recording pml receiver, the plugin API's fake
+//! services (`oxmpi_plugin_api::testkit`: parameters and recorded log
+//! lines), and "ranks" (TcpBtl instances in one process, driven through
+//! the [`Btl`] trait with a [`Pml`] over the recording receiver) pumped in
+//! turn until a condition holds or a hard deadline passes.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::rc::Rc;
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use abi_stable::std_types::{ROption, RStr};
+use abi_stable::std_types::RStr;
+pub use oxmpi_framework_btl::adapter::Btl;
+use oxmpi_framework_btl::adapter::{Payload, Pml, Sent};
 use oxmpi_framework_btl::module::{BtlReceiver, JobIdentity, SendOutcome};
 use oxmpi_netif::interfaces::Interface;
-use oxmpi_plugin_api::reexports::PrefixTypeTrait;
-use oxmpi_plugin_api::{ComponentContext, ParamValue, Services, ServicesRef};
+use oxmpi_plugin_api::testkit;
+use oxmpi_plugin_api::ComponentContext;
 
 use crate::{discover, Config, InitError, TcpBtl};
+
+/// The callbacks of a receiver made by [`receiver`] (the recording pml).
+pub fn pml_of(rx: &BtlReceiver) -> Pml<'_> {
+    // SAFETY: every receiver of this harness is made by `receiver`, whose
+    // callbacks take the `Recorder` its `ctx` points at, which outlives the
+    // receiver; the harness drives the btls from one thread.
+    unsafe { Pml::from_receiver(rx) }
+}
 
 /// Hard limit for any wait in the tests.
 pub const DEADLINE: Duration = Duration::from_secs(60);
@@ -150,71 +161,16 @@ pub fn receiver(rec: &Rc<RefCell<Recorder>>) -> BtlReceiver {
 
 // ---- services ------------------------------------------------------------
 
-/// A recorded log line: (component name, level, text).
-pub type Line = (String, i32, String);
-
-fn log_lines() -> &'static Mutex<Vec<Line>> {
-    static LINES: OnceLock<Mutex<Vec<Line>>> = OnceLock::new();
-    LINES.get_or_init(Default::default)
-}
-
-/// Parameter values the test services answer (full names).
-pub fn param_map() -> &'static Mutex<HashMap<String, ParamValue>> {
-    static MAP: OnceLock<Mutex<HashMap<String, ParamValue>>> = OnceLock::new();
-    MAP.get_or_init(Default::default)
-}
-
-extern "C" fn t_param(full_name: RStr<'_>) -> ROption<ParamValue> {
-    param_map()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(full_name.as_str())
-        .cloned()
-        .into()
-}
-
-extern "C" fn t_verbosity(_framework: RStr<'_>) -> i32 {
-    100
-}
-
-extern "C" fn t_log(_framework: RStr<'_>, component: RStr<'_>, level: i32, message: RStr<'_>) {
-    log_lines().lock().unwrap_or_else(|e| e.into_inner()).push((
-        component.as_str().to_owned(),
-        level,
-        message.as_str().to_owned(),
-    ));
-}
-
-fn services() -> ServicesRef {
-    static S: OnceLock<ServicesRef> = OnceLock::new();
-    *S.get_or_init(|| {
-        Services {
-            param_value: t_param,
-            verbosity: t_verbosity,
-            log: t_log,
-        }
-        .leak_into_prefix()
-    })
-}
-
-/// A context whose log lines are recorded under `component`.
+/// A context over the fake services whose log lines are recorded under
+/// the component name `component` (one per rank, so that each rank's
+/// lines can be told apart).
 pub fn context(component: &str) -> ComponentContext {
-    ComponentContext {
-        services: services(),
-        framework: RStr::from_str("btl"),
-        component: RStr::from_str(Box::leak(component.to_owned().into_boxed_str())),
-    }
+    testkit::context("btl", component)
 }
 
 /// The lines logged under `component`.
 pub fn lines_of(component: &str) -> Vec<(i32, String)> {
-    log_lines()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .filter(|(c, _, _)| c == component)
-        .map(|(_, l, m)| (*l, m.clone()))
-        .collect()
+    testkit::logged_by("btl", component)
 }
 
 // ---- ranks ---------------------------------------------------------------
@@ -246,6 +202,8 @@ pub fn lo_config() -> Config {
 pub struct Rank {
     pub btl: Option<TcpBtl>,
     pub rec: Rc<RefCell<Recorder>>,
+    /// The receiver recording into `rec` (what the pml registered).
+    rx: BtlReceiver,
     /// The component name its log lines carry.
     pub tag: String,
 }
@@ -258,13 +216,20 @@ impl Rank {
 
     /// As [`Rank::new`] with an explicit identity.
     pub fn with_identity(tag: &str, cfg: Config, me: JobIdentity) -> Result<Rank, InitError> {
+        let btl = TcpBtl::new(cfg, me, context(tag), &host_interfaces())?;
+        Ok(Rank::around(tag, btl))
+    }
+
+    /// A rank around an already made `btl`.
+    pub fn around(tag: &str, btl: TcpBtl) -> Rank {
         let rec = Rc::new(RefCell::new(Recorder::default()));
-        let btl = TcpBtl::new(cfg, me, receiver(&rec), context(tag), &host_interfaces())?;
-        Ok(Rank {
+        let rx = receiver(&rec);
+        Rank {
             btl: Some(btl),
             rec,
+            rx,
             tag: tag.to_owned(),
-        })
+        }
     }
 
     pub fn btl(&mut self) -> &mut TcpBtl {
@@ -272,18 +237,26 @@ impl Rank {
     }
 
     pub fn card(&self) -> Vec<u8> {
-        self.btl
-            .as_ref()
-            .expect("rank is alive")
-            .contact_card()
-            .to_vec()
+        self.btl.as_ref().expect("rank is alive").contact_card()
     }
 
+    /// One progress call with the recording receiver as the pml.
     pub fn progress(&mut self) -> usize {
-        self.btl.as_mut().map_or(0, TcpBtl::progress)
+        let pml = pml_of(&self.rx);
+        self.btl.as_mut().map_or(0, |btl| btl.progress(&pml))
     }
 
-    /// Sends `header` + `payload` (payload must outlive the send).
+    /// What the adapter does after an internal error: the btl's
+    /// `stop_after_internal_error` with the recording receiver.
+    pub fn stop_after_internal_error(&mut self, message: &str) {
+        let pml = pml_of(&self.rx);
+        let btl = self.btl.as_mut().expect("rank is alive");
+        btl.stop_after_internal_error(&pml, message);
+    }
+
+    /// Sends `header` + `payload` (payload must outlive the send) as the
+    /// generated entry point does, answering as it does; a payload the
+    /// btl gives back must be the one it was given.
     pub fn send(
         &mut self,
         module: u32,
@@ -292,18 +265,24 @@ impl Rank {
         payload: &[u8],
         cookie: u64,
     ) -> SendOutcome {
-        // SAFETY: the tests keep payloads alive until delivery is checked.
-        unsafe {
-            self.btl().send(
-                module,
-                ep,
-                header.as_ptr(),
-                header.len(),
-                payload.as_ptr(),
-                payload.len(),
-                cookie,
-            )
+        // SAFETY: the tests keep payloads alive and unchanged until their
+        // delivery (and on_send_done) is checked.
+        let token = unsafe { Payload::from_raw(payload.as_ptr(), payload.len(), cookie) };
+        let (outcome, back) = match self.btl().send(module, ep, header, token) {
+            Sent::Done(p) => (SendOutcome::Done, Some(p)),
+            Sent::Queued => (SendOutcome::Queued, None),
+            Sent::WouldBlock(p) => (SendOutcome::WouldBlock, Some(p)),
+            Sent::Failed(p) => (SendOutcome::Failed, Some(p)),
+        };
+        if let Some(p) = back {
+            if p.as_ptr() != payload.as_ptr() || p.len() != payload.len() {
+                self.rec
+                    .borrow_mut()
+                    .violations
+                    .push(format!("send gave back another payload ({outcome:?})"));
+            }
         }
+        outcome
     }
 
     pub fn frags(&self) -> usize {

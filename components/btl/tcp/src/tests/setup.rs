@@ -175,15 +175,7 @@ fn an_interface_left_out_of_the_pairing_says_so() {
         port_min_v4: 0,
         ..Config::default()
     };
-    let rec = std::rc::Rc::new(std::cell::RefCell::new(Recorder::default()));
-    let mut a = crate::TcpBtl::new(
-        cfg,
-        identity(0, 2),
-        receiver(&rec),
-        context("unpaired"),
-        &candidates,
-    )
-    .unwrap();
+    let mut a = crate::TcpBtl::new(cfg, identity(0, 2), context("unpaired"), &candidates).unwrap();
     assert_eq!(a.modules().len(), 2);
     let remote = Card {
         links: 1,
@@ -408,10 +400,7 @@ fn bad_sends_are_refused() {
 fn the_extern_entry_points() {
     // The only test that touches the process-global instance.
     let set = |name: &str, v: ParamValue| {
-        param_map()
-            .lock()
-            .unwrap()
-            .insert(format!("btl_tcp_{name}"), v);
+        oxmpi_plugin_api::testkit::set_param(&format!("btl_tcp_{name}"), v);
     };
     set("if_include", ParamValue::Str("lo".into()));
     set("if_exclude", ParamValue::Str("eth0".into()));
@@ -592,15 +581,7 @@ fn a_device_with_several_addresses_is_refused_with_advice() {
         port_min_v4: 0,
         ..Config::default()
     };
-    let rec = std::rc::Rc::new(std::cell::RefCell::new(Recorder::default()));
-    let btl = crate::TcpBtl::new(
-        cfg,
-        identity(0, 2),
-        receiver(&rec),
-        context("several"),
-        &candidates,
-    )
-    .unwrap();
+    let btl = crate::TcpBtl::new(cfg, identity(0, 2), context("several"), &candidates).unwrap();
     let labels: Vec<&str> = btl.modules().iter().map(|m| m.label.as_str()).collect();
     assert_eq!(labels, ["tcp lo link 0"]);
     let lines = lines_of("several");
@@ -619,10 +600,8 @@ fn an_internal_error_in_progress_fails_each_peer_once_and_stops() {
     pump(&mut [&mut a, &mut b], "both connections", |r| {
         r[0].frags() == 1 && r[1].frags() == 1
     });
-    b.btl()
-        .stop_after_internal_error("'boom' at somewhere.rs:1");
-    b.btl()
-        .stop_after_internal_error("'again' at somewhere.rs:2");
+    b.stop_after_internal_error("'boom' at somewhere.rs:1");
+    b.stop_after_internal_error("'again' at somewhere.rs:2");
     spin(&mut [&mut b], 100);
     assert_eq!(b.progress(), 0);
     let failed = b.rec.borrow().failed.clone();
