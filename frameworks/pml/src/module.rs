@@ -164,6 +164,17 @@ pub struct ProgressFn {
     pub poll: unsafe extern "C" fn() -> usize,
 }
 
+impl ProgressFn {
+    /// Runs the function; returns its number of events.
+    #[inline]
+    pub fn run(&self) -> usize {
+        // SAFETY: a progress function a pml registered: a btl table's
+        // `progress`, which takes no argument and whose generated entry
+        // point checks exclusive entry itself.
+        unsafe { (self.poll)() }
+    }
+}
+
 /// A btl component the MPI layer selected, for the pml to use.
 #[repr(C)]
 #[derive(StableAbi, Copy, Clone)]
