@@ -26,6 +26,12 @@
 //!   wrong. A request that completes in error says which in
 //!   [`RequestStatus::error`]; [`request_error`](PmlModule::request_error)
 //!   gives the sentence.
+//!
+//! Nobody writes these tables by hand: a component implements
+//! [`crate::adapter::Pml`] and exports it with
+//! [`export_pml_component!`](crate::export_pml_component) (which also
+//! checks exclusive entry and catches panics on every entry point), and
+//! the MPI layer calls it through [`crate::handle::PmlHandle`].
 
 use abi_stable::std_types::{RSlice, RStr, RString, RVec};
 use abi_stable::StableAbi;

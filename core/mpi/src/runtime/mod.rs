@@ -1,7 +1,7 @@
 //! The MPI layer: one [`Runtime`] per process, between the Rust API and the
 //! pml.
 //!
-//! - [`init`] resolves the MCA parameters, wires up with the launcher over
+//! - [`init`](fn@init) resolves the MCA parameters, wires up with the launcher over
 //!   PMI (or runs as a singleton), opens the btl framework (every usable
 //!   btl) and the pml framework (the best one), starts the pml over the
 //!   btls, and exchanges contact cards through the modex. Every rank checks
@@ -129,7 +129,7 @@ impl DerefMut for Entered<'_> {
     }
 }
 
-/// The MPI layer of this process. Obtain it with [`init`].
+/// The MPI layer of this process. Obtain it with [`init`](fn@init).
 pub struct Runtime {
     rank: u32,
     size: u32,
