@@ -1,6 +1,6 @@
 //! The MPI layer of oxmpi, below the Rust API (`oxmpi`) and above the pml.
 //!
-//! - [`runtime`]: initialization (MCA parameters, PMI wire-up, btl and pml
+//! - [`runtime`](mod@runtime): initialization (MCA parameters, PMI wire-up, btl and pml
 //!   selection, the modex), the communicators `WORLD` and `SELF`, requests,
 //!   the progress engine, thread levels, finalize and abort.
 //! - [`modex`]: the exchange of transports' contact cards over PMI (put,

@@ -3,10 +3,14 @@
 //! Selection: one PML per process, the usable one with the highest priority. The core declares the selection parameter `pml` and
 //! `pml_base_verbose` for it; this crate declares the rest of the
 //! framework-wide parameters and the module interface pml components
-//! implement ([`module`]).
+//! implement ([`module`]): a component implements the safe
+//! [`adapter::Pml`] trait and exports it with [`export_pml_component!`];
+//! the MPI layer drives it through [`handle::PmlHandle`].
 
 use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
 
+pub mod adapter;
+pub mod handle;
 pub mod module;
 
 /// Version of the interface between the pml framework and its components.
@@ -24,3 +28,6 @@ pub static FRAMEWORK: FrameworkInfo = FrameworkInfo {
     selection: SelectionKind::Single,
     base_params: BASE_PARAMS,
 };
+
+#[doc(hidden)]
+pub use oxmpi_plugin_api as __plugin_api;

@@ -26,6 +26,12 @@
 //!   wrong. A request that completes in error says which in
 //!   [`RequestStatus::error`]; [`request_error`](PmlModule::request_error)
 //!   gives the sentence.
+//!
+//! Nobody writes these tables by hand: a component implements
+//! [`crate::adapter::Pml`] and exports it with
+//! [`export_pml_component!`](crate::export_pml_component) (which also
+//! checks exclusive entry and catches panics on every entry point), and
+//! the MPI layer calls it through [`crate::handle::PmlHandle`].
 
 use abi_stable::std_types::{RSlice, RStr, RString, RVec};
 use abi_stable::StableAbi;
@@ -162,6 +168,17 @@ pub struct PmlCore {
 pub struct ProgressFn {
     /// The function.
     pub poll: unsafe extern "C" fn() -> usize,
+}
+
+impl ProgressFn {
+    /// Runs the function; returns its number of events.
+    #[inline]
+    pub fn run(&self) -> usize {
+        // SAFETY: a progress function a pml registered: a btl table's
+        // `progress`, which takes no argument and whose generated entry
+        // point checks exclusive entry itself.
+        unsafe { (self.poll)() }
+    }
 }
 
 /// A btl component the MPI layer selected, for the pml to use.

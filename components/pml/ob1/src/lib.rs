@@ -4,15 +4,23 @@
 //! rendezvous with a pipeline of fragments, synchronous sends, per-peer
 //! btl choice and striping over several btl modules.
 //!
-//! The component exports a [`PmlModule`] ([`MODULE`]); the MPI layer
-//! selects it (`pml_ob1_priority`, default 20) and calls it under its lock
-//! (see `oxmpi_framework_pml::module` for the contract). Matching is the
-//! tested engine of `oxmpi-matching`.
+//! The component implements the pml framework's safe `Pml` trait
+//! ([`Ob1`]) and exports it with `export_pml_component!`, which generates
+//! its [`PmlModule`](oxmpi_framework_pml::module::PmlModule) ([`MODULE`]),
+//! the receivers its btls call back, and the one process-global state: an
+//! entry point that finds another one running (a nested call, two
+//! threads) is refused in every build profile, and a panic stops the pml —
+//! every later call is refused with a sentence naming the first internal
+//! error, and `test` reports the request complete in error (see
+//! `oxmpi_framework_pml::adapter`). The MPI layer selects it
+//! (`pml_ob1_priority`, default 20) and calls it under its lock (see
+//! `oxmpi_framework_pml::module` for the contract). Matching is the tested
+//! engine of `oxmpi-matching`.
 //!
 //! # Initialization
 //!
-//! [`PmlModule::init`] calls each selected btl's `init` with ob1's
-//! receiver (its `ctx` names the btl). A btl whose `init` fails, or that
+//! `PmlModule::init` calls each selected btl's `init` with the receiver
+//! the adapter made for it (its `ctx` names the btl). A btl whose `init` fails, or that
 //! finds no module, is skipped and its reason logged through the btl's own
 //! context at level 10; the reason is kept for unreachable-peer messages.
 //! For each btl with modules, ob1 publishes its contact card under
@@ -103,7 +111,7 @@
 //!
 //! ob1 never calls a btl from inside a btl callback: a callback only
 //! updates state and queues work (ACKs, FRAGs after an ACK, retries), and
-//! [`PmlModule::progress`] does the sending. **The MPI layer must call the
+//! `PmlModule::progress` does the sending. **The MPI layer must call the
 //! pml's `progress` after the btls' progress functions** in every progress
 //! round (waits and tests), or ACKs and FRAGs never leave. `isend` and
 //! `irecv` send directly when they can (the first fragment; an ACK for a
@@ -139,7 +147,7 @@
 //! request slab and matcher reuse their slots, the per-peer sequence map
 //! is touched once per context.
 
-mod abi;
+mod component;
 mod engine;
 mod pool;
 mod requests;
@@ -148,7 +156,7 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
-use oxmpi_framework_pml::module::PmlModule;
+pub use component::Ob1;
 use oxmpi_plugin_api::{ComponentContext, ComponentError, Lifecycle, Params, QueryReply, Version};
 
 /// The component's parameters (`pml_ob1_<name>`), declared once:
@@ -191,28 +199,12 @@ impl Lifecycle for Component {
     }
 }
 
-/// The component's pml module (see the crate docs).
-pub static MODULE: PmlModule = PmlModule {
-    init: abi::init,
-    isend: abi::isend,
-    irecv: abi::irecv,
-    test: abi::test,
-    request_error: abi::request_error,
-    free: abi::free,
-    cancel: abi::cancel,
-    iprobe: abi::iprobe,
-    progress: abi::progress,
-    finalize: abi::finalize,
-};
-
-oxmpi_plugin_api::export_component! {
+oxmpi_framework_pml::export_pml_component! {
+    pml: Ob1,
     lifecycle: Component,
-    framework: "pml",
     component: "ob1",
     version: Version::new(1, 0, 0),
-    interface: oxmpi_framework_pml::INTERFACE_VERSION,
     description: "MPI point-to-point over btls: eager, rendezvous with a fragment pipeline, \
                   synchronous sends, striping over btl modules",
     params: Ob1Params::DECLS,
-    module: &MODULE,
 }

@@ -3,111 +3,65 @@
 //! its own process, and `broken`, whose init fails), sends to self through
 //! the real receiver trampolines, errors, finalize, re-init.
 //!
-//! One test function: the pml's state is process-global.
+//! One test function: the pml's state is process-global. The core's
+//! services are the plugin API's test kit; the MPI layer is a
+//! [`PmlHandle`] over the exported table and a fake [`MpiCore`].
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use abi_stable::prefix_type::PrefixTypeTrait;
-use abi_stable::std_types::{ROption, RSlice, RStr, RString, RVec};
+use abi_stable::std_types::{RSlice, RStr, RString, RVec};
 use mca_pml_ob1::MODULE;
 use oxmpi_framework_btl::module::{
     flags, BtlComponentModule, BtlModuleInfo, BtlReceiver, JobIdentity, SendOutcome,
 };
+use oxmpi_framework_pml::handle::{MpiCore, PmlHandle};
 use oxmpi_framework_pml::module::{
-    BtlCandidate, ModexLookup, PmlCore, ProgressFn, RecvArgs, RequestError, RequestStatus,
-    SendArgs, SendMode, ANY_SOURCE, ANY_TAG,
+    BtlCandidate, ProgressFn, RecvArgs, RequestError, RequestStatus, SendArgs, SendMode,
+    ANY_SOURCE, ANY_TAG,
 };
-use oxmpi_plugin_api::{ComponentContext, ParamValue, Services};
-
-// ----- the core's services -----
-
-static LOGS: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-extern "C" fn param_value(full_name: RStr<'_>) -> ROption<ParamValue> {
-    match full_name.as_str() {
-        "pml_ob1_send_pipeline_depth" => ROption::RSome(ParamValue::Int(2)),
-        _ => ROption::RNone,
-    }
-}
-
-extern "C" fn verbosity(_framework: RStr<'_>) -> i32 {
-    100
-}
-
-extern "C" fn log(framework: RStr<'_>, component: RStr<'_>, level: i32, message: RStr<'_>) {
-    LOGS.lock()
-        .unwrap()
-        .push(format!("{framework}:{component}:{level}: {message}"));
-}
-
-fn context(framework: &'static str, component: &'static str) -> ComponentContext {
-    ComponentContext {
-        services: Services {
-            param_value,
-            verbosity,
-            log,
-        }
-        .leak_into_prefix(),
-        framework: RStr::from_str(framework),
-        component: RStr::from_str(component),
-    }
-}
+use oxmpi_plugin_api::{testkit, verbosity, ComponentContext, ParamValue};
 
 // ----- the MPI layer's core -----
 
-static MODEX: Mutex<Vec<(String, Vec<u8>)>> = Mutex::new(Vec::new());
-static PROGRESS: Mutex<Vec<ProgressFn>> = Mutex::new(Vec::new());
-
-unsafe extern "C" fn modex_put(
-    _ctx: *mut std::ffi::c_void,
-    name: RStr<'_>,
-    card: RSlice<'_, u8>,
-    _error: &mut RString,
-) -> bool {
-    MODEX
-        .lock()
-        .unwrap()
-        .push((name.to_string(), card.to_vec()));
-    true
+/// The modex of a two-rank job seen from rank 0 (rank 1 publishes
+/// nothing), and the progress functions the pml registers.
+struct FakeCore {
+    modex: Mutex<Vec<(String, Vec<u8>)>>,
+    progress: Mutex<Vec<ProgressFn>>,
 }
 
-unsafe extern "C" fn modex_get(
-    _ctx: *mut std::ffi::c_void,
-    rank: u32,
-    name: RStr<'_>,
-    card: &mut RVec<u8>,
-    _error: &mut RString,
-) -> ModexLookup {
-    if rank != 0 {
-        return ModexLookup::Missing;
+impl MpiCore for FakeCore {
+    fn modex_put(&self, name: &str, card: &[u8]) -> Result<(), String> {
+        self.modex
+            .lock()
+            .unwrap()
+            .push((name.to_string(), card.to_vec()));
+        Ok(())
     }
-    match MODEX
-        .lock()
-        .unwrap()
-        .iter()
-        .find(|(n, _)| n == name.as_str())
-    {
-        Some((_, c)) => {
-            *card = RVec::from(c.clone());
-            ModexLookup::Found
+
+    fn modex_get(&self, rank: u32, name: &str) -> Result<Option<Vec<u8>>, String> {
+        if rank != 0 {
+            return Ok(None);
         }
-        None => ModexLookup::Missing,
+        Ok(self
+            .modex
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, c)| c.clone()))
+    }
+
+    fn register_progress(&self, poll: ProgressFn) {
+        self.progress.lock().unwrap().push(poll);
     }
 }
 
-unsafe extern "C" fn register_progress(_ctx: *mut std::ffi::c_void, poll: ProgressFn) {
-    PROGRESS.lock().unwrap().push(poll);
-}
-
-fn core() -> PmlCore {
-    PmlCore {
-        ctx: std::ptr::null_mut(),
-        modex_put,
-        modex_get,
-        register_progress,
-    }
-}
+static CORE: FakeCore = FakeCore {
+    modex: Mutex::new(Vec::new()),
+    progress: Mutex::new(Vec::new()),
+};
 
 // ----- btl `loop` -----
 
@@ -125,6 +79,8 @@ struct Loop {
     max_queued: usize,
     direct: usize,
     finalized: bool,
+    /// Deliver each fragment from inside `send` too (a contract violation).
+    call_back_from_send: bool,
 }
 
 // SAFETY: used from the test's one thread only.
@@ -137,6 +93,7 @@ static LOOP_STATE: Mutex<Loop> = Mutex::new(Loop {
     max_queued: 0,
     direct: 0,
     finalized: false,
+    call_back_from_send: false,
 });
 
 unsafe extern "C" fn loop_init(
@@ -195,6 +152,12 @@ unsafe extern "C" fn loop_send(
 ) -> SendOutcome {
     assert_eq!((module, endpoint), (0, 77));
     let mut s = LOOP_STATE.lock().unwrap();
+    if s.call_back_from_send {
+        let rx = s.receiver.unwrap();
+        drop(s);
+        (rx.on_fragment)(rx.ctx, 0, 0, header, header_len, payload, payload_len);
+        s = LOOP_STATE.lock().unwrap();
+    }
     let queued = payload_len > 0;
     if queued {
         let n = match s.queued.iter_mut().find(|(c, _)| *c == cookie) {
@@ -331,12 +294,12 @@ fn candidates() -> Vec<BtlCandidate> {
         BtlCandidate {
             name: RStr::from_str("loop"),
             module: &LOOP,
-            context: context("btl", "loop"),
+            context: testkit::context("btl", "loop"),
         },
         BtlCandidate {
             name: RStr::from_str("broken"),
             module: &BROKEN,
-            context: context("btl", "broken"),
+            context: testkit::context("btl", "broken"),
         },
     ]
 }
@@ -348,40 +311,25 @@ const IDENTITY: JobIdentity = JobIdentity {
     size: 2,
 };
 
+fn pml() -> PmlHandle {
+    PmlHandle::new(&MODULE, testkit::context("pml", "ob1"))
+}
+
 fn init(btls: &[BtlCandidate]) -> Result<(), String> {
-    let mut error = RString::new();
-    // SAFETY: the module's entry point, called as the MPI layer would.
-    let ok = unsafe {
-        (MODULE.init)(
-            &context("pml", "ob1"),
-            &IDENTITY,
-            core(),
-            RSlice::from_slice(btls),
-            &mut error,
-        )
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(error.into_string())
-    }
+    pml().init(&IDENTITY, &CORE, btls)
 }
 
 fn progress_round() {
-    let polls: Vec<ProgressFn> = PROGRESS.lock().unwrap().clone();
+    let polls: Vec<ProgressFn> = CORE.progress.lock().unwrap().clone();
     for p in polls {
-        // SAFETY: a registered btl progress function.
-        unsafe { (p.poll)() };
+        p.run();
     }
-    // SAFETY: the module's entry point.
-    unsafe { (MODULE.progress)() };
+    pml().progress();
 }
 
 fn wait(request: u64) -> RequestStatus {
-    let mut status = RequestStatus::default();
     for _ in 0..100_000 {
-        // SAFETY: the module's entry point.
-        if unsafe { (MODULE.test)(request, &mut status) } {
+        if let Some(status) = pml().test(request) {
             return status;
         }
         progress_round();
@@ -407,15 +355,8 @@ fn isend_kind(
         context: 0,
         mode,
     };
-    let mut request = 0;
-    let mut kind = RequestError::None;
-    let mut error = RString::new();
     // SAFETY: the buffer outlives the request in these tests.
-    if unsafe { (MODULE.isend)(&args, &mut request, &mut kind, &mut error) } {
-        Ok(request)
-    } else {
-        Err((kind, error.into_string()))
-    }
+    unsafe { pml().isend(&args) }
 }
 
 fn irecv(buf: &mut [u8], source: i32, tag: i32) -> u64 {
@@ -426,21 +367,8 @@ fn irecv(buf: &mut [u8], source: i32, tag: i32) -> u64 {
         tag,
         context: 0,
     };
-    let mut request = 0;
-    let mut error = RString::new();
     // SAFETY: the buffer outlives the request in these tests.
-    assert!(
-        unsafe { (MODULE.irecv)(&args, &mut request, &mut error) },
-        "{error}"
-    );
-    request
-}
-
-fn request_error(request: u64) -> String {
-    let mut s = RString::new();
-    // SAFETY: the module's entry point.
-    unsafe { (MODULE.request_error)(request, &mut s) };
-    s.into_string()
+    unsafe { pml().irecv(&args) }.unwrap()
 }
 
 fn data(len: usize, seed: u8) -> Vec<u8> {
@@ -451,21 +379,25 @@ fn data(len: usize, seed: u8) -> Vec<u8> {
 
 #[test]
 fn the_module_table_end_to_end() {
+    testkit::set_param("pml_ob1_send_pipeline_depth", ParamValue::Int(2));
     let btls = candidates();
     init(&btls).unwrap();
-    assert_eq!(init(&btls).unwrap_err(), "pml ob1 is already initialized");
     assert_eq!(
-        *MODEX.lock().unwrap(),
+        init(&btls).unwrap_err(),
+        "pml ob1 init: the component is already initialized (init called twice without finalize)"
+    );
+    assert_eq!(
+        *CORE.modex.lock().unwrap(),
         vec![("btl_loop".to_string(), b"loop-card".to_vec())]
     );
-    assert_eq!(PROGRESS.lock().unwrap().len(), 1);
+    assert_eq!(CORE.progress.lock().unwrap().len(), 1);
+    let broken = testkit::logged_by("btl", "broken");
     assert!(
-        LOGS.lock()
-            .unwrap()
-            .iter()
-            .any(|l| l == "btl:broken:10: not used by pml ob1: init failed: no device"),
-        "{:?}",
-        LOGS.lock().unwrap()
+        broken.contains(&(
+            verbosity::COMPONENT,
+            "not used by pml ob1: init failed: no device".to_string()
+        )),
+        "{broken:?}"
     );
 
     // Messages to self: eager, rendezvous (FRAGs placed directly), large.
@@ -484,11 +416,8 @@ fn the_module_table_end_to_end() {
         );
         assert_eq!(buf, msg, "{len} bytes");
         assert_eq!(wait(s).error, RequestError::None);
-        // SAFETY: the module's entry point.
-        unsafe {
-            (MODULE.free)(r);
-            (MODULE.free)(s);
-        }
+        pml().free(r);
+        pml().free(s);
     }
     {
         let l = LOOP_STATE.lock().unwrap();
@@ -506,12 +435,8 @@ fn the_module_table_end_to_end() {
     for _ in 0..10 {
         progress_round();
     }
-    let mut status = RequestStatus::default();
-    // SAFETY: the module's entry points.
-    unsafe {
-        assert!(!(MODULE.test)(s, &mut status), "ssend completed unmatched");
-        assert!((MODULE.iprobe)(0, ANY_SOURCE, ANY_TAG, &mut status));
-    }
+    assert_eq!(pml().test(s), None, "ssend completed unmatched");
+    let status = pml().iprobe(0, ANY_SOURCE, ANY_TAG).expect("a message");
     assert_eq!((status.source, status.tag, status.count), (0, 42, 200));
     let mut small = vec![0u8; 50];
     let r = irecv(&mut small, 0, 42);
@@ -519,7 +444,7 @@ fn the_module_table_end_to_end() {
     assert_eq!((st.count, st.error), (50, RequestError::Truncated));
     assert_eq!(small, msg[..50]);
     assert_eq!(
-        request_error(r),
+        pml().request_error(r),
         "message of 200 bytes from rank 0 (tag 42) truncated to the 50-byte receive buffer"
     );
     assert_eq!(wait(s).error, RequestError::None);
@@ -527,12 +452,8 @@ fn the_module_table_end_to_end() {
     // Cancel.
     let mut buf = [0u8; 4];
     let r = irecv(&mut buf, 0, 99);
-    // SAFETY: the module's entry points.
-    unsafe {
-        assert!((MODULE.cancel)(r));
-        assert!((MODULE.test)(r, &mut status));
-    }
-    assert!(status.cancelled);
+    assert!(pml().cancel(r));
+    assert!(pml().test(r).expect("cancelled is complete").cancelled);
 
     // Unreachable peer.
     assert_eq!(
@@ -551,22 +472,24 @@ fn the_module_table_end_to_end() {
     );
 
     // Unknown handle.
-    // SAFETY: the module's entry point.
-    assert!(unsafe { (MODULE.test)(0xdead, &mut status) });
-    assert_eq!(status.error, RequestError::Other);
     assert_eq!(
-        request_error(0xdead),
+        pml().test(0xdead).map(|s| s.error),
+        Some(RequestError::Other)
+    );
+    assert_eq!(
+        pml().request_error(0xdead),
         "pml ob1 has no request 0xdead: it was freed, or never issued"
     );
 
     // Finalize: the loop btl is finalized, the broken one is not touched.
-    // SAFETY: the module's entry point.
-    unsafe { (MODULE.finalize)() };
+    pml().finalize();
     assert!(LOOP_STATE.lock().unwrap().finalized);
     assert_eq!(
         isend(b"x", 0, 0, SendMode::Standard).unwrap_err(),
-        "pml ob1 isend: the pml is not initialized"
+        "pml ob1 isend: the component is not initialized"
     );
+    // A request cannot hang on a pml that is gone: complete in error.
+    assert_eq!(pml().test(s).map(|s| s.error), Some(RequestError::Other));
 
     // No usable btl, and none at all.
     assert_eq!(
@@ -579,7 +502,7 @@ fn the_module_table_end_to_end() {
     );
 
     // A second life after finalize.
-    PROGRESS.lock().unwrap().clear();
+    CORE.progress.lock().unwrap().clear();
     init(&btls).unwrap();
     let msg = data(5000, 3);
     let mut buf = vec![0u8; 5000];
@@ -588,6 +511,24 @@ fn the_module_table_end_to_end() {
     wait(r);
     wait(s);
     assert_eq!(buf, msg);
-    // SAFETY: the module's entry point.
-    unsafe { (MODULE.finalize)() };
+
+    // A btl that calls back from inside `send` breaks the contract: the
+    // callback is refused (the pml is still inside `isend`), not run on
+    // the state `isend` holds, so the message arrives only through the
+    // btl's progress, once.
+    LOOP_STATE.lock().unwrap().call_back_from_send = true;
+    let r = isend(b"y", 0, 3, SendMode::Standard).unwrap();
+    LOOP_STATE.lock().unwrap().call_back_from_send = false;
+    assert_eq!(pml().iprobe(0, 0, 3), None, "a callback from send was run");
+    let mut one = [0u8; 1];
+    let q = irecv(&mut one, 0, 3);
+    assert_eq!(wait(q).count, 1);
+    assert_eq!(one, *b"y");
+    wait(r);
+    let lines = testkit::logged_by("pml", "ob1");
+    assert!(
+        !lines.iter().any(|(_, m)| m.contains("duplicate")),
+        "{lines:?}"
+    );
+    pml().finalize();
 }

@@ -3,17 +3,17 @@
 
 use super::{Error, ErrorClass, Runtime, State, ThreadLevel};
 use crate::modex::Modex;
-use abi_stable::std_types::{RSlice, RStr, RString, RVec};
+use abi_stable::std_types::RStr;
 use oxmpi_framework_btl::module::{BtlComponentModule, JobIdentity};
-use oxmpi_framework_pml::module::{BtlCandidate, ModexLookup, PmlCore, PmlModule, ProgressFn};
+use oxmpi_framework_pml::handle::{MpiCore, PmlHandle};
+use oxmpi_framework_pml::module::{BtlCandidate, PmlModule, ProgressFn};
 use oxmpi_mca::framework::OpenFramework;
 use oxmpi_mca::mca::{Mca, McaInputs, Severity};
 use oxmpi_pmi::PmiClient;
-use std::ffi::c_void;
 use std::sync::Mutex;
 
-/// What the pml reaches through [`PmlCore`]: the modex, and the progress
-/// functions it registers during its `init`.
+/// What the pml reaches through its core services ([`MpiCore`]): the
+/// modex, and the progress functions it registers during its `init`.
 pub(crate) struct CoreShared {
     pub(crate) modex: Mutex<Modex>,
     pub(crate) progress: Mutex<Vec<ProgressFn>>,
@@ -23,64 +23,34 @@ fn init_error(message: impl Into<String>) -> Error {
     Error::new(ErrorClass::Init, message)
 }
 
-fn shared(ctx: *mut c_void) -> &'static CoreShared {
-    // SAFETY: `ctx` is the leaked `CoreShared` this module handed to the pml.
-    unsafe { &*(ctx as *const CoreShared) }
-}
-
-unsafe extern "C" fn modex_put(
-    ctx: *mut c_void,
-    name: RStr<'_>,
-    card: RSlice<'_, u8>,
-    error: &mut RString,
-) -> bool {
-    let mut modex = shared(ctx).modex.lock().unwrap_or_else(|e| e.into_inner());
-    match modex.put(name.as_str(), card.as_slice()) {
-        Ok(()) => true,
-        Err(e) => {
-            *error = e.to_string().into();
-            false
-        }
+impl MpiCore for CoreShared {
+    fn modex_put(&self, name: &str, card: &[u8]) -> Result<(), String> {
+        let mut modex = self.modex.lock().unwrap_or_else(|e| e.into_inner());
+        modex.put(name, card).map_err(|e| e.to_string())
     }
-}
 
-unsafe extern "C" fn modex_get(
-    ctx: *mut c_void,
-    rank: u32,
-    name: RStr<'_>,
-    card: &mut RVec<u8>,
-    error: &mut RString,
-) -> ModexLookup {
-    // Finalize holds the modex while it waits for the other ranks; a peer
-    // first contacted then cannot be resolved any more.
-    let mut modex = match shared(ctx).modex.try_lock() {
-        Ok(m) => m,
-        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-        Err(std::sync::TryLockError::WouldBlock) => {
-            *error = "the modex is closed: this process is finalizing".into();
-            return ModexLookup::Failed;
-        }
-    };
-    match modex.get(rank, name.as_str()) {
-        Ok(Some(bytes)) => {
-            card.clear();
-            card.extend_from_slice(bytes);
-            ModexLookup::Found
-        }
-        Ok(None) => ModexLookup::Missing,
-        Err(e) => {
-            *error = e.to_string().into();
-            ModexLookup::Failed
-        }
+    fn modex_get(&self, rank: u32, name: &str) -> Result<Option<Vec<u8>>, String> {
+        // Finalize holds the modex while it waits for the other ranks; a
+        // peer first contacted then cannot be resolved any more.
+        let mut modex = match self.modex.try_lock() {
+            Ok(m) => m,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                return Err("the modex is closed: this process is finalizing".to_string())
+            }
+        };
+        modex
+            .get(rank, name)
+            .map(|card| card.map(<[u8]>::to_vec))
+            .map_err(|e| e.to_string())
     }
-}
 
-unsafe extern "C" fn register_progress(ctx: *mut c_void, poll: ProgressFn) {
-    shared(ctx)
-        .progress
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(poll);
+    fn register_progress(&self, poll: ProgressFn) {
+        self.progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(poll);
+    }
 }
 
 /// The program name for messages (`argv[0]`'s file name).
@@ -295,36 +265,15 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
         modex: Mutex::new(modex),
         progress: Mutex::new(Vec::new()),
     }));
-    let core = PmlCore {
-        ctx: shared as *const CoreShared as *mut c_void,
-        modex_put,
-        modex_get,
-        register_progress,
-    };
     let job = JobIdentity {
         job_id: identity.job_id,
         secret: identity.secret,
         rank,
         size,
     };
-    let mut error = RString::new();
-    let pml_context = oxmpi_mca::services::context(pml_fw_name, pml_comp);
-    // SAFETY: the candidates' modules and contexts are 'static, `core`'s
-    // context outlives the process; no other thread uses the pml yet.
-    let started = unsafe {
-        (pml.init)(
-            &pml_context,
-            &job,
-            core,
-            RSlice::from_slice(&candidates),
-            &mut error,
-        )
-    };
-    if !started {
-        return Err(init_error(format!(
-            "the {pml_name} pml could not start: {error}"
-        )));
-    }
+    let pml = PmlHandle::new(pml, oxmpi_mca::services::context(pml_fw_name, pml_comp));
+    pml.init(&job, shared, &candidates)
+        .map_err(|e| init_error(format!("the {pml_name} pml could not start: {e}")))?;
     {
         let mut modex = shared.modex.lock().unwrap_or_else(|e| e.into_inner());
         let wire_up = |e: crate::modex::ModexError| init_error(format!("wire-up failed: {e}"));

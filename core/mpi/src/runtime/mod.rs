@@ -1,7 +1,7 @@
 //! The MPI layer: one [`Runtime`] per process, between the Rust API and the
 //! pml.
 //!
-//! - [`init`] resolves the MCA parameters, wires up with the launcher over
+//! - [`init`](fn@init) resolves the MCA parameters, wires up with the launcher over
 //!   PMI (or runs as a singleton), opens the btl framework (every usable
 //!   btl) and the pml framework (the best one), starts the pml over the
 //!   btls, and exchanges contact cards through the modex. Every rank checks
@@ -29,10 +29,8 @@ mod init;
 pub use error::{Error, ErrorClass};
 pub use oxmpi_framework_pml::module::SendMode;
 
-use abi_stable::std_types::RString;
-use oxmpi_framework_pml::module::{
-    PmlModule, ProgressFn, RecvArgs, RequestError, RequestStatus, SendArgs,
-};
+use oxmpi_framework_pml::handle::PmlHandle;
+use oxmpi_framework_pml::module::{ProgressFn, RecvArgs, RequestError, SendArgs};
 use oxmpi_mca::framework::OpenFramework;
 use std::cell::Cell;
 use std::cell::UnsafeCell;
@@ -131,12 +129,12 @@ impl DerefMut for Entered<'_> {
     }
 }
 
-/// The MPI layer of this process. Obtain it with [`init`].
+/// The MPI layer of this process. Obtain it with [`init`](fn@init).
 pub struct Runtime {
     rank: u32,
     size: u32,
     level: ThreadLevel,
-    pml: &'static PmlModule,
+    pml: PmlHandle,
     pml_name: String,
     progress: Vec<ProgressFn>,
     yield_when_idle: bool,
@@ -393,11 +391,18 @@ impl Runtime {
         Self::check_tag(tag, false)?;
         let dest_world = self.world_rank(comm, dest, "destination")?;
         let mut state = self.enter()?;
-        self.start_send(&mut state, comm, dest_world, tag, buf, len, mode)
+        // SAFETY: the buffer promise is this method's own requirement.
+        unsafe { self.start_send(&mut state, comm, dest_world, tag, buf, len, mode) }
     }
 
+    /// Hands a send to the pml (with the runtime entered) and turns its
+    /// refusal into an error with the hints about btls.
+    ///
+    /// # Safety
+    /// As [`Runtime::isend`]: the buffer stays valid and unchanged until
+    /// the request completes.
     #[allow(clippy::too_many_arguments)]
-    fn start_send(
+    unsafe fn start_send(
         &self,
         state: &mut State,
         comm: Comm,
@@ -415,18 +420,18 @@ impl Runtime {
             context: comm.context(),
             mode,
         };
-        let mut handle = 0u64;
-        let mut kind = RequestError::None;
-        let mut error = RString::new();
-        // SAFETY: under the lock; the caller guarantees the buffer.
-        if unsafe { (self.pml.isend)(&args, &mut handle, &mut kind, &mut error) } {
-            if comm == Comm::SelfComm {
-                state.on_self.push(handle);
+        // SAFETY: the caller keeps the buffer valid and unchanged until
+        // the request completes (this function's contract).
+        let (kind, mut message) = match unsafe { self.pml.isend(&args) } {
+            Ok(handle) => {
+                if comm == Comm::SelfComm {
+                    state.on_self.push(handle);
+                }
+                return Ok(RequestId(handle));
             }
-            return Ok(RequestId(handle));
-        }
-        // The pml's sentence names the peer.
-        let mut message = error.to_string();
+            // The pml's sentence names the peer.
+            Err(refused) => refused,
+        };
         let class = match kind {
             RequestError::Unreachable => ErrorClass::Unreachable,
             RequestError::PeerFailed => ErrorClass::ProcFailed,
@@ -472,10 +477,16 @@ impl Runtime {
         Self::check_tag(tag, true)?;
         let source_world = self.world_source(comm, source)?;
         let mut state = self.enter()?;
-        self.start_recv(&mut state, comm, source_world, tag, buf, len)
+        // SAFETY: the buffer promise is this method's own requirement.
+        unsafe { self.start_recv(&mut state, comm, source_world, tag, buf, len) }
     }
 
-    fn start_recv(
+    /// Hands a receive to the pml (with the runtime entered).
+    ///
+    /// # Safety
+    /// As [`Runtime::irecv`]: the buffer stays valid and untouched until
+    /// the request completes.
+    unsafe fn start_recv(
         &self,
         state: &mut State,
         comm: Comm,
@@ -491,19 +502,19 @@ impl Runtime {
             tag,
             context: comm.context(),
         };
-        let mut handle = 0u64;
-        let mut error = RString::new();
-        // SAFETY: under the lock; the caller guarantees the buffer.
-        if unsafe { (self.pml.irecv)(&args, &mut handle, &mut error) } {
-            if comm == Comm::SelfComm {
-                state.on_self.push(handle);
+        // SAFETY: the caller keeps the buffer valid and untouched until
+        // the request completes (this function's contract).
+        match unsafe { self.pml.irecv(&args) } {
+            Ok(handle) => {
+                if comm == Comm::SelfComm {
+                    state.on_self.push(handle);
+                }
+                Ok(RequestId(handle))
             }
-            Ok(RequestId(handle))
-        } else {
-            Err(Error::new(
+            Err(error) => Err(Error::new(
                 ErrorClass::Other,
                 format!("cannot post the receive: {error}"),
-            ))
+            )),
         }
     }
 
@@ -511,20 +522,16 @@ impl Runtime {
     fn poll(&self, state: &mut State) -> usize {
         let mut events = 0;
         for p in &self.progress {
-            // SAFETY: under the lock; registered by the pml during init.
-            events += unsafe { (p.poll)() };
+            events += p.run();
         }
-        // SAFETY: under the lock.
-        events += unsafe { (self.pml.progress)() };
+        events += self.pml.progress();
         if !state.detached.is_empty() {
-            let mut status = RequestStatus::default();
-            let pml = self.pml;
+            let pml = &self.pml;
             state.detached.retain(|&h| {
-                // SAFETY: under the lock; `h` is a live detached handle.
-                let done = unsafe { (pml.test)(h, &mut status) };
+                let done = pml.test(h).is_some();
                 if done {
-                    // SAFETY: as above; completed, so released once here.
-                    unsafe { (pml.free)(h) };
+                    // Completed: released once, here.
+                    pml.free(h);
                 }
                 !done
             });
@@ -542,11 +549,7 @@ impl Runtime {
 
     /// If `req` is complete: releases it and returns its outcome.
     fn complete(&self, state: &mut State, req: RequestId) -> Option<Result<Status, Error>> {
-        let mut st = RequestStatus::default();
-        // SAFETY: under the lock.
-        if !unsafe { (self.pml.test)(req.0, &mut st) } {
-            return None;
-        }
+        let st = self.pml.test(req.0)?;
         let on_self = match state.on_self.iter().position(|&h| h == req.0) {
             Some(i) => {
                 state.on_self.swap_remove(i);
@@ -562,19 +565,17 @@ impl Runtime {
                 cancelled: st.cancelled,
             }),
             other => {
-                let mut text = RString::new();
-                // SAFETY: under the lock; the request is complete.
-                unsafe { (self.pml.request_error)(req.0, &mut text) };
+                let text = self.pml.request_error(req.0);
                 let class = match other {
                     RequestError::Truncated => ErrorClass::Truncate,
                     RequestError::PeerFailed => ErrorClass::ProcFailed,
                     _ => ErrorClass::Other,
                 };
-                Err(Error::new(class, text.to_string()))
+                Err(Error::new(class, text))
             }
         };
-        // SAFETY: complete, released exactly once.
-        unsafe { (self.pml.free)(req.0) };
+        // Complete: released exactly once.
+        self.pml.free(req.0);
         Some(result)
     }
 
@@ -649,8 +650,7 @@ impl Runtime {
     /// `Ok(false)` when too late, or for a send.
     pub fn cancel(&self, req: RequestId) -> Result<bool, Error> {
         let _state = self.enter()?;
-        // SAFETY: under the lock.
-        Ok(unsafe { (self.pml.cancel)(req.0) })
+        Ok(self.pml.cancel(req.0))
     }
 
     /// Stops watching a send: it still completes, and finalize waits for it.
@@ -680,10 +680,10 @@ impl Runtime {
         Ok(self.probe_once(comm, source_world, tag))
     }
 
+    /// One probe (called with the runtime entered).
     fn probe_once(&self, comm: Comm, source: i32, tag: i32) -> Option<Status> {
-        let mut st = RequestStatus::default();
-        // SAFETY: called with the lock held.
-        unsafe { (self.pml.iprobe)(comm.context(), source, tag, &mut st) }.then_some(Status {
+        let st = self.pml.iprobe(comm.context(), source, tag)?;
+        Some(Status {
             source: if comm == Comm::SelfComm { 0 } else { st.source },
             tag: st.tag,
             count: st.count,
@@ -743,9 +743,9 @@ impl Runtime {
             .barrier_progressing(|| self.poll(&mut state))
             .map_err(|e| Error::new(ErrorClass::Other, format!("finalize: {e}")));
         PHASE.store(PHASE_FINALIZED, Ordering::Release);
-        // SAFETY: under the lock; every rank has reached finalize, so nobody
-        // sends any more.
-        unsafe { (self.pml.finalize)() };
+        // Under the lock; every rank has reached finalize, so nobody sends
+        // any more.
+        self.pml.finalize();
         let done = modex
             .client()
             .finalize()

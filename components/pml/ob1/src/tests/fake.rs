@@ -423,8 +423,11 @@ impl World {
                 .direct_bytes += len;
             dest as *const u8
         };
-        // SAFETY: `at` holds `len` readable bytes.
-        unsafe { e.on_fragment(frag.btl, frag.module, frag.src, &frag.header, at, len) };
+        // SAFETY: `at` holds `len` readable bytes (the network's copy, the
+        // sender's payload it keeps valid until completion, or the
+        // destination it just wrote).
+        let payload = unsafe { std::slice::from_raw_parts(at, len) };
+        counted(|| e.on_fragment(frag.btl, frag.module, frag.src, &frag.header, payload));
         if let Some(cookie) = frag.cookie {
             self.net
                 .borrow_mut()
@@ -516,7 +519,7 @@ impl World {
             mode,
         };
         // SAFETY: tests keep their buffers until completion.
-        counted(|| unsafe { self.engines[from as usize].isend(&args) })
+        counted(|| unsafe { self.engines[from as usize].isend(&args) }).map_err(|(_, e)| e)
     }
 
     /// Posts a receive into `buf` (which must outlive the request).

@@ -1,6 +1,7 @@
 //! Tests of the engine over an in-memory network ([`fake`]), and of the
-//! component's declarations. The `extern "C"` layer is tested in
-//! `tests/abi.rs` (its own process, since the state is process-global).
+//! component's declarations. The exported table (the pml adapter over
+//! [`Ob1`](crate::Ob1)) is tested in `tests/abi.rs` (its own process,
+//! since the state is process-global).
 
 mod alloc;
 mod data;

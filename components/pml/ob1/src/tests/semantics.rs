@@ -251,7 +251,10 @@ fn invalid_arguments_are_refused() {
     let err = unsafe { w.engines[0].isend(&args) }.unwrap_err();
     assert_eq!(
         err,
-        "rank 0 cannot send 3 bytes to rank 1: the buffer is a null pointer"
+        (
+            oxmpi_framework_pml::module::RequestError::Other,
+            "rank 0 cannot send 3 bytes to rank 1: the buffer is a null pointer".to_string()
+        )
     );
     for source in [2, -2] {
         let args = oxmpi_framework_pml::module::RecvArgs {

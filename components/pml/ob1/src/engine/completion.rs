@@ -1,0 +1,169 @@
+//! Requests seen from the MPI layer: completing them (`finish`,
+//! `check_send`), and `test`, `free`, `cancel`, `iprobe` and the sentence
+//! of `request_error`.
+
+use oxmpi_framework_pml::module::{RequestError, RequestStatus, ANY_SOURCE, ANY_TAG};
+use oxmpi_matching::{ContextId, RecvId, Source, Tag};
+
+use super::{clause, tag_text, Engine, Transport};
+use crate::requests::{Failure, Op, Protocol, RecvPhase};
+
+impl<T: Transport> Engine<T> {
+    /// Marks `h` complete; releases it if the caller already freed it.
+    #[inline]
+    pub(super) fn finish(&mut self, h: u64) {
+        if let Some(r) = self.requests.get_mut(h) {
+            r.complete = true;
+            if r.detached {
+                self.requests.remove(h);
+            }
+        }
+    }
+
+    /// Completes send `h` if nothing of it is left.
+    #[inline]
+    pub(super) fn check_send(&mut self, h: u64) {
+        let Some(r) = self.requests.get_mut(h) else {
+            return;
+        };
+        if r.complete {
+            return;
+        }
+        let Op::Send(s) = &r.op else {
+            return;
+        };
+        let done = s.started
+            && s.outstanding == 0
+            && match s.protocol {
+                Protocol::Eager => true,
+                Protocol::Rendezvous => s.acked && s.next >= s.end,
+            };
+        if done {
+            r.status = RequestStatus {
+                source: s.dest as i32,
+                tag: s.tag,
+                count: s.len,
+                cancelled: false,
+                error: RequestError::None,
+            };
+            self.finish(h);
+        }
+    }
+
+    /// `PmlModule::test`: the status once complete; an unknown handle is
+    /// "complete" with error `Other` (see [`Engine::request_error`]).
+    #[inline]
+    pub(crate) fn test(&self, h: u64) -> Option<RequestStatus> {
+        match self.requests.get(h) {
+            Some(r) if !r.detached => r.complete.then_some(r.status),
+            _ => Some(RequestStatus {
+                source: ANY_SOURCE,
+                tag: ANY_TAG,
+                count: 0,
+                cancelled: false,
+                error: RequestError::Other,
+            }),
+        }
+    }
+
+    /// `PmlModule::free`.
+    #[inline]
+    pub(crate) fn free(&mut self, h: u64) {
+        let Some(r) = self.requests.get_mut(h) else {
+            return;
+        };
+        if r.detached {
+            return;
+        }
+        if r.complete {
+            self.requests.remove(h);
+        } else {
+            r.detached = true;
+        }
+    }
+
+    /// `PmlModule::cancel`: cancels a receive not matched yet.
+    pub(crate) fn cancel(&mut self, h: u64) -> bool {
+        let Some(r) = self.requests.get_mut(h) else {
+            return false;
+        };
+        if r.complete || r.detached {
+            return false;
+        }
+        let Op::Recv(q) = &mut r.op else {
+            return false;
+        };
+        if q.phase != RecvPhase::Posted || !self.matcher.cancel_recv(RecvId(h)) {
+            return false;
+        }
+        q.phase = RecvPhase::Done;
+        r.status = RequestStatus {
+            source: ANY_SOURCE,
+            tag: ANY_TAG,
+            count: 0,
+            cancelled: true,
+            error: RequestError::None,
+        };
+        self.finish(h);
+        true
+    }
+
+    /// `PmlModule::iprobe`: source, tag and full length of the message a
+    /// receive would match.
+    pub(crate) fn iprobe(&self, context: u32, source: i32, tag: i32) -> Option<RequestStatus> {
+        self.matcher
+            .probe(
+                ContextId(context),
+                Source::from_raw(source),
+                Tag::from_raw(tag),
+            )
+            .map(|e| RequestStatus {
+                source: e.source,
+                tag: e.tag,
+                count: e.len,
+                cancelled: false,
+                error: RequestError::None,
+            })
+    }
+
+    /// `PmlModule::request_error`: the sentence for a request.
+    pub(crate) fn request_error(&self, h: u64) -> String {
+        let r = match self.requests.get(h) {
+            Some(r) if !r.detached => r,
+            _ => return format!("pml ob1 has no request {h:#x}: it was freed, or never issued"),
+        };
+        if !r.complete {
+            return format!("request {h:#x} has not completed");
+        }
+        match (&r.failure, &r.op) {
+            (Failure::None, _) if r.status.cancelled => format!("request {h:#x} was cancelled"),
+            (Failure::None, _) => format!("request {h:#x} completed without error"),
+            (Failure::Truncated { len }, Op::Recv(q)) => format!(
+                "message of {len} bytes from rank {} (tag {}) truncated to the {}-byte receive buffer",
+                r.status.source, r.status.tag, q.capacity
+            ),
+            (Failure::Truncated { len }, Op::Send(_)) => {
+                format!("message of {len} bytes truncated")
+            }
+            (Failure::PeerFailed { peer }, op) => {
+                let reason = self.peers[*peer as usize]
+                    .failed
+                    .as_deref()
+                    .map(clause)
+                    .unwrap_or("reason unknown");
+                match op {
+                    Op::Send(s) => format!(
+                        "send of {} bytes to rank {peer} ({}) failed: rank {peer} was lost ({reason})",
+                        s.len,
+                        tag_text(s.tag)
+                    ),
+                    Op::Recv(_) => format!(
+                        "receive from rank {peer} ({}) failed: rank {peer} was lost ({reason})",
+                        tag_text(r.status.tag)
+                    ),
+                }
+            }
+            (Failure::Message(s), _) => s.clone(),
+        }
+    }
+}

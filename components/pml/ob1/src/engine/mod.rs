@@ -1,0 +1,292 @@
+//! The protocol engine: requests, matching, the eager and rendezvous
+//! protocols, per-peer btl choice and striping (see the crate docs for the
+//! protocol).
+//!
+//! [`Engine`] is a plain struct over a [`Transport`] (the btl entry points,
+//! the modex and logging), so tests run several engines in one process
+//! over an in-memory transport; the component wraps one engine over the
+//! real btl tables.
+//!
+//! The engine's methods are split by concern: [`peers`] (routes and peer
+//! failure), [`send`] (`isend`, the first fragment, the FRAG pipeline,
+//! ACKs, `progress`), [`recv`] (`irecv`, matching, delivery),
+//! [`callbacks`] (the btl callbacks) and [`completion`] (completing
+//! requests; `test`, `free`, `cancel`, `iprobe`, `request_error`).
+
+mod callbacks;
+mod completion;
+mod peers;
+mod recv;
+mod send;
+
+use std::collections::VecDeque;
+use std::ptr::NonNull;
+
+use oxmpi_framework_btl::module::{BtlModuleInfo, SendOutcome};
+use oxmpi_framework_pml::module::ANY_TAG;
+use oxmpi_matching::Matcher;
+use oxmpi_plugin_api::verbosity;
+
+use crate::pool::Pool;
+use crate::requests::Requests;
+
+#[cfg(test)]
+use peers::Link;
+use peers::Peer;
+#[cfg(test)]
+pub(crate) use peers::Route;
+
+/// Fragment size used for a module that reports a `max_send_size` of 0.
+pub(crate) const FALLBACK_MAX_SEND: usize = 128 << 10;
+
+/// What the engine needs from below: the btls' entry points, the modex and
+/// a log.
+pub(crate) trait Transport {
+    /// `rank`'s card published under `name` (`btl_<component>`): `Ok(None)`
+    /// if it published none, `Err` with the reason if the lookup failed.
+    fn modex_get(&mut self, rank: u32, name: &str) -> Result<Option<Vec<u8>>, String>;
+    /// `add_peer` of btl `btl` (the index among the engine's btls) for its
+    /// module `module`: an endpoint, or why the module cannot reach `peer`.
+    fn add_peer(&mut self, btl: usize, module: u32, peer: u32, card: &[u8]) -> Result<u64, String>;
+    /// `send` of btl `btl` (see `BtlComponentModule::send`). `payload` is
+    /// never null (dangling when `payload_len` is 0); the engine passes
+    /// the payload of a live request and keeps it valid and unchanged
+    /// until the answer is not `Queued`, or else until `on_send_done` with
+    /// `cookie` (or the peer's failure).
+    #[allow(clippy::too_many_arguments)]
+    fn send(
+        &mut self,
+        btl: usize,
+        module: u32,
+        endpoint: u64,
+        header: &[u8],
+        payload: *const u8,
+        payload_len: usize,
+        cookie: u64,
+    ) -> SendOutcome;
+    /// Logs at the pml framework's verbosity `level`.
+    fn log(&self, level: i32, message: &str);
+}
+
+/// A btl as the engine sees it.
+#[derive(Clone, Debug)]
+pub(crate) struct BtlDesc {
+    /// Component name (`self`, `tcp`).
+    pub name: String,
+    /// Its modules, as its `init` described them (empty if unusable).
+    pub modules: Vec<BtlModuleInfo>,
+    /// Why it offers nothing here (its `init` failed or found no module),
+    /// for the unreachable-peer sentence; `None` when it has modules.
+    pub unusable: Option<String>,
+}
+
+/// The engine's parameters.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Config {
+    /// Fragments of one rendezvous send a btl may hold at once
+    /// (`pml_ob1_send_pipeline_depth`, at least 1).
+    pub send_pipeline_depth: u32,
+}
+
+/// A module as the engine keeps it.
+struct ModuleEntry {
+    btl: usize,
+    index: u32,
+    info: BtlModuleInfo,
+}
+
+struct BtlEntry {
+    name: String,
+    unusable: Option<String>,
+    first_module: usize,
+    modules: usize,
+}
+
+/// What travels with a message through the matcher.
+#[derive(Debug)]
+pub(crate) struct Stored {
+    kind: Kind,
+    /// The bytes that came with the message (`None` while they are still
+    /// in the btl's memory, during the call that delivered them).
+    data: Option<Vec<u8>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Eager,
+    Rendezvous { sender: u64 },
+}
+
+/// An ACK to send.
+#[derive(Clone, Copy, Debug)]
+struct Ctrl {
+    peer: u32,
+    sender: u64,
+    receiver: u64,
+    wanted: usize,
+}
+
+enum Push {
+    /// A btl took nothing: try again at the next progress.
+    Blocked,
+    /// The pipeline is full: wait for completions.
+    Waiting,
+    /// Nothing more to send.
+    Finished,
+}
+
+/// Counters for tests and diagnostics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Stats {
+    /// Live request records.
+    pub live_requests: usize,
+    /// Buffers the unexpected-message pool allocated so far.
+    pub pool_allocations: u64,
+    /// Unexpected messages waiting for a receive.
+    pub unexpected: usize,
+    /// Sends with work left for `progress`.
+    pub active_sends: usize,
+    /// ACKs waiting to be sent.
+    pub pending_acks: usize,
+}
+
+/// A non-null pointer for empty payloads.
+#[inline]
+fn nonnull(p: *const u8, len: usize) -> *const u8 {
+    if len == 0 || p.is_null() {
+        NonNull::<u8>::dangling().as_ptr()
+    } else {
+        p
+    }
+}
+
+/// A btl's reason as a clause (no trailing period).
+fn clause(reason: &str) -> &str {
+    let r = reason.trim();
+    r.strip_suffix('.').unwrap_or(r)
+}
+
+fn tag_text(tag: i32) -> String {
+    if tag == ANY_TAG {
+        "any tag".to_string()
+    } else {
+        format!("tag {tag}")
+    }
+}
+
+/// The protocol engine of one process.
+pub(crate) struct Engine<T: Transport> {
+    transport: T,
+    rank: u32,
+    size: u32,
+    depth: u32,
+    btls: Vec<BtlEntry>,
+    modules: Vec<ModuleEntry>,
+    peers: Vec<Peer>,
+    matcher: Matcher<Stored>,
+    requests: Requests,
+    pool: Pool,
+    ctrl: VecDeque<Ctrl>,
+    active: VecDeque<u64>,
+}
+
+impl<T: Transport> Engine<T> {
+    /// An engine for `rank` of a job of `size` ranks over `btls` (in the
+    /// order the MPI layer gave them).
+    pub(crate) fn new(
+        config: Config,
+        rank: u32,
+        size: u32,
+        btls: Vec<BtlDesc>,
+        transport: T,
+    ) -> Engine<T> {
+        let mut modules = Vec::new();
+        let mut entries = Vec::new();
+        for (b, desc) in btls.into_iter().enumerate() {
+            let first_module = modules.len();
+            let count = desc.modules.len();
+            for (i, mut info) in desc.modules.into_iter().enumerate() {
+                if info.max_send_size == 0 {
+                    transport.log(
+                        verbosity::COMPONENT,
+                        &format!(
+                            "btl module {} reports a max_send_size of 0; fragments of {} bytes are used",
+                            info.label, FALLBACK_MAX_SEND
+                        ),
+                    );
+                    info.max_send_size = FALLBACK_MAX_SEND;
+                }
+                modules.push(ModuleEntry {
+                    btl: b,
+                    index: i as u32,
+                    info,
+                });
+            }
+            entries.push(BtlEntry {
+                name: desc.name,
+                unusable: desc.unusable,
+                first_module,
+                modules: count,
+            });
+        }
+        let peers = (0..size).map(|_| Peer::new()).collect();
+        Engine {
+            transport,
+            rank,
+            size,
+            depth: config.send_pipeline_depth.max(1),
+            btls: entries,
+            modules,
+            peers,
+            matcher: Matcher::new(),
+            requests: Requests::default(),
+            pool: Pool::default(),
+            ctrl: VecDeque::new(),
+            active: VecDeque::new(),
+        }
+    }
+
+    /// The transport (for tests and finalize).
+    #[allow(dead_code)]
+    pub(crate) fn transport(&self) -> &T {
+        &self.transport
+    }
+
+    /// Counters.
+    pub(crate) fn stats(&self) -> Stats {
+        Stats {
+            live_requests: self.requests.live(),
+            pool_allocations: self.pool.allocations,
+            unexpected: self.matcher.unexpected_len(),
+            active_sends: self.active.len(),
+            pending_acks: self.ctrl.len(),
+        }
+    }
+
+    /// The route to `peer`, if resolved and reachable (tests).
+    #[cfg(test)]
+    pub(crate) fn route(&self, peer: u32) -> Option<&Route> {
+        match &self.peers.get(peer as usize)?.link {
+            Link::Reachable(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// Label of global module `m`.
+    #[cfg(test)]
+    pub(crate) fn module_label(&self, m: usize) -> &str {
+        self.modules[m].info.label.as_str()
+    }
+
+    fn label(&self, btl: usize, module: u32) -> String {
+        match self.btls.get(btl) {
+            Some(b) if (module as usize) < b.modules => self.modules
+                [b.first_module + module as usize]
+                .info
+                .label
+                .to_string(),
+            Some(b) => format!("{} module {module}", b.name),
+            None => format!("btl {btl} module {module}"),
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! The receive side: `irecv`, matching arrived MATCH and RNDV messages
+//! (in order, or held back and pooled), and delivering a matched message
+//! to its receive (the eager copy, or the ACK of a rendezvous).
+
+use std::ptr;
+
+use oxmpi_framework_pml::module::{RecvArgs, RequestError, RequestStatus, ANY_SOURCE};
+use oxmpi_matching::{ContextId, Envelope, Incoming, Match, PostedRecv, RecvId, Source, Tag};
+use oxmpi_plugin_api::verbosity;
+
+use super::{Ctrl, Engine, Kind, Stored, Transport};
+use crate::requests::{Failure, Op, RecvPhase, RecvReq, Request};
+use crate::wire::MatchInfo;
+
+impl<T: Transport> Engine<T> {
+    /// Posts a receive (`PmlModule::irecv`).
+    ///
+    /// # Safety
+    ///
+    /// `args.buf` must be writable for `args.len` bytes until the request
+    /// completes.
+    pub(crate) unsafe fn irecv(&mut self, args: &RecvArgs) -> Result<u64, String> {
+        if args.source != ANY_SOURCE && (args.source < 0 || args.source as u32 >= self.size) {
+            return Err(format!(
+                "rank {} cannot receive from rank {}: the job has {} ranks (0 to {}; -1 for any source)",
+                self.rank,
+                args.source,
+                self.size,
+                self.size - 1
+            ));
+        }
+        if args.buf.is_null() && args.len > 0 {
+            return Err(format!(
+                "rank {} cannot post a receive of {} bytes: the buffer is a null pointer",
+                self.rank, args.len
+            ));
+        }
+        let h = self.requests.insert(Request::new(Op::Recv(RecvReq {
+            buf: args.buf,
+            capacity: args.len,
+            source: args.source,
+            tag: args.tag,
+            phase: RecvPhase::Posted,
+        })));
+        let posted = PostedRecv {
+            context: ContextId(args.context),
+            source: Source::from_raw(args.source),
+            tag: Tag::from_raw(args.tag),
+            capacity: args.len,
+            id: RecvId(h),
+        };
+        match self.matcher.post_recv(posted) {
+            Some(m) => {
+                self.deliver(m, &[]);
+                if !self.ctrl.is_empty() {
+                    self.flush_ctrl();
+                }
+            }
+            None => {
+                if args.source >= 0 && self.peers[args.source as usize].failed.is_some() {
+                    let peer = args.source as u32;
+                    if self.matcher.cancel_recv(RecvId(h)) {
+                        self.fail_request(h, peer);
+                    }
+                }
+            }
+        }
+        Ok(h)
+    }
+
+    /// Hands a matched message to its receive: copies the bytes that came
+    /// with it (`m.payload.data`, or `inline` when still in the btl's
+    /// memory), then completes an eager receive, or queues the ACK of a
+    /// rendezvous.
+    pub(super) fn deliver(&mut self, m: Match<Stored>, inline: &[u8]) {
+        let Match {
+            recv,
+            envelope,
+            payload: Stored { kind, data },
+            ..
+        } = m;
+        let h = recv.0;
+        let bytes: &[u8] = match &data {
+            Some(v) => v,
+            None => inline,
+        };
+        let Some(r) = self.requests.get_mut(h) else {
+            self.transport.log(
+                verbosity::ERROR,
+                &format!("internal error: a message matched request {h:#x}, which does not exist"),
+            );
+            if let Some(v) = data {
+                self.pool.give(v);
+            }
+            return;
+        };
+        let Op::Recv(q) = &mut r.op else {
+            return;
+        };
+        let len = envelope.len;
+        let wanted = len.min(q.capacity);
+        let n = bytes.len().min(wanted);
+        if n > 0 {
+            // SAFETY: the receive buffer holds `capacity >= wanted >= n`
+            // bytes (irecv's contract); `bytes` is ours or the btl's, and
+            // `copy` allows overlap (a btl handing a send's payload over in
+            // place may show bytes of a buffer that overlaps this one).
+            unsafe { ptr::copy(bytes.as_ptr(), q.buf, n) };
+        }
+        let truncated = len > q.capacity;
+        r.status = RequestStatus {
+            source: envelope.source,
+            tag: envelope.tag,
+            count: wanted,
+            cancelled: false,
+            error: if truncated {
+                RequestError::Truncated
+            } else {
+                RequestError::None
+            },
+        };
+        r.failure = if truncated {
+            Failure::Truncated { len }
+        } else {
+            Failure::None
+        };
+        match kind {
+            Kind::Eager => {
+                q.phase = RecvPhase::Done;
+                self.finish(h);
+            }
+            Kind::Rendezvous { sender } => {
+                let peer = envelope.source as u32;
+                if self.peers[peer as usize].failed.is_some() {
+                    r.status.count = n;
+                    r.status.error = RequestError::PeerFailed;
+                    r.failure = Failure::PeerFailed { peer };
+                    q.phase = RecvPhase::Done;
+                    self.finish(h);
+                } else {
+                    self.ctrl.push_back(Ctrl {
+                        peer,
+                        sender,
+                        receiver: h,
+                        wanted,
+                    });
+                    if n >= wanted {
+                        q.phase = RecvPhase::Done;
+                        self.finish(h);
+                    } else {
+                        q.phase = RecvPhase::Rendezvous {
+                            peer,
+                            wanted,
+                            received: n,
+                        };
+                    }
+                }
+            }
+        }
+        if let Some(v) = data {
+            self.pool.give(v);
+        }
+    }
+
+    /// A MATCH or RNDV arrived: match it, queue it or hold it back.
+    pub(super) fn incoming(&mut self, peer: u32, info: MatchInfo, kind: Kind, payload: &[u8]) {
+        let len = usize::try_from(info.len).unwrap_or(usize::MAX);
+        let consistent = info.source == peer
+            && match kind {
+                Kind::Eager => payload.len() == len,
+                Kind::Rendezvous { .. } => payload.len() <= len,
+            };
+        if !consistent {
+            self.transport.log(
+                verbosity::ERROR,
+                &format!(
+                    "dropped a malformed message header from rank {peer}: source {}, length {}, {} payload bytes",
+                    info.source,
+                    info.len,
+                    payload.len()
+                ),
+            );
+            return;
+        }
+        let envelope = Envelope {
+            context: ContextId(info.context),
+            source: peer as i32,
+            tag: info.tag,
+            sequence: info.sequence,
+            len,
+            sync: matches!(kind, Kind::Rendezvous { .. }),
+        };
+        if self
+            .matcher
+            .expected_sequence(envelope.context, envelope.source)
+            == envelope.sequence
+        {
+            // In order: match now, copying straight from the btl's memory.
+            match self.matcher.incoming(envelope, Stored { kind, data: None }) {
+                Incoming::Matched(m) => self.deliver(m, payload),
+                Incoming::Queued(id) => {
+                    let copy = self.pool.copy(payload);
+                    if let Some(p) = self.matcher.unexpected_payload_mut(id) {
+                        p.data = Some(copy);
+                    }
+                }
+                other => self.odd_outcome(peer, other),
+            }
+        } else {
+            let copy = self.pool.copy(payload);
+            match self.matcher.incoming(
+                envelope,
+                Stored {
+                    kind,
+                    data: Some(copy),
+                },
+            ) {
+                Incoming::HeldBack | Incoming::Queued(_) => {}
+                Incoming::Matched(m) => self.deliver(m, &[]),
+                other => self.odd_outcome(peer, other),
+            }
+        }
+        while let Some(released) = self.matcher.next_released() {
+            if let Incoming::Matched(m) = released {
+                self.deliver(m, &[]);
+            }
+        }
+    }
+
+    #[cold]
+    pub(super) fn odd_outcome(&mut self, peer: u32, outcome: Incoming<Stored>) {
+        match outcome {
+            Incoming::Duplicate {
+                envelope,
+                payload,
+                expected,
+            } => {
+                self.transport.log(
+                    verbosity::ERROR,
+                    &format!(
+                        "dropped a duplicate message from rank {peer} (context {}, sequence {}, expected {expected}): a btl delivered it twice",
+                        envelope.context, envelope.sequence
+                    ),
+                );
+                if let Some(v) = payload.data {
+                    self.pool.give(v);
+                }
+            }
+            other => self.transport.log(
+                verbosity::ERROR,
+                &format!("internal error: unexpected matching outcome {other:?} for a message from rank {peer}"),
+            ),
+        }
+    }
+}

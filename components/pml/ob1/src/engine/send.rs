@@ -1,0 +1,332 @@
+//! The send side: `isend` (argument checks, protocol choice, sequence
+//! numbers), the first fragment (MATCH or RNDV), the FRAG pipeline of an
+//! acknowledged rendezvous, queued ACKs, and the pml's own `progress`.
+
+use std::ptr;
+
+use oxmpi_framework_btl::module::SendOutcome;
+use oxmpi_framework_pml::module::{RequestError, SendArgs, SendMode, ANY_TAG};
+use oxmpi_plugin_api::verbosity;
+
+use super::peers::Link;
+use super::{clause, nonnull, Engine, Push, Transport};
+use crate::requests::{Failure, Op, Protocol, RecvPhase, Request, SendReq};
+use crate::wire::{Header, MatchInfo, FLAG_SYNC};
+
+impl<T: Transport> Engine<T> {
+    /// Starts a send (`PmlModule::isend`): the request handle, or the
+    /// sentence saying why it cannot start with its kind (`Unreachable`,
+    /// `PeerFailed`, or `Other` for invalid arguments).
+    ///
+    /// # Safety
+    ///
+    /// `args.buf` must be readable for `args.len` bytes until the request
+    /// completes.
+    pub(crate) unsafe fn isend(&mut self, args: &SendArgs) -> Result<u64, (RequestError, String)> {
+        let invalid = |sentence: String| Err((RequestError::Other, sentence));
+        let dest = args.dest;
+        if dest >= self.size {
+            return invalid(format!(
+                "rank {} cannot send to rank {dest}: the job has {} ranks (0 to {})",
+                self.rank,
+                self.size,
+                self.size - 1
+            ));
+        }
+        if args.buf.is_null() && args.len > 0 {
+            return invalid(format!(
+                "rank {} cannot send {} bytes to rank {dest}: the buffer is a null pointer",
+                self.rank, args.len
+            ));
+        }
+        if args.tag == ANY_TAG {
+            return invalid(format!(
+                "rank {} cannot send to rank {dest} with tag {ANY_TAG}: that is MPI_ANY_TAG, which no receive can match",
+                self.rank
+            ));
+        }
+        if let Err(e) = self.resolve(dest) {
+            return Err((RequestError::Unreachable, e));
+        }
+        let peer = &mut self.peers[dest as usize];
+        if let Some(reason) = &peer.failed {
+            return Err((
+                RequestError::PeerFailed,
+                format!(
+                    "rank {} cannot send to rank {dest}: rank {dest} was lost ({})",
+                    self.rank,
+                    clause(reason)
+                ),
+            ));
+        }
+        let Link::Reachable(route) = &mut peer.link else {
+            return invalid(format!(
+                "rank {} cannot send to rank {dest}: no route was resolved",
+                self.rank
+            ));
+        };
+        let lane = route.next_eager();
+        let info = &self.modules[route.lanes[lane].module].info;
+        let sync = args.mode == SendMode::Synchronous;
+        let (protocol, first_len) = if !sync && args.len <= info.eager_limit {
+            (Protocol::Eager, args.len)
+        } else {
+            (Protocol::Rendezvous, args.len.min(info.rndv_eager_limit))
+        };
+        let sequence = {
+            let next = peer.sequences.entry(args.context).or_insert(0);
+            let s = *next;
+            *next += 1;
+            s
+        };
+        let h = self.requests.insert(Request::new(Op::Send(SendReq {
+            buf: args.buf,
+            len: args.len,
+            dest,
+            tag: args.tag,
+            context: args.context,
+            sync,
+            sequence,
+            protocol,
+            lane,
+            first_len,
+            started: false,
+            acked: false,
+            receiver: 0,
+            end: args.len,
+            next: first_len,
+            outstanding: 0,
+        })));
+        if !self.start(h) {
+            self.active.push_back(h);
+        }
+        Ok(h)
+    }
+
+    /// Sends the first fragment of send `h` (MATCH or RNDV). False if the
+    /// btl would block.
+    #[inline]
+    pub(super) fn start(&mut self, h: u64) -> bool {
+        let Some(r) = self.requests.get_mut(h) else {
+            return true;
+        };
+        if r.complete {
+            return true;
+        }
+        let Op::Send(s) = &mut r.op else {
+            return true;
+        };
+        let info = MatchInfo {
+            context: s.context,
+            source: self.rank,
+            tag: s.tag,
+            sequence: s.sequence,
+            len: s.len as u64,
+        };
+        let header = match s.protocol {
+            Protocol::Eager => Header::Match(info),
+            Protocol::Rendezvous => Header::Rndv {
+                info,
+                flags: if s.sync { FLAG_SYNC } else { 0 },
+                sender: h,
+            },
+        };
+        let mut bytes = [0u8; 64];
+        let n = header.encode(&mut bytes);
+        let dest = s.dest;
+        let Link::Reachable(route) = &self.peers[dest as usize].link else {
+            return true;
+        };
+        let lane = &route.lanes[s.lane];
+        let m = &self.modules[lane.module];
+        let outcome = self.transport.send(
+            m.btl,
+            m.index,
+            lane.endpoint,
+            &bytes[..n],
+            nonnull(s.buf, s.first_len),
+            s.first_len,
+            h,
+        );
+        match outcome {
+            SendOutcome::WouldBlock => false,
+            SendOutcome::Done | SendOutcome::Queued => {
+                s.started = true;
+                if outcome == SendOutcome::Queued {
+                    s.outstanding += 1;
+                }
+                self.check_send(h);
+                true
+            }
+            SendOutcome::Failed => {
+                let module = lane.module;
+                self.send_failed(dest, module);
+                true
+            }
+        }
+    }
+
+    /// Sends FRAGs of rendezvous send `h` while the pipeline has room.
+    /// Returns what stopped it and the number of FRAGs sent.
+    pub(super) fn push_frags(&mut self, h: u64) -> (Push, usize) {
+        let mut sent = 0;
+        loop {
+            let Some(r) = self.requests.get_mut(h) else {
+                return (Push::Finished, sent);
+            };
+            if r.complete {
+                return (Push::Finished, sent);
+            }
+            let Op::Send(s) = &mut r.op else {
+                return (Push::Finished, sent);
+            };
+            if s.next >= s.end {
+                self.check_send(h);
+                return (Push::Finished, sent);
+            }
+            if s.outstanding >= self.depth {
+                return (Push::Waiting, sent);
+            }
+            let dest = s.dest;
+            let Link::Reachable(route) = &mut self.peers[dest as usize].link else {
+                return (Push::Finished, sent);
+            };
+            let li = route.next_stripe();
+            let lane = &mut route.lanes[li];
+            let m = &self.modules[lane.module];
+            let size = lane.frag.min(s.end - s.next);
+            let mut bytes = [0u8; 64];
+            let n = Header::Frag {
+                receiver: s.receiver,
+                offset: s.next as u64,
+            }
+            .encode(&mut bytes);
+            // SAFETY: `next < end <= len`: inside the caller's buffer.
+            let payload = unsafe { s.buf.add(s.next) };
+            let outcome =
+                self.transport
+                    .send(m.btl, m.index, lane.endpoint, &bytes[..n], payload, size, h);
+            match outcome {
+                SendOutcome::Done | SendOutcome::Queued => {
+                    s.next += size;
+                    lane.striped += size as u64;
+                    if outcome == SendOutcome::Queued {
+                        s.outstanding += 1;
+                    }
+                    sent += 1;
+                }
+                SendOutcome::WouldBlock => return (Push::Blocked, sent),
+                SendOutcome::Failed => {
+                    let module = lane.module;
+                    self.send_failed(dest, module);
+                    return (Push::Finished, sent);
+                }
+            }
+        }
+    }
+
+    /// Sends queued ACKs; returns how many went out.
+    pub(super) fn flush_ctrl(&mut self) -> usize {
+        let mut sent = 0;
+        while let Some(&c) = self.ctrl.front() {
+            if self.peers[c.peer as usize].failed.is_some() {
+                self.ctrl.pop_front();
+                continue;
+            }
+            if let Err(sentence) = self.resolve(c.peer) {
+                self.ctrl.pop_front();
+                self.transport.log(verbosity::COMPONENT, &sentence);
+                if let Some(r) = self.requests.get_mut(c.receiver) {
+                    if !r.complete {
+                        r.status.error = RequestError::Other;
+                        r.failure = Failure::Message(format!(
+                            "receive of a message from rank {} failed: its rendezvous cannot be answered: {sentence}",
+                            c.peer
+                        ));
+                        if let Op::Recv(q) = &mut r.op {
+                            q.phase = RecvPhase::Done;
+                        }
+                        self.finish(c.receiver);
+                    }
+                }
+                continue;
+            }
+            let Link::Reachable(route) = &mut self.peers[c.peer as usize].link else {
+                self.ctrl.pop_front();
+                continue;
+            };
+            let li = route.next_eager();
+            let lane = &route.lanes[li];
+            let m = &self.modules[lane.module];
+            let mut bytes = [0u8; 64];
+            let n = Header::Ack {
+                sender: c.sender,
+                receiver: c.receiver,
+                wanted: c.wanted as u64,
+            }
+            .encode(&mut bytes);
+            let outcome = self.transport.send(
+                m.btl,
+                m.index,
+                lane.endpoint,
+                &bytes[..n],
+                nonnull(ptr::null(), 0),
+                0,
+                0,
+            );
+            match outcome {
+                SendOutcome::WouldBlock => break,
+                SendOutcome::Done | SendOutcome::Queued => {
+                    self.ctrl.pop_front();
+                    sent += 1;
+                }
+                SendOutcome::Failed => {
+                    self.ctrl.pop_front();
+                    let module = lane.module;
+                    self.send_failed(c.peer, module);
+                }
+            }
+        }
+        sent
+    }
+
+    /// The pml's own progress (`PmlModule::progress`): sends queued ACKs,
+    /// first fragments the btls refused before, and the FRAGs of acked
+    /// rendezvous sends. Returns the number of fragments sent.
+    pub(crate) fn progress(&mut self) -> usize {
+        let mut events = self.flush_ctrl();
+        let n = self.active.len();
+        for _ in 0..n {
+            let Some(h) = self.active.pop_front() else {
+                break;
+            };
+            let Some(r) = self.requests.get(h) else {
+                continue;
+            };
+            if r.complete {
+                continue;
+            }
+            let Op::Send(s) = &r.op else {
+                continue;
+            };
+            if !s.started {
+                if self.start(h) {
+                    events += 1;
+                } else {
+                    self.active.push_back(h);
+                }
+                // A started rendezvous waits for its ACK, which re-queues it.
+                continue;
+            }
+            if s.protocol == Protocol::Rendezvous && s.acked {
+                let (why, sent) = self.push_frags(h);
+                events += sent;
+                match why {
+                    Push::Blocked | Push::Waiting => self.active.push_back(h),
+                    Push::Finished => {}
+                }
+            }
+        }
+        events
+    }
+}

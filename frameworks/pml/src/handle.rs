@@ -1,0 +1,295 @@
+//! The caller side of the pml interface, for the MPI layer:
+//!
+//! - [`PmlHandle`]: a pml component's layout-checked table with safe
+//!   methods that return `Result`s and `Option`s (`isend` and `irecv` stay
+//!   `unsafe`: the pml reads and writes the buffers after they return);
+//! - [`MpiCore`]: what the MPI layer offers the pml (the modex, progress
+//!   registration) as a safe trait; [`PmlHandle::init`] generates the
+//!   [`PmlCore`] table of `extern "C"` functions over it, with the panic
+//!   guard (a panic in the MPI layer's code answers a failure instead of
+//!   unwinding into the component).
+
+use crate::module::{
+    BtlCandidate, ModexLookup, PmlCore, PmlModule, ProgressFn, RecvArgs, RequestError,
+    RequestStatus, SendArgs,
+};
+use abi_stable::std_types::{RSlice, RStr, RString, RVec};
+use oxmpi_framework_btl::module::JobIdentity;
+use oxmpi_plugin_api::ComponentContext;
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// What the MPI layer offers a pml (see [`PmlCore`]). Called under the MPI
+/// layer's lock, from the pml's `init` and entry points.
+pub trait MpiCore: Sync + 'static {
+    /// Publishes this process's card under `name` (before the fence).
+    ///
+    /// # Errors
+    ///
+    /// Why it cannot be published (one sentence).
+    fn modex_put(&self, name: &str, card: &[u8]) -> Result<(), String>;
+
+    /// `rank`'s card published under `name`; `Ok(None)` when it published
+    /// none.
+    ///
+    /// # Errors
+    ///
+    /// Why the lookup failed (one sentence).
+    fn modex_get(&self, rank: u32, name: &str) -> Result<Option<Vec<u8>>, String>;
+
+    /// Adds a progress function to the progress engine.
+    fn register_progress(&self, poll: ProgressFn);
+}
+
+/// The sentence for a panic inside the MPI layer's code.
+#[cold]
+fn core_panicked(what: &str) -> String {
+    format!("internal error in the MPI layer's {what} (it panicked; see the message above)")
+}
+
+/// The `ctx` of a generated [`PmlCore`] back to the MPI layer's value.
+///
+/// # Safety
+///
+/// `ctx` is the `&'static C` that [`core_table`] stored.
+unsafe fn core_of<C: MpiCore>(ctx: *mut c_void) -> &'static C {
+    // SAFETY: the caller's promise: a `&'static C` cast to a pointer.
+    unsafe { &*(ctx as *const C) }
+}
+
+unsafe extern "C" fn core_modex_put<C: MpiCore>(
+    ctx: *mut c_void,
+    name: RStr<'_>,
+    card: RSlice<'_, u8>,
+    error: &mut RString,
+) -> bool {
+    // SAFETY: the pml passes back the context of the table `core_table`
+    // made.
+    let core = unsafe { core_of::<C>(ctx) };
+    match catch_unwind(AssertUnwindSafe(|| {
+        core.modex_put(name.as_str(), card.as_slice())
+    })) {
+        Ok(Ok(())) => true,
+        Ok(Err(why)) => {
+            *error = why.into();
+            false
+        }
+        Err(_) => {
+            *error = core_panicked("modex_put").into();
+            false
+        }
+    }
+}
+
+unsafe extern "C" fn core_modex_get<C: MpiCore>(
+    ctx: *mut c_void,
+    rank: u32,
+    name: RStr<'_>,
+    card: &mut RVec<u8>,
+    error: &mut RString,
+) -> ModexLookup {
+    // SAFETY: as in `core_modex_put`.
+    let core = unsafe { core_of::<C>(ctx) };
+    match catch_unwind(AssertUnwindSafe(|| core.modex_get(rank, name.as_str()))) {
+        Ok(Ok(Some(bytes))) => {
+            *card = bytes.into();
+            ModexLookup::Found
+        }
+        Ok(Ok(None)) => ModexLookup::Missing,
+        Ok(Err(why)) => {
+            *error = why.into();
+            ModexLookup::Failed
+        }
+        Err(_) => {
+            *error = core_panicked("modex_get").into();
+            ModexLookup::Failed
+        }
+    }
+}
+
+unsafe extern "C" fn core_register_progress<C: MpiCore>(ctx: *mut c_void, poll: ProgressFn) {
+    // SAFETY: as in `core_modex_put`.
+    let core = unsafe { core_of::<C>(ctx) };
+    // A panic here has no failure value to answer; the progress function
+    // is then not registered, which the pml cannot tell. The MPI layer's
+    // implementation only pushes onto a list.
+    let _ = catch_unwind(AssertUnwindSafe(|| core.register_progress(poll)));
+}
+
+/// The [`PmlCore`] table over `core` (what [`PmlHandle::init`] hands the
+/// pml).
+pub fn core_table<C: MpiCore>(core: &'static C) -> PmlCore {
+    PmlCore {
+        ctx: core as *const C as *mut c_void,
+        modex_put: core_modex_put::<C>,
+        modex_get: core_modex_get::<C>,
+        register_progress: core_register_progress::<C>,
+    }
+}
+
+/// One pml component as the MPI layer uses it.
+#[derive(Clone, Copy)]
+pub struct PmlHandle {
+    table: &'static PmlModule,
+    context: ComponentContext,
+}
+
+fn reason(text: RString, otherwise: &str) -> String {
+    if text.is_empty() {
+        otherwise.to_string()
+    } else {
+        text.into_string()
+    }
+}
+
+impl PmlHandle {
+    /// Wraps a pml component's table (layout-checked by the core) and its
+    /// context (parameters and logging).
+    pub fn new(table: &'static PmlModule, context: ComponentContext) -> Self {
+        PmlHandle { table, context }
+    }
+
+    /// The component's context.
+    pub fn context(&self) -> &ComponentContext {
+        &self.context
+    }
+
+    /// Starts the pml over the btl components `btls`, with `core` as the
+    /// MPI layer's services.
+    ///
+    /// # Errors
+    ///
+    /// The pml's sentence when it cannot run (`"its init failed without a
+    /// reason"` if it gave none).
+    pub fn init<C: MpiCore>(
+        &self,
+        identity: &JobIdentity,
+        core: &'static C,
+        btls: &[BtlCandidate],
+    ) -> Result<(), String> {
+        let mut error = RString::new();
+        // SAFETY: a layout-checked table; the arguments are valid for the
+        // call and the core's context is 'static. The generated entry
+        // points check exclusive entry themselves.
+        let ok = unsafe {
+            (self.table.init)(
+                &self.context,
+                identity,
+                core_table(core),
+                RSlice::from_slice(btls),
+                &mut error,
+            )
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(reason(error, "its init failed without a reason"))
+        }
+    }
+
+    /// Starts a send: the request handle, or why it cannot start with its
+    /// kind (`Unreachable`, `PeerFailed`, or `Other`).
+    ///
+    /// # Safety
+    ///
+    /// `args.buf` is readable for `args.len` bytes and stays valid and
+    /// unchanged until the request completes (a `test` answers its
+    /// status).
+    #[inline]
+    pub unsafe fn isend(&self, args: &SendArgs) -> Result<u64, (RequestError, String)> {
+        let mut request = 0u64;
+        let mut kind = RequestError::None;
+        let mut error = RString::new();
+        // SAFETY: as in `init`; the buffer is the caller's promise.
+        let ok = unsafe { (self.table.isend)(args, &mut request, &mut kind, &mut error) };
+        if ok {
+            Ok(request)
+        } else {
+            let kind = if kind == RequestError::None {
+                RequestError::Other
+            } else {
+                kind
+            };
+            Err((
+                kind,
+                reason(error, "the pml refused the send without a reason"),
+            ))
+        }
+    }
+
+    /// Posts a receive: the request handle, or why it cannot be posted.
+    ///
+    /// # Safety
+    ///
+    /// `args.buf` is writable for `args.len` bytes and nothing else
+    /// accesses it until the request completes.
+    #[inline]
+    pub unsafe fn irecv(&self, args: &RecvArgs) -> Result<u64, String> {
+        let mut request = 0u64;
+        let mut error = RString::new();
+        // SAFETY: as in `init`; the buffer is the caller's promise.
+        let ok = unsafe { (self.table.irecv)(args, &mut request, &mut error) };
+        if ok {
+            Ok(request)
+        } else {
+            Err(reason(
+                error,
+                "the pml refused the receive without a reason",
+            ))
+        }
+    }
+
+    /// The request's status once complete (then
+    /// [`request_error`](Self::request_error) explains an error); `None`
+    /// while it runs.
+    #[inline]
+    pub fn test(&self, request: u64) -> Option<RequestStatus> {
+        let mut status = RequestStatus::default();
+        // SAFETY: as in `init`.
+        unsafe { (self.table.test)(request, &mut status) }.then_some(status)
+    }
+
+    /// The sentence describing a request that completed in error.
+    pub fn request_error(&self, request: u64) -> String {
+        let mut text = RString::new();
+        // SAFETY: as in `init`.
+        unsafe { (self.table.request_error)(request, &mut text) };
+        reason(text, "the pml gave no reason")
+    }
+
+    /// Releases a handle (a completed request, or one the caller no longer
+    /// watches: it still completes).
+    #[inline]
+    pub fn free(&self, request: u64) {
+        // SAFETY: as in `init`.
+        unsafe { (self.table.free)(request) }
+    }
+
+    /// Cancels a receive that has not matched; true if it was cancelled.
+    pub fn cancel(&self, request: u64) -> bool {
+        // SAFETY: as in `init`.
+        unsafe { (self.table.cancel)(request) }
+    }
+
+    /// Source, tag and length of a message that a receive with these
+    /// arguments would match, if one has arrived.
+    pub fn iprobe(&self, context: u32, source: i32, tag: i32) -> Option<RequestStatus> {
+        let mut status = RequestStatus::default();
+        // SAFETY: as in `init`.
+        unsafe { (self.table.iprobe)(context, source, tag, &mut status) }.then_some(status)
+    }
+
+    /// The pml's own progress; returns the number of events.
+    #[inline]
+    pub fn progress(&self) -> usize {
+        // SAFETY: as in `init`.
+        unsafe { (self.table.progress)() }
+    }
+
+    /// Shuts the pml down (and the btls it started); no call may follow
+    /// but a new `init`.
+    pub fn finalize(&self) {
+        // SAFETY: as in `init`.
+        unsafe { (self.table.finalize)() }
+    }
+}
