@@ -38,6 +38,7 @@
 pub const ABI_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 pub mod component;
+pub mod export;
 pub mod framework;
 pub mod guard;
 pub mod instance;
@@ -72,9 +73,13 @@ pub use params::{
 pub use services::{ComponentContext, Services, ServicesRef};
 pub use version::Version;
 
-/// Re-exports used by [`export_component!`] so component crates name one path.
+/// The abi_stable items the export macros ([`export_component!`], and the
+/// framework crates' macros built on it) and component code name, so that a
+/// component crate depends on the oxmpi crates only, never on abi_stable
+/// directly.
 pub mod reexports {
     pub use abi_stable::export_root_module;
-    pub use abi_stable::prefix_type::PrefixTypeTrait;
-    pub use abi_stable::std_types::{ROption, RResult, RSlice, RStr};
+    pub use abi_stable::library::LibHeader;
+    pub use abi_stable::prefix_type::{PrefixTypeTrait, WithMetadata};
+    pub use abi_stable::std_types::{ROption, RResult, RSlice, RStr, RString, RVec};
 }

@@ -60,7 +60,8 @@ pub trait Mapper: Sync + 'static {
 /// [`Mapper::POLICIES`]) as `MODULE`, the exported root module, and
 /// `candidate()` (the component with its default priority, for tests that
 /// run requests through [`crate::selection`]). The component crate depends
-/// on `abi_stable`, `oxmpi-plugin-api` and this crate.
+/// on `oxmpi-plugin-api` (the parameter derive and the expansion name it)
+/// and this crate, not on abi_stable.
 ///
 /// The common case, a priority and nothing else, declares the parameter
 /// struct `Params` (`rmaps_<name>_priority`) for you:
@@ -159,21 +160,21 @@ macro_rules! export_mapper_component {
             }
         }
 
-        extern "C" fn __oxmpi_mapper_accepts(policy_json: ::abi_stable::std_types::RStr<'_>) -> bool {
+        extern "C" fn __oxmpi_mapper_accepts(policy_json: ::oxmpi_plugin_api::reexports::RStr<'_>) -> bool {
             $crate::module::serve_accepts(&$mapper, policy_json)
         }
 
         extern "C" fn __oxmpi_mapper_map(
-            request_json: ::abi_stable::std_types::RStr<'_>,
-        ) -> ::abi_stable::std_types::RResult<::abi_stable::std_types::RString, ::abi_stable::std_types::RString> {
+            request_json: ::oxmpi_plugin_api::reexports::RStr<'_>,
+        ) -> ::oxmpi_plugin_api::reexports::RResult<::oxmpi_plugin_api::reexports::RString, ::oxmpi_plugin_api::reexports::RString> {
             $crate::module::serve_map(&$mapper, &__OXMPI_MAPPER_PARAMS.get(), request_json)
         }
 
-        const __OXMPI_MAPPER_MODULE: &::abi_stable::prefix_type::WithMetadata<$crate::module::RmapsModule> =
-            &::abi_stable::prefix_type::WithMetadata::new($crate::module::RmapsModule {
+        const __OXMPI_MAPPER_MODULE: &::oxmpi_plugin_api::reexports::WithMetadata<$crate::module::RmapsModule> =
+            &::oxmpi_plugin_api::reexports::WithMetadata::new($crate::module::RmapsModule {
                 accepts: __oxmpi_mapper_accepts,
                 map: __oxmpi_mapper_map,
-                policies: ::abi_stable::std_types::RSlice::from_slice(
+                policies: ::oxmpi_plugin_api::reexports::RSlice::from_slice(
                     <$mapper as $crate::Mapper>::POLICIES,
                 ),
             });
