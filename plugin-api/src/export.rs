@@ -50,9 +50,7 @@ pub const fn lib_header<S: RootModuleSource>() -> LibHeader {
     // `__call_root_module_loader` makes of a `ComponentRootRef` (it casts
     // that module's prefix reference), and the header is instantiated with
     // `ComponentRootRef`.
-    unsafe {
-        LibHeader::from_constructor::<ComponentRootRef>(construct::<S>, CheckTypeLayout::Yes)
-    }
+    unsafe { LibHeader::from_constructor::<ComponentRootRef>(construct::<S>, CheckTypeLayout::Yes) }
 }
 
 #[cfg(test)]
@@ -81,7 +79,10 @@ mod tests {
 
     #[test]
     fn the_symbol_is_abi_stables_root_module_loader_name() {
-        assert_eq!(ROOT_MODULE_SYMBOL, abi_stable::library::ROOT_MODULE_LOADER_NAME);
+        assert_eq!(
+            ROOT_MODULE_SYMBOL,
+            abi_stable::library::ROOT_MODULE_LOADER_NAME
+        );
         let name = stringify!(_1as_0lib_1header_0root_bmodule_bloader);
         assert_eq!(name, ROOT_MODULE_SYMBOL);
     }

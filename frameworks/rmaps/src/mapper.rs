@@ -76,7 +76,8 @@ pub trait Mapper: Sync + 'static {
 /// ```
 ///
 /// A component with parameters of its own passes its
-/// `#[derive(Params)]` struct (which has a `priority: i32` field):
+/// `#[derive(Params)]` struct (which has a `priority: i32` field), and may
+/// give its own version (`oxmpi_info` shows it; default 1.0.0):
 ///
 /// ```ignore
 /// oxmpi_framework_rmaps::export_mapper_component! {
@@ -84,6 +85,7 @@ pub trait Mapper: Sync + 'static {
 ///     name: "reverse",
 ///     params: Config,
 ///     description: "Places ranks in reverse slot order",
+///     version: oxmpi_plugin_api::Version::new(0, 3, 1),
 /// }
 /// ```
 #[macro_export]
@@ -121,7 +123,7 @@ macro_rules! export_mapper_component {
             description: $desc,
         }
     };
-    (mapper: $mapper:path, name: $name:literal, params: $params:ty, description: $desc:literal $(,)?) => {
+    (mapper: $mapper:path, name: $name:literal, params: $params:ty, description: $desc:literal $(, version: $ver:expr)? $(,)?) => {
         /// The parameters the core's query read, kept for `map`.
         static __OXMPI_MAPPER_PARAMS: $crate::module::ParamsCell<$params> =
             $crate::module::ParamsCell::new();
@@ -197,11 +199,24 @@ macro_rules! export_mapper_component {
             lifecycle: Component,
             framework: "rmaps",
             component: $name,
-            version: ::oxmpi_plugin_api::Version::new(1, 0, 0),
+            version: $crate::__mapper_version!($($ver)?),
             interface: $crate::INTERFACE_VERSION,
             description: $desc,
             params: <$params as ::oxmpi_plugin_api::Params>::DECLS,
             module: &MODULE,
         }
+    };
+}
+
+/// Implementation detail of [`export_mapper_component!`]: the component
+/// version, 1.0.0 unless given.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __mapper_version {
+    () => {
+        ::oxmpi_plugin_api::Version::new(1, 0, 0)
+    };
+    ($ver:expr) => {
+        $ver
     };
 }
