@@ -111,9 +111,11 @@ echo "==> copying the template to $tmp/rmaps-example"
 cp -R "$template" "$tmp/rmaps-example"
 rm -rf "$tmp/rmaps-example/target" "$tmp/rmaps-example/Cargo.lock"
 
-build() {
-    "$cargo" "$@" --manifest-path "$tmp/rmaps-example/Cargo.toml" \
-        --target-dir "$work/target" --config "$patch_config"
+build() { # build SUBCOMMAND [ARGS...]: cargo SUBCOMMAND on the copy
+    local subcommand=$1
+    shift
+    "$cargo" "$subcommand" --manifest-path "$tmp/rmaps-example/Cargo.toml" \
+        --target-dir "$work/target" --config "$patch_config" "$@"
 }
 
 echo "==> building the template against the packaged SDK crates"

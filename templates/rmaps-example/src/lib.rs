@@ -164,7 +164,9 @@ mod tests {
             .map(&request(Some(5), 2, Some(false)), &config(2))
             .unwrap_err();
         assert!(err.to_string().contains("not enough slots"), "{err}");
-        let map = Block.map(&request(Some(6), 2, Some(true)), &config(2)).unwrap();
+        let map = Block
+            .map(&request(Some(6), 2, Some(true)), &config(2))
+            .unwrap();
         assert_eq!(map.rank_hosts(), ["a", "a", "b", "b", "a", "a"]);
     }
 }
