@@ -7,7 +7,7 @@
 //! component was built with.
 //!
 //! This crate holds types and the thin glue a component needs to export
-//! them ([`export_component!`], [`guard`]), the parameter derive
+//! them ([`export_component!`], [`export`], [`guard`]), the parameter derive
 //! ([`Params`], [`ParamEnum`]) with what it needs: the value parser
 //! ([`value`]) and the declaration checks ([`params::check_decl`]), shared
 //! with the core so that a default means what the same text means from a
