@@ -5,7 +5,7 @@
 //! `#[derive(oxmpi_plugin_api::Params)]` struct with a `priority: i32`
 //! field), the `--map-by` policy names it adds ([`Mapper::POLICIES`]), which
 //! built-in policies it takes ([`Mapper::accepts`]) and the mapping itself,
-//! usually built on [`crate::base`]. [`export_mapper_component!`] turns it
+//! usually built on [`crate::base`]. [`export_mapper_component!`](crate::export_mapper_component) turns it
 //! into a component (lifecycle, parameters, [`crate::module::RmapsModule`],
 //! root module). One mapper maps each job: [`crate::selection`] picks it.
 //!
@@ -25,7 +25,7 @@ use crate::request::MapRequest;
 
 /// What a mapper's parameter struct must be: declared with
 /// `#[derive(oxmpi_plugin_api::Params)]` (which gives `Default`), `Clone`
-/// and `Send`. [`export_mapper_component!`] also needs a `priority: i32`
+/// and `Send`. [`export_mapper_component!`](crate::export_mapper_component) also needs a `priority: i32`
 /// field (`rmaps_<name>_priority`).
 pub trait MapperParams: oxmpi_plugin_api::Params + Clone + Default + Send + 'static {}
 
@@ -208,7 +208,7 @@ macro_rules! export_mapper_component {
     };
 }
 
-/// Implementation detail of [`export_mapper_component!`]: the component
+/// Implementation detail of [`export_mapper_component!`](crate::export_mapper_component): the component
 /// version, 1.0.0 unless given.
 #[doc(hidden)]
 #[macro_export]
