@@ -25,5 +25,10 @@ echo "==> cargo fmt --check, cargo clippy (warnings are errors)"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 
+# The template component lives outside the workspace: lint it too (the
+# workspace test template_component builds it and runs jobs with it).
+echo "==> templates/rmaps-example: cargo fmt --check, clippy, build against the packaged SDK crates"
+scripts/build-template-component.sh --lint target/template-component/out
+
 echo "==> cargo test --workspace $*"
 cargo test --workspace "$@"

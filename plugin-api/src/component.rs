@@ -152,9 +152,13 @@ pub trait Lifecycle {
 /// }
 /// ```
 ///
-/// The component crate must also depend on `abi_stable` (its export macro
-/// names it by path). A component of a framework with a module type adds
-/// `module: &MODULE` (a `&'static` table of that type) after `params`.
+/// The expansion names only this crate (as `$crate`), so the component
+/// crate needs no dependency on abi_stable. It exports the root module
+/// under abi_stable's symbol name (see [`crate::export`]). A component of
+/// a framework with a module type adds `module: &MODULE` (a `&'static`
+/// table of that type) after `params`. One component per library: a
+/// second `export_component!` in the same crate is a duplicate-symbol
+/// error.
 #[macro_export]
 macro_rules! export_component {
     (
@@ -194,7 +198,6 @@ macro_rules! export_component {
             }
 
             /// The component's root module.
-            #[$crate::reexports::export_root_module]
             pub fn component_root() -> $crate::ComponentRootRef {
                 $crate::ComponentRoot {
                     framework: RStr::from_str($fw),
@@ -211,6 +214,21 @@ macro_rules! export_component {
                 }
                 .leak_into_prefix()
             }
+
+            /// The source of the exported header's root module.
+            pub struct Root;
+
+            impl $crate::export::RootModuleSource for Root {
+                fn root_module() -> $crate::ComponentRootRef {
+                    component_root()
+                }
+            }
+
+            /// The library's abi_stable header, under abi_stable's symbol
+            /// name (`oxmpi_plugin_api::export::ROOT_MODULE_SYMBOL`).
+            #[no_mangle]
+            pub static _1as_0lib_1header_0root_bmodule_bloader: $crate::reexports::LibHeader =
+                $crate::export::lib_header::<Root>();
         }
     };
 }

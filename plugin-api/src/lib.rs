@@ -7,7 +7,7 @@
 //! component was built with.
 //!
 //! This crate holds types and the thin glue a component needs to export
-//! them ([`export_component!`], [`guard`]), the parameter derive
+//! them ([`export_component!`], [`export`], [`guard`]), the parameter derive
 //! ([`Params`], [`ParamEnum`]) with what it needs: the value parser
 //! ([`value`]) and the declaration checks ([`params::check_decl`]), shared
 //! with the core so that a default means what the same text means from a
@@ -38,6 +38,7 @@
 pub const ABI_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 pub mod component;
+pub mod export;
 pub mod framework;
 pub mod guard;
 pub mod instance;
@@ -72,9 +73,13 @@ pub use params::{
 pub use services::{ComponentContext, Services, ServicesRef};
 pub use version::Version;
 
-/// Re-exports used by [`export_component!`] so component crates name one path.
+/// The abi_stable items the export macros ([`export_component!`], and the
+/// framework crates' macros built on it) and component code name, so that a
+/// component crate depends on the oxmpi crates only, never on abi_stable
+/// directly.
 pub mod reexports {
     pub use abi_stable::export_root_module;
-    pub use abi_stable::prefix_type::PrefixTypeTrait;
-    pub use abi_stable::std_types::{ROption, RResult, RSlice, RStr};
+    pub use abi_stable::library::LibHeader;
+    pub use abi_stable::prefix_type::{PrefixTypeTrait, WithMetadata};
+    pub use abi_stable::std_types::{ROption, RResult, RSlice, RStr, RString, RVec};
 }

@@ -5,7 +5,7 @@
 //! `#[derive(oxmpi_plugin_api::Params)]` struct with a `priority: i32`
 //! field), the `--map-by` policy names it adds ([`Mapper::POLICIES`]), which
 //! built-in policies it takes ([`Mapper::accepts`]) and the mapping itself,
-//! usually built on [`crate::base`]. [`export_mapper_component!`] turns it
+//! usually built on [`crate::base`]. [`export_mapper_component!`](crate::export_mapper_component) turns it
 //! into a component (lifecycle, parameters, [`crate::module::RmapsModule`],
 //! root module). One mapper maps each job: [`crate::selection`] picks it.
 //!
@@ -25,7 +25,7 @@ use crate::request::MapRequest;
 
 /// What a mapper's parameter struct must be: declared with
 /// `#[derive(oxmpi_plugin_api::Params)]` (which gives `Default`), `Clone`
-/// and `Send`. [`export_mapper_component!`] also needs a `priority: i32`
+/// and `Send`. [`export_mapper_component!`](crate::export_mapper_component) also needs a `priority: i32`
 /// field (`rmaps_<name>_priority`).
 pub trait MapperParams: oxmpi_plugin_api::Params + Clone + Default + Send + 'static {}
 
@@ -60,7 +60,8 @@ pub trait Mapper: Sync + 'static {
 /// [`Mapper::POLICIES`]) as `MODULE`, the exported root module, and
 /// `candidate()` (the component with its default priority, for tests that
 /// run requests through [`crate::selection`]). The component crate depends
-/// on `abi_stable`, `oxmpi-plugin-api` and this crate.
+/// on `oxmpi-plugin-api` (the parameter derive and the expansion name it)
+/// and this crate, not on abi_stable.
 ///
 /// The common case, a priority and nothing else, declares the parameter
 /// struct `Params` (`rmaps_<name>_priority`) for you:
@@ -75,7 +76,8 @@ pub trait Mapper: Sync + 'static {
 /// ```
 ///
 /// A component with parameters of its own passes its
-/// `#[derive(Params)]` struct (which has a `priority: i32` field):
+/// `#[derive(Params)]` struct (which has a `priority: i32` field), and may
+/// give its own version (`oxmpi_info` shows it; default 1.0.0):
 ///
 /// ```ignore
 /// oxmpi_framework_rmaps::export_mapper_component! {
@@ -83,6 +85,7 @@ pub trait Mapper: Sync + 'static {
 ///     name: "reverse",
 ///     params: Config,
 ///     description: "Places ranks in reverse slot order",
+///     version: oxmpi_plugin_api::Version::new(0, 3, 1),
 /// }
 /// ```
 #[macro_export]
@@ -120,7 +123,7 @@ macro_rules! export_mapper_component {
             description: $desc,
         }
     };
-    (mapper: $mapper:path, name: $name:literal, params: $params:ty, description: $desc:literal $(,)?) => {
+    (mapper: $mapper:path, name: $name:literal, params: $params:ty, description: $desc:literal $(, version: $ver:expr)? $(,)?) => {
         /// The parameters the core's query read, kept for `map`.
         static __OXMPI_MAPPER_PARAMS: $crate::module::ParamsCell<$params> =
             $crate::module::ParamsCell::new();
@@ -159,21 +162,21 @@ macro_rules! export_mapper_component {
             }
         }
 
-        extern "C" fn __oxmpi_mapper_accepts(policy_json: ::abi_stable::std_types::RStr<'_>) -> bool {
+        extern "C" fn __oxmpi_mapper_accepts(policy_json: ::oxmpi_plugin_api::reexports::RStr<'_>) -> bool {
             $crate::module::serve_accepts(&$mapper, policy_json)
         }
 
         extern "C" fn __oxmpi_mapper_map(
-            request_json: ::abi_stable::std_types::RStr<'_>,
-        ) -> ::abi_stable::std_types::RResult<::abi_stable::std_types::RString, ::abi_stable::std_types::RString> {
+            request_json: ::oxmpi_plugin_api::reexports::RStr<'_>,
+        ) -> ::oxmpi_plugin_api::reexports::RResult<::oxmpi_plugin_api::reexports::RString, ::oxmpi_plugin_api::reexports::RString> {
             $crate::module::serve_map(&$mapper, &__OXMPI_MAPPER_PARAMS.get(), request_json)
         }
 
-        const __OXMPI_MAPPER_MODULE: &::abi_stable::prefix_type::WithMetadata<$crate::module::RmapsModule> =
-            &::abi_stable::prefix_type::WithMetadata::new($crate::module::RmapsModule {
+        const __OXMPI_MAPPER_MODULE: &::oxmpi_plugin_api::reexports::WithMetadata<$crate::module::RmapsModule> =
+            &::oxmpi_plugin_api::reexports::WithMetadata::new($crate::module::RmapsModule {
                 accepts: __oxmpi_mapper_accepts,
                 map: __oxmpi_mapper_map,
-                policies: ::abi_stable::std_types::RSlice::from_slice(
+                policies: ::oxmpi_plugin_api::reexports::RSlice::from_slice(
                     <$mapper as $crate::Mapper>::POLICIES,
                 ),
             });
@@ -196,11 +199,24 @@ macro_rules! export_mapper_component {
             lifecycle: Component,
             framework: "rmaps",
             component: $name,
-            version: ::oxmpi_plugin_api::Version::new(1, 0, 0),
+            version: $crate::__mapper_version!($($ver)?),
             interface: $crate::INTERFACE_VERSION,
             description: $desc,
             params: <$params as ::oxmpi_plugin_api::Params>::DECLS,
             module: &MODULE,
         }
+    };
+}
+
+/// Implementation detail of [`export_mapper_component!`](crate::export_mapper_component): the component
+/// version, 1.0.0 unless given.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __mapper_version {
+    () => {
+        ::oxmpi_plugin_api::Version::new(1, 0, 0)
+    };
+    ($ver:expr) => {
+        $ver
     };
 }

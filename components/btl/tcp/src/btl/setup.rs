@@ -7,7 +7,6 @@ use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use abi_stable::std_types::RString;
 use oxmpi_framework_btl::module::{flags, BtlModuleInfo, JobIdentity};
 use oxmpi_netif::if_list::{IfSelection, Level, Verdict};
 use oxmpi_netif::interfaces::Interface;
@@ -226,7 +225,7 @@ impl TcpBtl {
                     )
                 };
                 modules.push(BtlModuleInfo {
-                    label: RString::from(format!("tcp {} link {link}", local.iface.name)),
+                    label: format!("tcp {} link {link}", local.iface.name).into(),
                     eager_limit: cfg.btl.eager_limit,
                     rndv_eager_limit: cfg.btl.rndv_eager_limit,
                     max_send_size: cfg.btl.max_send_size,
