@@ -39,8 +39,24 @@ struct ChildEnds {
     report: OwnedFd,
 }
 
-/// Starts `proc` of `job` with `env` added to mpirun's environment. Call
-/// only while mpirun is single-threaded (it forks).
+/// A rank whose supervisor was forked and has not reported yet.
+pub struct Pending {
+    rank: u32,
+    argv0: std::ffi::OsString,
+    wdir: Option<std::path::PathBuf>,
+    supervisor: nix::unistd::Pid,
+    report: OwnedFd,
+    pmi: OwnedFd,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+    stdin: Option<OwnedFd>,
+}
+
+/// Starts `proc` of `job` with `env` added to mpirun's environment: forks
+/// its supervisor and returns without waiting for the program to start,
+/// so that mpirun can fork the next rank's supervisor while this one
+/// execs; [`Pending::wait`] collects the outcome. Call only while mpirun
+/// is single-threaded (it forks).
 pub fn start(
     job: &Job,
     proc: &Proc,
@@ -48,7 +64,7 @@ pub fn start(
     reads_stdin: bool,
     binding: Option<oxmpi_topology::PreparedBinding>,
     guardian_fd: Option<RawFd>,
-) -> Result<Started, String> {
+) -> Result<Pending, String> {
     let app = &job.apps[proc.app as usize];
     let rank = proc.rank;
     let cannot =
@@ -88,31 +104,17 @@ pub fn start(
         Ok(ForkResult::Child) => run_supervisor(job, proc, env, ends, binding, guardian_fd, mpirun),
         Ok(ForkResult::Parent { child }) => {
             drop(ends);
-            let supervisor_pid = child.as_raw();
-            let mut report = String::new();
-            let _ = std::fs::File::from(report_r).read_to_string(&mut report);
-            let outcome = parse_report(&report);
-            match outcome {
-                Report::Started(pid) => Ok(Started {
-                    pid,
-                    supervisor: supervisor_pid,
-                    pmi: pmi_ours,
-                    stdout: out_r,
-                    stderr: err_r,
-                    stdin: stdin_w,
-                }),
-                failed => {
-                    let _ = nix::sys::wait::waitpid(child, None);
-                    Err(match failed {
-                        Report::Failed(e) => {
-                            describe_spawn_error(&app.argv[0], rank, app.wdir.as_deref(), &e)
-                        }
-                        _ => format!(
-                            "cannot start rank {rank}: its supervisor process ended before starting the program"
-                        ),
-                    })
-                }
-            }
+            Ok(Pending {
+                rank,
+                argv0: app.argv[0].clone(),
+                wdir: app.wdir.clone(),
+                supervisor: child,
+                report: report_r,
+                pmi: pmi_ours,
+                stdout: out_r,
+                stderr: err_r,
+                stdin: stdin_w,
+            })
         }
         Err(e) => Err(format!(
             "cannot start rank {rank}: fork failed: {e}{}",
@@ -122,6 +124,51 @@ pub fn start(
                 ""
             }
         )),
+    }
+}
+
+impl Pending {
+    /// Waits for the supervisor's report: the started rank, or why the
+    /// program could not start (the supervisor is then reaped).
+    pub fn wait(self) -> Result<Started, String> {
+        let mut report = String::new();
+        let _ = std::fs::File::from(self.report).read_to_string(&mut report);
+        match parse_report(&report) {
+            Report::Started(pid) => Ok(Started {
+                pid,
+                supervisor: self.supervisor.as_raw(),
+                pmi: self.pmi,
+                stdout: self.stdout,
+                stderr: self.stderr,
+                stdin: self.stdin,
+            }),
+            failed => {
+                let _ = nix::sys::wait::waitpid(self.supervisor, None);
+                let rank = self.rank;
+                Err(match failed {
+                    Report::Failed(e) => {
+                        describe_spawn_error(&self.argv0, rank, self.wdir.as_deref(), &e)
+                    }
+                    _ => format!(
+                        "cannot start rank {rank}: its supervisor process ended before starting the program"
+                    ),
+                })
+            }
+        }
+    }
+
+    /// Ends a rank that will not be run (an earlier rank failed to start):
+    /// waits for its report, kills its program's process group, and reaps
+    /// its supervisor.
+    pub fn abandon(self) {
+        let supervisor = self.supervisor;
+        if let Ok(started) = self.wait() {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(started.pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            let _ = nix::sys::wait::waitpid(supervisor, None);
+        }
     }
 }
 

@@ -345,6 +345,10 @@ fn launch_and_run(
             return 1;
         }
     }
+    // Every supervisor is forked before any report is awaited, so ranks
+    // exec in parallel; the reports are then taken in rank order.
+    let mut pending = Vec::with_capacity(job.procs.len());
+    let mut failure = None;
     for p in &job.procs {
         let mask = plan.masks[p.rank as usize].clone();
         match launch::start(
@@ -355,12 +359,27 @@ fn launch_and_run(
             mask,
             guardian_fd,
         ) {
-            Ok(started) => runner.add(run::Rank::new(p.rank, started)),
+            Ok(rank) => pending.push(rank),
             Err(message) => {
-                runner.fail(report::Failure::Launch { message });
+                failure = Some(message);
                 break;
             }
         }
+    }
+    let mut pending = pending.into_iter();
+    for (rank, waiting) in job.procs.iter().zip(pending.by_ref()) {
+        match waiting.wait() {
+            Ok(started) => runner.add(run::Rank::new(rank.rank, started)),
+            Err(message) => {
+                failure = Some(message);
+                break;
+            }
+        }
+    }
+    // Ranks after one that failed to start are never run.
+    pending.for_each(launch::Pending::abandon);
+    if let Some(message) = failure {
+        runner.fail(report::Failure::Launch { message });
     }
     runner.run()
 }
