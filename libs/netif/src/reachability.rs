@@ -1,6 +1,6 @@
 //! How good a connection from a local interface to a remote one would be
-//! (reference 001 §10–§11; reference notes §6, Open MPI's
-//! `reachable/weighted` component).
+//! (reference 001 §10–§11, see docs/references.md; Open MPI computes the
+//! same in its `reachable/weighted` component).
 //!
 //! Every (local, remote) pair gets a [`Quality`] class, and from it and the
 //! two bandwidths an integer weight; 0 means "no connection". The tcp BTL
