@@ -5,7 +5,7 @@
 # with oxmpi's mpirun, Open MPI's mpirun and MPICH's mpiexec (when their
 # Debian packages are installed), measured by hyperfine. The commands are
 # measured in interleaved rounds, and a CPU-placement probe runs before and
-# after (see DESIGN.md §9), so a change of vCPU placement shows up instead
+# after (bench/p2p/README.md, "Rounds"), so a change of vCPU placement shows up instead
 # of biasing one launcher.
 #
 # Wire-up program per launcher: oxmpi and MPICH run oxmpi's PMI-1 test

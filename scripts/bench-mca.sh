@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of the MCA core (issue 2), one command:
+# Benchmark of the MCA core, one command:
 #
 #   - in-process: the time a process spends loading and selecting components
 #     at start-up (core/mca/benches/startup.rs: Mca::init cold and warm, then
@@ -10,7 +10,7 @@
 #     added to the component path.
 #
 # Prints one table: measurement | median | p90 | target | verdict.
-# Target (issue 2): `oxmpi_info --all` under 50 ms with a warm cache; the
+# Target: `oxmpi_info --all` under 50 ms with a warm cache; the
 # in-process steps are parts of that budget and are held to it as well.
 #
 # Usage: scripts/bench-mca.sh            (RUNS=100 ITERATIONS=300 by default)

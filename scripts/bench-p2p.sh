@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Point-to-point benchmark (issue 5): ping-pong latency and streaming
+# Point-to-point benchmark: ping-pong latency and streaming
 # bandwidth from 0 B to 4 MiB over TCP on loopback, for
 #   - raw TCP sockets (the floor: busy-polling, TCP_NODELAY),
 #   - Open MPI (--mca btl self,tcp --mca btl_tcp_if_include lo),
@@ -10,7 +10,7 @@
 # for oxmpi, Open MPI (default pml, and --mca pml ob1) and MPICH, by hyperfine.
 #
 # The implementations are run in interleaved rounds and a CPU-placement probe
-# runs before and after (DESIGN.md §9); the table shows the best round of
+# runs before and after (bench/p2p/README.md, "Rounds"); the table shows the best round of
 # each (lowest latency, highest bandwidth). A missing implementation (not
 # installed, not built, failing) leaves its column empty with a note.
 #

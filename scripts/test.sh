@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
-# Builds every target of the workspace, checks formatting and lints
-# (clippy warnings are errors), then runs every test.
-#
-# The build comes first so that every cdylib (components and the test
-# fixtures under tests/fixtures/) exists before a test looks for it.
+# Checks formatting and lints (clippy warnings are errors), then runs every
+# test. The tests build what they run (programs, examples, component
+# libraries) themselves, through tests/support.
 #
 # Usage: scripts/test.sh [extra arguments for `cargo test`]
 set -euo pipefail
@@ -17,9 +15,6 @@ if ! command -v cargo >/dev/null 2>&1; then
     echo "test.sh: cargo not found; install Rust (https://rustup.rs) first" >&2
     exit 1
 fi
-
-echo "==> cargo build --workspace --all-targets"
-cargo build --workspace --all-targets
 
 echo "==> cargo fmt --check, cargo clippy (warnings are errors)"
 cargo fmt --all --check

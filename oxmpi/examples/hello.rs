@@ -6,6 +6,8 @@
 //! Run: `mpirun -n 4 hello` (any number of ranks, including 1). Exits 0
 //! only if every check passed; otherwise prints why and aborts the job.
 
+#![forbid(unsafe_code)]
+
 use oxmpi::topology::SimpleCommunicator;
 use oxmpi::traits::*;
 use oxmpi::Tag;

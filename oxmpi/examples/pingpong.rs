@@ -12,6 +12,8 @@
 //! Run: `mpirun -n 2 pingpong` (any number of ranks, including 1). Exits 0
 //! only if every check passed; otherwise prints why and aborts the job.
 
+#![forbid(unsafe_code)]
+
 use oxmpi::point_to_point::{send_receive_into_with_tags, Process};
 use oxmpi::topology::SimpleCommunicator;
 use oxmpi::traits::*;

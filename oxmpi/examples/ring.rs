@@ -8,6 +8,8 @@
 //! to itself). Exits 0 only if every check passed; otherwise prints why
 //! and aborts the job.
 
+#![forbid(unsafe_code)]
+
 use oxmpi::point_to_point::send_receive_into_with_tags;
 use oxmpi::topology::SimpleCommunicator;
 use oxmpi::traits::*;

@@ -87,8 +87,6 @@
 //! thread, one at a time; with [`Threading::Multiple`], any thread at any
 //! time. A call that breaks these rules fails with class `ThreadLevel`.
 
-#![warn(missing_docs)]
-
 pub mod datatype;
 pub mod environment;
 mod error;

@@ -186,7 +186,8 @@ unsafe fn start_send(
     tag: Tag,
     mode: SendMode,
 ) -> Result<RequestId, Error> {
-    // SAFETY: forwarded to the caller.
+    // SAFETY: isend needs `bytes` valid and unchanged until MPI releases
+    // the request, which is exactly what this function's caller promises.
     Ok(unsafe {
         ep.runtime
             .isend(ep.comm, ep.rank, tag, bytes.as_ptr(), bytes.len(), mode)
@@ -204,7 +205,9 @@ unsafe fn start_receive(
     len: usize,
     tag: Tag,
 ) -> Result<RequestId, Error> {
-    // SAFETY: forwarded to the caller.
+    // SAFETY: irecv needs `buf..buf + len` valid for writes and untouched
+    // by anything else until MPI releases the request, which is exactly
+    // what this function's caller promises.
     Ok(unsafe { ep.runtime.irecv(ep.comm, ep.rank, tag, buf, len) }?)
 }
 

@@ -13,23 +13,14 @@ use oxmpi::{ErrorClass, Threading};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The directory cargo builds the component libraries into (the
-/// dev-dependencies on btl self and pml ob1 make sure they are built).
+/// The directory of the workspace's component libraries, built for this
+/// test run.
 fn component_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test's own path");
-    let deps = exe.parent().expect("the test's directory").to_path_buf();
-    for dir in [Some(deps.clone()), deps.parent().map(PathBuf::from)]
-        .into_iter()
-        .flatten()
-    {
-        if dir.join("libmca_pml_ob1.so").is_file() && dir.join("libmca_btl_self.so").is_file() {
-            return dir;
-        }
+    let artifacts = oxmpi_test_support::build_workspace();
+    for file in ["libmca_pml_ob1.so", "libmca_btl_self.so"] {
+        artifacts.library(file);
     }
-    panic!(
-        "libmca_pml_ob1.so and libmca_btl_self.so are not in {} or its parent; build them with cargo build -p oxmpi-pml-ob1 -p oxmpi-btl-self",
-        deps.display()
-    );
+    artifacts.dir().to_path_buf()
 }
 
 fn pattern(n: usize, seed: u8) -> Vec<u8> {

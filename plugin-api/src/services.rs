@@ -2,8 +2,8 @@
 //!
 //! Statics in a cdylib are private copies, so everything a component needs
 //! from the process reaches it through this table. It is an append-only
-//! prefix type: later issues add fields (modex, progress registration, …)
-//! after `log`.
+//! prefix type: a new service is a new field after the last one, so a
+//! component built against an older table still loads.
 
 use crate::ParamValue;
 use abi_stable::std_types::{ROption, RStr};

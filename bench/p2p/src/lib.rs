@@ -17,6 +17,8 @@
 //!   loop fill the send buffer with [`pattern`] (a different seed each time),
 //!   clear the receive buffer, and compare every received byte.
 
+#![forbid(unsafe_code)]
+
 use std::fmt;
 
 /// Message sizes measured, in bytes (0 B to 4 MiB).

@@ -12,6 +12,8 @@
 //!   process within the grace period.
 //! - `--no-finalize`: exit 0 without finalizing.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use oxmpi_pmi::mapping::parse_process_mapping;

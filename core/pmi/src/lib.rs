@@ -70,8 +70,6 @@
 //! worked). `core/pmi/tests/mpich.rs` runs both against
 //! [`local::LocalServer`], as a model.
 
-#![warn(missing_docs)]
-
 pub mod client;
 pub mod error;
 pub mod frame;

@@ -5,6 +5,8 @@
 //! fastest time are printed); with one, an hwloc synthetic description such
 //! as `package:2 core:4 pu:2`.
 
+#![forbid(unsafe_code)]
+
 use std::time::{Duration, Instant};
 
 use oxmpi_topology::{ObjectLevel, Topology};

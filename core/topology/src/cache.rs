@@ -74,7 +74,8 @@ impl CacheConfig {
         {
             return None;
         }
-        // SAFETY: getuid cannot fail.
+        // SAFETY: getuid takes no argument, touches no memory of ours and
+        // cannot fail.
         let uid = unsafe { libc::getuid() };
         let dir = match std::env::var_os("XDG_RUNTIME_DIR")
             .map(PathBuf::from)
@@ -103,7 +104,8 @@ impl CacheConfig {
 
     /// Whether the directory is ours and closed to others.
     fn dir_is_private(&self) -> bool {
-        // SAFETY: getuid cannot fail.
+        // SAFETY: getuid takes no argument, touches no memory of ours and
+        // cannot fail.
         let uid = unsafe { libc::getuid() };
         std::fs::symlink_metadata(&self.dir)
             .is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0)

@@ -12,8 +12,6 @@
 //!
 //! Nothing here panics on user input; every error says what was wrong.
 
-#![warn(missing_docs)]
-
 pub mod apply;
 pub mod binding;
 pub mod cache;

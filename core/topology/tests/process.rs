@@ -98,7 +98,9 @@ fn refused_binding_fails_the_spawn() {
     let prepared = PreparedBinding::new(&absent).unwrap();
     let mut cmd = Command::new("sleep");
     cmd.arg("5");
-    // SAFETY: as above.
+    // SAFETY: as in `spawn_bound`: the hook only calls sched_setaffinity
+    // on the mask `PreparedBinding::new` built before the fork, which is
+    // async-signal-safe and allocates nothing.
     unsafe {
         cmd.pre_exec(move || prepared.apply_in_child());
     }

@@ -4,8 +4,8 @@
 //! 100k pairs instead of 1M). Each scenario runs a number of pairs — one
 //! receive posted plus one message arriving, which match each other — and
 //! reports ns per pair and per operation (half a pair), the best and the
-//! median of several runs. Single-threaded and in-process: the placement
-//! of the two vCPUs (DESIGN.md §9) does not matter here.
+//! median of several runs. Single-threaded and in-process: where the VM
+//! places its vCPUs (bench/p2p/README.md, "Rounds") does not matter here.
 
 use std::hint::black_box;
 use std::time::Instant;

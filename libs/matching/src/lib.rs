@@ -1,5 +1,3 @@
-#![warn(missing_docs)]
-
 //! MPI message matching: which receive gets which message.
 //!
 //! [`Matcher`] is a pure data structure — no I/O, no threads, no locks —
@@ -66,6 +64,8 @@
 //! Costs: `incoming` and `post_recv` O(1) plus the scans above; `probe` and
 //! `mprobe` the same as `post_recv`; `cancel_recv` O(posted receives) (it
 //! searches by id, and cancelling is rare); `take_unexpected` O(1).
+
+#![forbid(unsafe_code)]
 
 mod slab;
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! An include list and an exclude list of network interfaces (the tcp btl's
 //! `btl_tcp_if_include` / `btl_tcp_if_exclude`): parsing them and choosing
 //! the interfaces a component uses (reference 001 §4, §5, §7, §13, §14;
-//! reference notes §6). The caller names its two parameters
+//! see docs/references.md). The caller names its two parameters
 //! ([`ParamNames`]); every message uses those names.
 //!
 //! # The lists

@@ -19,7 +19,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 /// Bandwidth assumed for an interface whose speed is unknown, in Mbit/s.
 ///
 /// Open MPI uses the ethtool speed of the device, or this value when the
-/// speed cannot be read (`MCA_BTL_TCP_BTL_BANDWIDTH`, reference notes §6).
+/// speed cannot be read (its `MCA_BTL_TCP_BTL_BANDWIDTH`).
 pub const DEFAULT_BANDWIDTH_MBPS: u32 = 100;
 
 /// One address of one network device, local or remote.

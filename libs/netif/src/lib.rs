@@ -10,6 +10,8 @@
 //! - [`matching`]: the maximum-weight pairing of a host's interfaces with a
 //!   peer's (Kuhn–Munkres).
 
+#![forbid(unsafe_code)]
+
 pub mod if_list;
 pub mod interfaces;
 pub mod matching;

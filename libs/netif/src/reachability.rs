@@ -1,6 +1,6 @@
 //! How good a connection from a local interface to a remote one would be
-//! (reference 001 §10–§11; reference notes §6, Open MPI's
-//! `reachable/weighted` component).
+//! (reference 001 §10–§11, see docs/references.md; Open MPI computes the
+//! same in its `reachable/weighted` component).
 //!
 //! Every (local, remote) pair gets a [`Quality`] class, and from it and the
 //! two bandwidths an integer weight; 0 means "no connection". The tcp BTL
@@ -23,7 +23,7 @@
 //!    weighted code; the current component has none.
 //! 3. **Private and public, IPv4.** Private means inside 10.0.0.0/8,
 //!    172.16.0.0/12, 192.168.0.0/16 or 169.254.0.0/16 (Open MPI's
-//!    `opal_net_private_ipv4`, reference notes §6); anything else is
+//!    `opal_net_private_ipv4`); anything else is
 //!    public. Two public addresses are [`Quality::PublicSameNetwork`] or
 //!    [`Quality::PublicDifferentNetwork`]; two private ones
 //!    [`Quality::PrivateSameNetwork`] or
@@ -33,13 +33,12 @@
 //!    giving a weight to a connection consisting of a private address and a
 //!    public address, it will give it the weight of
 //!    PRIVATE_DIFFERENT_NETWORK"). *Open MPI 4.1/5.0's weighted component
-//!    gives such a pair no connection instead* (reference notes §6; it is
-//!    behind "Unable to find reachable pairing" reports such as ompi#13722).
+//!    gives such a pair no connection instead* (it is behind "Unable to find reachable pairing" reports such as ompi#13722).
 //!    The reference is this project's specification, and a pair that may
 //!    work (through NAT, say) is better tried last than never.
 //! 5. **IPv6.** Link-local addresses (`fe80::/10`) play the private role:
 //!    two link-local addresses are [`Quality::PrivateSameNetwork`] (whether
-//!    they share a link cannot be told; reference notes §6). Two other IPv6
+//!    they share a link cannot be told). Two other IPv6
 //!    addresses are public, same or different network. A link-local
 //!    address and another one never connect: a link-local address does not
 //!    route beyond its link (Open MPI does the same).
@@ -53,7 +52,7 @@
 //!    instead). With equal prefixes, the usual case, both rules agree.
 //! 7. **Weight** = ⌊q × (min(bw₁, bw₂) + 1 / (1 + |bw₁ − bw₂|))⌋ with q the
 //!    quality's [`Quality::factor`] (50, 80, 90, 100) and the bandwidths in
-//!    Mbit/s (reference notes §6; Open MPI's `calculate_weight`): the slower
+//!    Mbit/s (as Open MPI's `calculate_weight` does): the slower
 //!    side bounds the link, and the small second term prefers pairs of
 //!    equal speed. It is computed exactly in integers
 //!    (q·min + ⌊q / (1 + |Δ|)⌋), where Open MPI evaluates it in floating
@@ -103,7 +102,7 @@ impl Quality {
     }
 
     /// The multiplier of the weight formula: 0, 50, 80, 90, 100 (Open MPI's
-    /// `reachable/weighted`, reference notes §6).
+    /// `reachable/weighted` component).
     pub const fn factor(self) -> u64 {
         match self {
             Quality::NoConnection => 0,

@@ -1,4 +1,5 @@
-//! The layering rules of DESIGN §2, checked over the output of
+//! The layering rules of `docs/components.md` ("Layout and layering"),
+//! checked over the output of
 //! `cargo metadata --format-version 1 --no-deps`.
 //!
 //! Each workspace crate has a [`Layer`], from where its manifest is:
@@ -23,6 +24,8 @@
 //!    (`oxmpi-mca`) in particular takes its frameworks from the program —
 //!    except the pairs in [`CORE_USES_FRAMEWORK`] (the MPI layer calls the
 //!    btl and pml modules it selected), and never on a program.
+
+#![forbid(unsafe_code)]
 
 use serde_json::Value;
 use std::collections::HashMap;
@@ -155,7 +158,7 @@ pub fn check(metadata: &Value) -> Result<Vec<Violation>, String> {
                 from: from.to_string(),
                 to: None,
                 rule:
-                    "the crate is in no place DESIGN §2 names (give it a layer in tests/layering)"
+                    "the crate is in no place the layering rules name (give it a layer in tests/layering)"
                         .into(),
             });
             continue;

@@ -1,4 +1,4 @@
-//! The workspace as it is keeps the layering rules of DESIGN §2.
+//! The workspace as it is keeps the layering rules of `docs/components.md`.
 
 use std::path::Path;
 use std::process::Command;

@@ -158,6 +158,7 @@ pub struct AppOptions {
 #[derive(Parser, Debug)]
 #[command(name = "mpirun", no_binary_name = true)]
 pub struct AppCli {
+    /// The program's options, program and arguments.
     #[command(flatten)]
     pub app: AppOptions,
 }

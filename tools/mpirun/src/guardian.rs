@@ -7,7 +7,8 @@
 //! started when mpirun dies, so killing mpirun and the guardian together
 //! leaves nothing behind either.
 
-use nix::unistd::{fork, pipe2, ForkResult};
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::{fork, pipe2, ForkResult, Pid};
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -21,8 +22,10 @@ pub struct Guardian {
 pub fn start() -> Result<Guardian, String> {
     let (read_end, write_end) = pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .map_err(|e| format!("cannot create the guardian pipe: {e}"))?;
-    // SAFETY: mpirun is single-threaded here; the child only reads a pipe,
-    // parses numbers and sends signals before it exits.
+    // SAFETY: fork is sound in a single-threaded process (no lock can be
+    // held by a thread that does not exist in the child), and the caller
+    // calls this before mpirun starts any thread. The child only runs
+    // `guard`, which never returns into mpirun's code.
     match unsafe { fork() } {
         Ok(ForkResult::Child) => {
             drop(write_end);
@@ -67,7 +70,11 @@ impl Guardian {
 }
 
 fn guard(pipe: OwnedFd) -> ! {
-    // SAFETY: plain system calls in the single-threaded child.
+    // SAFETY: prctl(PR_SET_NAME) reads the NUL-terminated static name;
+    // setting SIG_IGN installs no handler code; open reads a static
+    // NUL-terminated path; dup2 onto 0, 1 and 2 replaces standard streams
+    // that no Rust object of this child owns (std's handles refer to the
+    // numbers, which stay open). No memory of ours is written.
     unsafe {
         // Its own name (`ps -o comm`), so `pkill mpirun` leaves it to clean up.
         libc::prctl(libc::PR_SET_NAME, c"oxmpi-guardian".as_ptr());
@@ -79,27 +86,22 @@ fn guard(pipe: OwnedFd) -> ! {
             libc::dup2(null, fd);
         }
     }
-    let fd = pipe.as_raw_fd();
     let mut groups: Vec<i32> = Vec::new();
     let mut line: Vec<u8> = Vec::new();
     let mut buf = [0u8; 512];
     loop {
-        // SAFETY: reading into a local buffer.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-            continue;
-        }
-        if n <= 0 {
-            break;
-        }
-        for &b in &buf[..n as usize] {
+        let n = match nix::unistd::read(&pipe, &mut buf) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        for &b in &buf[..n] {
             if b != b'\n' {
                 line.push(b);
                 continue;
             }
             if line == b"done" {
-                // SAFETY: exiting the child without running parent's destructors.
-                unsafe { libc::_exit(0) };
+                exit_child(0);
             }
             if let Some(pgid) = std::str::from_utf8(&line)
                 .ok()
@@ -114,14 +116,20 @@ fn guard(pipe: OwnedFd) -> ! {
     }
     // mpirun is gone: stop the job.
     for &g in &groups {
-        // SAFETY: signalling process groups.
-        unsafe { libc::kill(-g, libc::SIGTERM) };
+        let _ = killpg(Pid::from_raw(g), Signal::SIGTERM);
     }
     std::thread::sleep(std::time::Duration::from_millis(500));
     for &g in &groups {
-        // SAFETY: as above.
-        unsafe { libc::kill(-g, libc::SIGKILL) };
+        let _ = killpg(Pid::from_raw(g), Signal::SIGKILL);
     }
-    // SAFETY: as above.
-    unsafe { libc::_exit(0) }
+    exit_child(0)
+}
+
+/// Ends the guardian at once: no destructor or exit handler of mpirun's
+/// (which the forked child carries copies of) runs twice.
+fn exit_child(code: i32) -> ! {
+    // SAFETY: _exit only ends the calling process; skipping destructors is
+    // the point (they belong to mpirun's state, which the child must not
+    // flush or tear down a second time).
+    unsafe { libc::_exit(code) }
 }

@@ -97,9 +97,11 @@ pub fn start(
         report: report_w,
     };
     let mpirun = std::process::id() as i32;
-    // SAFETY: mpirun is single-threaded while it launches (the topology
-    // thread was joined); the child only runs `run_supervisor`, which never
-    // returns.
+    // SAFETY: fork is sound in a single-threaded process (no lock can be
+    // held by a thread missing from the child), and mpirun is
+    // single-threaded while it launches (the topology thread was joined);
+    // the child only runs `run_supervisor`, which never returns into
+    // mpirun's code.
     match unsafe { fork() } {
         Ok(ForkResult::Child) => run_supervisor(job, proc, env, ends, binding, guardian_fd, mpirun),
         Ok(ForkResult::Parent { child }) => {
@@ -235,7 +237,9 @@ fn run_supervisor(
     let stdin = stdin.map(supervisor::renumber_low);
     let guardian_fd = guardian_fd.map(supervisor::renumber_raw_low);
     if !supervisor::become_supervisor(mpirun) {
-        // SAFETY: ending the forked child without running destructors.
+        // SAFETY: _exit only ends this forked child; the destructors it
+        // skips belong to mpirun's state, which the child must not tear
+        // down a second time.
         unsafe { libc::_exit(1) };
     }
     let pmi_fd = pmi.as_raw_fd();
@@ -247,7 +251,7 @@ fn run_supervisor(
     let prepared = prepare_inheritance(pmi_fd, binding.as_ref());
     if let Err(e) = prepared {
         let _ = write!(report, "failed {}", e.raw_os_error().unwrap_or(libc::EIO));
-        // SAFETY: ending the forked child without running destructors.
+        // SAFETY: as for the _exit above: it only ends this forked child.
         unsafe { libc::_exit(127) };
     }
     let mut cmd = command(job, proc, env, pmi_fd);
@@ -264,7 +268,8 @@ fn run_supervisor(
             if let Some(fd) = guardian_fd {
                 let mut line = [0u8; 24];
                 let len = format_pid_line(pid, &mut line);
-                // SAFETY: writing a local buffer to the guardian's pipe.
+                // SAFETY: the kernel reads `len` bytes at the start of
+                // `line`, and `format_pid_line` returns at most its 24.
                 unsafe { libc::write(fd, line.as_ptr().cast(), len) };
             }
             let _ = write!(report, "started {pid}");
@@ -272,7 +277,7 @@ fn run_supervisor(
         }
         Err(e) => {
             let _ = write!(report, "failed {}", e.raw_os_error().unwrap_or(libc::EIO));
-            // SAFETY: ending the forked child without running destructors.
+            // SAFETY: as for the _exit above: it only ends this forked child.
             unsafe { libc::_exit(127) };
         }
     };
@@ -289,7 +294,8 @@ fn prepare_inheritance(
     pmi_fd: RawFd,
     binding: Option<&oxmpi_topology::PreparedBinding>,
 ) -> io::Result<()> {
-    // SAFETY: fcntl on a descriptor this process owns.
+    // SAFETY: F_SETFD sets the descriptor flags of `pmi_fd`; it touches
+    // no memory of ours, whatever the descriptor.
     if unsafe { libc::fcntl(pmi_fd, libc::F_SETFD, 0) } == -1 {
         return Err(io::Error::last_os_error());
     }

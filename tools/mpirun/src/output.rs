@@ -212,8 +212,7 @@ fn private_dir(dir: &Path) -> Result<(), String> {
     }
     let meta = std::fs::symlink_metadata(dir)
         .map_err(|e| format!("--output-filename: cannot inspect {}: {e}", dir.display()))?;
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = nix::unistd::geteuid().as_raw();
     let problem = if meta.file_type().is_symlink() {
         Some("is a symbolic link")
     } else if !meta.is_dir() {
@@ -254,8 +253,7 @@ fn private_file(path: &Path) -> Result<File, String> {
     let meta = file
         .metadata()
         .map_err(|e| format!("--output-filename: cannot inspect {}: {e}", path.display()))?;
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = nix::unistd::geteuid().as_raw();
     if !meta.is_file() || meta.uid() != me {
         return Err(format!(
             "--output-filename: {} exists and is not a regular file of this user; remove it or choose another directory",

@@ -6,25 +6,59 @@ use nix::sys::signal::Signal;
 #[derive(Clone, Debug, PartialEq)]
 pub enum Failure {
     /// A rank exited with a non-zero status.
-    Exited { rank: u32, pid: i32, code: i32 },
+    Exited {
+        /// The rank (in MPI_COMM_WORLD).
+        rank: u32,
+        /// Its process id.
+        pid: i32,
+        /// Its exit status.
+        code: i32,
+    },
     /// A rank was killed by a signal.
-    Signaled { rank: u32, pid: i32, signal: i32 },
+    Signaled {
+        /// The rank (in MPI_COMM_WORLD).
+        rank: u32,
+        /// Its process id.
+        pid: i32,
+        /// The signal's number.
+        signal: i32,
+    },
     /// A rank exited before finalizing its PMI session.
-    NoFinalize { rank: u32, pid: i32, code: i32 },
+    NoFinalize {
+        /// The rank (in MPI_COMM_WORLD).
+        rank: u32,
+        /// Its process id.
+        pid: i32,
+        /// Its exit status (possibly 0).
+        code: i32,
+    },
     /// A rank called abort.
     Aborted {
+        /// The rank (in MPI_COMM_WORLD).
         rank: u32,
+        /// Its process id.
         pid: i32,
+        /// The error code the rank passed to abort.
         code: i32,
+        /// The message the rank gave with it, if any.
         message: Option<String>,
     },
     /// `--timeout` expired.
-    Timeout { seconds: f64 },
+    Timeout {
+        /// The `--timeout` value.
+        seconds: f64,
+    },
     /// mpirun received a terminating signal.
-    Interrupted { signal: i32 },
+    Interrupted {
+        /// The signal's number.
+        signal: i32,
+    },
     /// A rank could not be started, or the job could not go on (the
     /// message says why).
-    Launch { message: String },
+    Launch {
+        /// What went wrong, as one sentence.
+        message: String,
+    },
     /// The reader of mpirun's standard output went away (`mpirun ... |
     /// head`): the job is stopped as a pipeline's writer would be.
     OutputClosed,
@@ -35,7 +69,9 @@ pub fn signal_name(signal: i32) -> String {
     let name = Signal::try_from(signal)
         .map(|s| s.as_str().to_string())
         .unwrap_or_else(|_| format!("signal {signal}"));
-    // SAFETY: strsignal returns a pointer to a static or thread-local string.
+    // SAFETY: strsignal returns null or a NUL-terminated string that stays
+    // valid until this thread calls it again (glibc keeps the buffer per
+    // thread); it is copied out before anything else runs here.
     let text = unsafe {
         let p = libc::strsignal(signal);
         if p.is_null() {

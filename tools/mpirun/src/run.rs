@@ -83,7 +83,8 @@ impl Rank {
 }
 
 fn set_nonblocking(fd: RawFd) {
-    // SAFETY: fcntl on a descriptor we own.
+    // SAFETY: F_GETFL and F_SETFL read and set the status flags of `fd`;
+    // they touch no memory of ours, whatever the descriptor.
     unsafe {
         let flags = libc::fcntl(fd, libc::F_GETFL);
         libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
@@ -98,7 +99,9 @@ enum Read {
 
 fn read_fd(fd: RawFd, buf: &mut [u8]) -> Read {
     loop {
-        // SAFETY: reading into a buffer we own.
+        // SAFETY: the kernel writes at most `buf.len()` bytes at
+        // `buf.as_mut_ptr()`, which `buf` (borrowed mutably for the call)
+        // holds.
         let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
         if n > 0 {
             return Read::Data(n as usize);
@@ -124,7 +127,8 @@ pub const MAX_PMI_BACKLOG: usize = 1 << 20;
 /// takes it now; `Err` when the descriptor is broken.
 fn write_some(fd: RawFd, pending: &mut Vec<u8>) -> io::Result<()> {
     while !pending.is_empty() {
-        // SAFETY: writing from a buffer we own.
+        // SAFETY: the kernel reads at most `pending.len()` bytes at
+        // `pending.as_ptr()`, all of which the vector holds.
         let n = unsafe { libc::write(fd, pending.as_ptr().cast(), pending.len()) };
         if n >= 0 {
             pending.drain(..n as usize);
@@ -294,7 +298,8 @@ impl Runner {
             add(self.signals.as_raw_fd(), libc::POLLIN, Slot::Signal);
 
             let timeout = self.next_timer_ms();
-            // SAFETY: fds is a valid array of pollfd.
+            // SAFETY: `fds` holds `fds.len()` initialized pollfd entries,
+            // which poll reads and whose `revents` it writes, nothing more.
             let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
             if n < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
                 eprintln!("mpirun: poll failed: {}", io::Error::last_os_error());
@@ -567,7 +572,8 @@ impl Runner {
         let r = &mut self.ranks[i];
         if let Some(fd) = &r.stdin {
             while !r.stdin_pending.is_empty() {
-                // SAFETY: writing from a buffer we own.
+                // SAFETY: the kernel reads at most `stdin_pending.len()`
+                // bytes at its start, all of which the vector holds.
                 let n = unsafe {
                     libc::write(
                         fd.as_raw_fd(),

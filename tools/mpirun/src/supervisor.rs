@@ -37,15 +37,16 @@ const GRACE_WITHOUT_MPIRUN: Duration = Duration::from_millis(500);
 /// to supervise: process name, subreaper, parent-death signal. Returns
 /// false if mpirun is already gone.
 pub fn become_supervisor(mpirun: i32) -> bool {
-    // SAFETY: prctl with constant arguments on the calling process.
+    // SAFETY: PR_SET_NAME reads the NUL-terminated static name; the other
+    // two options take integers. prctl writes no memory of ours.
     unsafe {
         libc::prctl(libc::PR_SET_NAME, c"oxmpi-rank".as_ptr());
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
         // SIGHUP is blocked (inherited from mpirun's signal mask), so it
         // stays pending until `supervise` collects it.
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGHUP);
-        libc::getppid() == mpirun
     }
+    std::os::unix::process::parent_id() == mpirun as u32
 }
 
 /// Closes every descriptor from 3 up except those in `keep`.
@@ -56,20 +57,27 @@ pub fn close_other_descriptors(keep: &[i32]) {
     for fd in keep {
         let fd = fd as u32;
         if fd > from {
-            // SAFETY: closing descriptors this process owns and will not use.
+            // SAFETY: called in the forked supervisor before it starts the
+            // program: the descriptors closed here are copies of mpirun's,
+            // and the only ones the supervisor uses afterwards are those
+            // in `keep`, so no Rust object that owns a closed number reads,
+            // writes or closes it again (the supervisor ends with _exit).
             unsafe { libc::close_range(from, fd - 1, 0) };
         }
         from = fd + 1;
     }
-    // SAFETY: as above.
+    // SAFETY: the descriptors above the last kept one, by the same
+    // argument.
     unsafe { libc::close_range(from, u32::MAX, 0) };
 }
 
 /// Moves `fd` to the lowest free descriptor number from 3 up (keeping it
 /// close-on-exec); returns it as is if it cannot be moved.
 pub fn renumber_low(fd: OwnedFd) -> OwnedFd {
-    // SAFETY: F_DUPFD_CLOEXEC on a descriptor we own; the new descriptor
-    // is owned by the returned OwnedFd, the old one closes when `fd` drops.
+    // SAFETY: fcntl(F_DUPFD_CLOEXEC) on the open descriptor `fd` makes a
+    // new descriptor nobody owns yet; it is either closed here at once or
+    // handed to the returned OwnedFd as its only owner (the old one closes
+    // when `fd` drops).
     unsafe {
         let low = libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3);
         if low < 0 || low > fd.as_raw_fd() {
@@ -93,7 +101,10 @@ pub fn renumber_raw_low(fd: RawFd) -> RawFd {
 /// Points standard input, output and error at /dev/null, so the supervisor
 /// holds none of mpirun's terminal or pipes.
 pub fn detach_standard_streams() {
-    // SAFETY: open/dup2/close on descriptors of this process.
+    // SAFETY: open reads a static NUL-terminated path and returns a
+    // descriptor only this function uses and closes; dup2 onto 0, 1 and 2
+    // replaces standard streams no Rust object owns (std's handles refer to
+    // the numbers, which stay open).
     unsafe {
         let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
         if null >= 0 {
@@ -132,8 +143,7 @@ pub fn supervise(program: Pid, mpirun: i32) -> ! {
         if no_children {
             finish(status);
         }
-        // SAFETY: getppid has no preconditions.
-        if !mpirun_gone && unsafe { libc::getppid() } != mpirun {
+        if !mpirun_gone && std::os::unix::process::parent_id() != mpirun as u32 {
             mpirun_gone = true;
         }
         let now = Instant::now();
@@ -163,8 +173,7 @@ pub fn supervise(program: Pid, mpirun: i32) -> ! {
 /// reach every descendant.
 fn signal_descendants(program: Pid, signal: Signal) {
     let _ = killpg(program, signal);
-    // SAFETY: getpid has no preconditions.
-    let me = unsafe { libc::getpid() };
+    let me = std::process::id();
     let children =
         std::fs::read_to_string(format!("/proc/{me}/task/{me}/children")).unwrap_or_default();
     for pid in children
@@ -180,8 +189,10 @@ fn signal_descendants(program: Pid, signal: Signal) {
 /// Waits at most `limit` for SIGCHLD or SIGHUP (both blocked, so they
 /// wait pending).
 fn wait_for_signal(limit: Duration) {
-    // SAFETY: sigset operations on a local set; sigtimedwait with valid
-    // pointers.
+    // SAFETY: an all-zero sigset_t is a valid value that sigemptyset then
+    // initializes; sigaddset writes only into that local set; sigtimedwait
+    // reads the set and the timeout through valid pointers and is allowed
+    // a null siginfo pointer (it then stores nothing).
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
@@ -201,9 +212,13 @@ fn finish(status: Option<WaitStatus>) -> ! {
         Some(WaitStatus::Exited(_, code)) => code,
         Some(WaitStatus::Signaled(_, signal, _)) => {
             let signal = signal as i32;
-            // SAFETY: plain system calls in this single-threaded process:
-            // no core file of the supervisor, default action for the
-            // signal, unblocked, then raised; it ends the process.
+            // SAFETY: setrlimit reads a local struct; SIG_DFL installs no
+            // handler code; the set is a local sigset_t, zeroed then
+            // initialized by sigemptyset, that sigprocmask only reads (a
+            // null old-set pointer is allowed); raise takes an integer.
+            // Nothing writes memory we do not own. The raised signal ends
+            // the process with the program's signal, without a core file
+            // of the supervisor.
             unsafe {
                 let no_core = libc::rlimit {
                     rlim_cur: 0,
@@ -222,7 +237,8 @@ fn finish(status: Option<WaitStatus>) -> ! {
         // The program never ran, or mpirun went before it ended.
         _ => 1,
     };
-    // SAFETY: ends this forked process without running mpirun's
-    // destructors or flushing its buffers.
+    // SAFETY: _exit only ends the calling process; skipping destructors
+    // and exit handlers is the point (they belong to mpirun's state, which
+    // this forked copy must not flush or tear down a second time).
     unsafe { libc::_exit(code) }
 }

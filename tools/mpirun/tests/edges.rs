@@ -5,6 +5,8 @@
 mod common;
 
 use common::*;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::os::unix::ffi::OsStrExt;
@@ -306,21 +308,28 @@ fn a_low_soft_descriptor_limit_is_raised_for_mpirun_only() {
         "-c",
         "test $OXMPI_COMM_WORLD_RANK != 0 || ulimit -Sn",
     ]);
-    // SAFETY: setrlimit in the child before exec.
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into `limit`, a local it may
+    // write.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    assert_eq!(rc, 0, "getrlimit(RLIMIT_NOFILE) failed");
+    assert!(
+        limit.rlim_max >= 4096,
+        "the hard descriptor limit ({}) is below 4096, which this test needs",
+        limit.rlim_max
+    );
+    limit.rlim_cur = 256;
+    // SAFETY: between fork and exec the closure only calls setrlimit, which
+    // is async-signal-safe and reads `limit`, a copy the closure owns; it
+    // allocates nothing.
     unsafe {
-        cmd.pre_exec(|| {
-            let mut l = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
-            if l.rlim_max < 4096 {
-                return Err(std::io::Error::other(
-                    "the hard descriptor limit is below 4096",
-                ));
+        cmd.pre_exec(move || {
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
             }
-            l.rlim_cur = 256;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &l);
             Ok(())
         });
     }
@@ -396,11 +405,8 @@ fn killing_mpirun_and_its_guardian_together_leaves_nothing_behind() {
     let guardian = named(&marker, "oxmpi-guardian");
     assert_eq!(guardian.len(), 1, "{guardian:?}");
     assert_eq!(named(&marker, "oxmpi-rank").len(), 2);
-    // SAFETY: killing the mpirun under test and its guardian.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGKILL);
-        libc::kill(guardian[0], libc::SIGKILL);
-    }
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).expect("killing the mpirun under test");
+    kill(Pid::from_raw(guardian[0]), Signal::SIGKILL).expect("killing its guardian");
     child.wait().unwrap();
     assert_no_survivors(&marker);
 }

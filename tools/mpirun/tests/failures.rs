@@ -4,6 +4,8 @@
 mod common;
 
 use common::*;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use std::time::{Duration, Instant};
 
 #[test]
@@ -106,8 +108,8 @@ fn signal_mpirun(signal: i32) -> Run {
     let child = cmd.spawn().unwrap();
     let pid = child.id() as i32;
     wait_for_ranks(&marker, 4); // mpirun's guardian, 2 shells, ...
-                                // SAFETY: signalling the mpirun under test.
-    unsafe { libc::kill(pid, signal) };
+    let signal = Signal::try_from(signal).expect("a signal number");
+    kill(Pid::from_raw(pid), signal).expect("signalling the mpirun under test");
     let start = Instant::now();
     let run = wait_with_timeout(child, Duration::from_secs(20), &marker);
     assert!(

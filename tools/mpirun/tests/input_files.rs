@@ -30,7 +30,8 @@ fn run(args: &[&str], env: &[(&str, &str)]) -> Run {
         cmd.env(key, value);
     }
     // SAFETY: between fork and exec the closure only calls setrlimit, which
-    // is async-signal-safe, on a local struct.
+    // is async-signal-safe and reads a local struct, and on failure builds
+    // an io::Error from errno, which allocates nothing.
     unsafe {
         cmd.pre_exec(|| {
             let limit = libc::rlimit {

@@ -17,16 +17,9 @@ fn run_env(args: &[&str], env: &[(&str, &str)]) -> Run {
     mpirun_in(args, &["OXMPI_MCA_"], env)
 }
 
-/// A library cargo built for this test run (in target/<profile>/deps or
-/// target/<profile>).
+/// A library of the workspace, built for this test run.
 fn built_library(file: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let deps = exe.parent().unwrap();
-    [deps, deps.parent().unwrap()]
-        .iter()
-        .map(|d| d.join(file))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("{file} was not built next to {}", deps.display()))
+    oxmpi_test_support::build_workspace().library(file)
 }
 
 /// A temporary component directory holding rmaps `faulty`.

@@ -5,6 +5,8 @@
 mod common;
 
 use common::*;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -245,8 +247,7 @@ fn stdin_go_with_strangers(
             break s;
         }
         if start.elapsed() > HARD_TIMEOUT {
-            // SAFETY: killing the test's own process group.
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = killpg(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
             panic!("the job did not finish");
         }
         std::thread::sleep(Duration::from_millis(10));

@@ -1,6 +1,8 @@
 //! `oxmpi_info`: what oxmpi has installed, what can be tuned, and where each
 //! value came from.
 
+#![forbid(unsafe_code)]
+
 mod catalog;
 mod cli;
 mod explain;

@@ -15,6 +15,8 @@
 //! Output (rank 0): `lat <bytes> <usec>`, `bw <bytes> <MB/s>`; comments
 //! start with `#`. Errors on stderr, exit status 1 (which stops the job).
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use oxmpi::traits::*;

@@ -179,7 +179,9 @@ fn peer(port: &str, cpu: Option<&str>, opts: &Options) -> Result<(), String> {
 
 /// The CPUs this process may run on.
 fn allowed_cpus() -> Result<Vec<usize>, String> {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; the size passed is its own.
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
+    // writes at most the size passed, the set's own; CPU_ISSET reads bits
+    // below CPU_SETSIZE, inside the set.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
@@ -195,7 +197,10 @@ fn allowed_cpus() -> Result<Vec<usize>, String> {
 }
 
 fn pin_to(cpu: usize) -> Result<(), String> {
-    // SAFETY: as above; CPU_SET stays within the set for cpu < CPU_SETSIZE.
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes the
+    // bit of `cpu` inside it, checked first to be below CPU_SETSIZE; the
+    // size passed to sched_setaffinity is the set's own, which it only
+    // reads.
     unsafe {
         if cpu >= libc::CPU_SETSIZE as usize {
             return Err(format!("cpu {cpu} is beyond the affinity mask"));

@@ -58,25 +58,9 @@ impl Fixture {
         }
     }
 
-    /// Where cargo put the library: next to the test executable
-    /// (`target/<profile>/deps/`) or one directory up.
+    /// The library, built for this test run (in `target/<profile>/`).
     pub fn built_path(self) -> PathBuf {
-        let exe = std::env::current_exe().expect("the test executable's path");
-        let deps = exe.parent().expect("the test executable's directory");
-        let name = self.library_file_name();
-        let candidates = [Some(deps), deps.parent()];
-        let found = candidates
-            .into_iter()
-            .flatten()
-            .map(|dir| dir.join(name))
-            .find(|p| p.is_file())
-            .unwrap_or_else(|| {
-                panic!(
-                    "{name} was not found in {} or its parent; it is built as a dev-dependency of oxmpi-mca (run the tests with cargo)",
-                    deps.display()
-                )
-            });
-        found
+        oxmpi_test_support::build_workspace().library(self.library_file_name())
     }
 }
 

@@ -17,20 +17,9 @@ use std::time::{Duration, Instant};
 /// The per-test hard timeout.
 pub const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// `target/<profile>/examples/pmi_hello`, which `cargo test` builds.
+/// `target/<profile>/examples/pmi_hello`, built for this test run.
 pub fn pmi_hello() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test executable's path");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>");
-    let path = profile_dir.join("examples").join("pmi_hello");
-    assert!(
-        path.is_file(),
-        "{} is missing: run the tests with `cargo test -p oxmpi-pmi`, which builds the examples",
-        path.display()
-    );
-    path
+    oxmpi_test_support::build_workspace().example("pmi_hello")
 }
 
 fn in_path(program: &str) -> Option<PathBuf> {

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::unistd::Pid;
 use std::ffi::OsStr;
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -45,25 +47,23 @@ fn new_marker() -> String {
     )
 }
 
-/// Path of the mpirun under test.
+/// Path of the mpirun under test, once the workspace's programs, examples
+/// and component libraries are built next to it (mpirun runs from a dev
+/// tree load their components from there).
 pub fn mpirun_path() -> PathBuf {
+    oxmpi_test_support::build_workspace();
     PathBuf::from(env!("CARGO_BIN_EXE_mpirun"))
 }
 
 /// A built example or binary of the workspace (target/<profile>/examples/NAME
 /// or target/<profile>/NAME).
 pub fn built(name: &str) -> PathBuf {
-    let bin = mpirun_path();
-    let dir = bin.parent().unwrap();
-    for candidate in [dir.join("examples").join(name), dir.join(name)] {
-        if candidate.is_file() {
-            return candidate;
-        }
+    let artifacts = oxmpi_test_support::build_workspace();
+    let example = artifacts.dir().join("examples").join(name);
+    if example.is_file() {
+        return example;
     }
-    panic!(
-        "{name} is not built in {}; run `cargo build --workspace --all-targets` first (scripts/test.sh does)",
-        dir.display()
-    );
+    artifacts.program(name)
 }
 
 /// The PMI test program.
@@ -111,8 +111,7 @@ pub fn wait_with_timeout(mut child: Child, limit: Duration, marker: &str) -> Run
             break status;
         }
         if start.elapsed() > limit {
-            // SAFETY: killing the test's own process group.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
             kill_marked(marker);
             let _ = child.wait();
             panic!("mpirun did not finish within {limit:?}; its process group was killed");
@@ -216,8 +215,7 @@ pub fn marked_pids(marker: &str) -> Vec<i32> {
 
 fn kill_marked(marker: &str) {
     for pid in marked_pids(marker) {
-        // SAFETY: killing leftover test processes.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
     }
 }
 

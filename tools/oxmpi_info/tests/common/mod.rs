@@ -12,18 +12,9 @@ pub struct World {
     env: Vec<(String, String)>,
 }
 
-/// Finds a library cargo built for this test run (in target/<profile>/deps
-/// or target/<profile>).
+/// A library of the workspace, built for this test run.
 pub fn built_library(file: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let deps = exe.parent().unwrap();
-    for dir in [deps, deps.parent().unwrap()] {
-        let candidate = dir.join(file);
-        if candidate.is_file() {
-            return candidate;
-        }
-    }
-    panic!("{file} was not built next to {}", deps.display());
+    oxmpi_test_support::build_workspace().library(file)
 }
 
 impl World {
