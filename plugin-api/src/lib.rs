@@ -34,6 +34,12 @@
 //!   ([`FrameworkInfo::interface_version`]), checked by the core with semver
 //!   rules: same major, and a component's minor no newer than the core's.
 
+// The workspace lints, written in the crate: component authors build this
+// crate outside the workspace (docs/writing-a-component.md).
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs, rust_2018_idioms)]
+
 /// Version of this ABI (the package version of this crate).
 pub const ABI_VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -54,6 +60,7 @@ pub mod verbosity;
 pub mod version;
 
 // The derives name `::oxmpi_plugin_api`, also inside this crate's tests.
+#[allow(unused_extern_crates)] // used by the derives' expansions in tests
 extern crate self as oxmpi_plugin_api;
 
 pub use component::{

@@ -105,6 +105,7 @@ fn scenario_sizes(rt: &Runtime, max: usize) {
         // SAFETY: both buffers outlive the waits below.
         let rr = unsafe { rt.irecv(Comm::World, peer, i as i32, inn.as_mut_ptr(), s) }
             .unwrap_or_else(|e| fail(me, e));
+        // SAFETY: as for the receive: `out` outlives the wait below.
         let sr = unsafe {
             rt.isend(
                 Comm::World,
@@ -366,6 +367,7 @@ fn scenario_self(rt: &Runtime) {
             // SAFETY: buffers outlive the waits.
             let r = unsafe { rt.irecv(comm, dest, 3, inn.as_mut_ptr(), len) }
                 .unwrap_or_else(|e| fail(me, e));
+            // SAFETY: as for the receive: `out` outlives the wait.
             let s = unsafe { rt.isend(comm, dest, 3, out.as_ptr(), len, SendMode::Standard) }
                 .unwrap_or_else(|e| fail(me, e));
             rt.wait(s).unwrap_or_else(|e| fail(me, e));

@@ -5,6 +5,12 @@
 //! framework-wide parameters. It has no module interface yet: no coll
 //! component exists.
 
+// The workspace lints, written in the crate: component authors build this
+// crate outside the workspace (docs/writing-a-component.md).
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs, rust_2018_idioms)]
+
 use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
 
 /// Version of the interface between the coll framework and its components.

@@ -7,6 +7,12 @@
 //! [`adapter::Pml`] trait and exports it with [`export_pml_component!`];
 //! the MPI layer drives it through [`handle::PmlHandle`].
 
+// The workspace lints, written in the crate: component authors build this
+// crate outside the workspace (docs/writing-a-component.md).
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs, rust_2018_idioms)]
+
 use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
 
 pub mod adapter;

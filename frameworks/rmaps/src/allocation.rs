@@ -346,7 +346,7 @@ impl NodeList {
 }
 
 /// Builds the allocation and each app's hosts, as the module docs describe.
-pub fn resolve(req: &AllocationRequest) -> Result<ResolvedHosts, AllocError> {
+pub fn resolve(req: &AllocationRequest<'_>) -> Result<ResolvedHosts, AllocError> {
     if req.apps.is_empty() {
         return Err(AllocError("the job has no app".into()));
     }

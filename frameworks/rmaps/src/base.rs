@@ -454,7 +454,7 @@ Give fewer ranks with -n, or raise max_slots in the hostfile.",
     /// node (by-object policies).
     pub fn fill(&mut self, nodes: &[usize], n: u32, object: Option<Resource>) -> Vec<Placement> {
         let mut out = Vec::with_capacity(n as usize);
-        let obj = |ctx: &Ctx, i: usize| {
+        let obj = |ctx: &Ctx<'_>, i: usize| {
             object.map(|kind| {
                 let count = u64::from(ctx.nodes[i].topology.count(kind));
                 let at = u64::from(ctx.nodes[i].used) * u64::from(ctx.step(i, kind));
@@ -500,7 +500,7 @@ Give fewer ranks with -n, or raise max_slots in the hostfile.",
     pub fn deal(&mut self, nodes: &[usize], n: u32, object: Option<Resource>) -> Vec<Placement> {
         let mut out = Vec::with_capacity(n as usize);
         for phase in [true, false] {
-            let open = |ctx: &Ctx, i: usize| {
+            let open = |ctx: &Ctx<'_>, i: usize| {
                 if phase {
                     ctx.nodes[i].under_slots()
                 } else {
@@ -531,7 +531,7 @@ Give fewer ranks with -n, or raise max_slots in the hostfile.",
 /// The rank order of an app's placements: `order[r]` is the placement
 /// that gets app rank `r`.
 fn rank_order(
-    ctx: &Ctx,
+    ctx: &Ctx<'_>,
     nodes: &[usize],
     placed: &[Placement],
     rank_by: Option<RankBy>,
@@ -582,7 +582,7 @@ fn rank_order(
 pub fn run(
     req: &MapRequest,
     mapper: &str,
-    mut place_app: impl FnMut(&mut Ctx, usize, &[usize]) -> Result<Vec<Placement>, MapError>,
+    mut place_app: impl FnMut(&mut Ctx<'_>, usize, &[usize]) -> Result<Vec<Placement>, MapError>,
 ) -> Result<JobMap, MapError> {
     if req.apps.is_empty() {
         return Err(MapError::new(

@@ -45,7 +45,11 @@
 //! The core declares the selection parameter `rmaps` and
 //! `rmaps_base_verbose`.
 
-#![warn(missing_docs)]
+// The workspace lints, written in the crate: component authors build this
+// crate outside the workspace (docs/writing-a-component.md).
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs, rust_2018_idioms)]
 
 pub mod allocation;
 pub mod base;

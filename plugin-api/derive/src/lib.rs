@@ -5,6 +5,12 @@
 //! names `::oxmpi_plugin_api`. The attributes are documented on each derive
 //! and in `docs/components.md`.
 
+// The workspace lints, written in the crate: component authors build this
+// crate outside the workspace (docs/writing-a-component.md).
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs, rust_2018_idioms)]
+
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as Tokens};
 use quote::{format_ident, quote, quote_spanned};

@@ -101,9 +101,13 @@ pub unsafe fn to_socket_addr(sa: *const libc::sockaddr) -> Option<SocketAddr> {
     if sa.is_null() {
         return None;
     }
-    match i32::from((*sa).sa_family) {
+    // SAFETY: non-null (checked), and the caller promises a valid address,
+    // whose first field is the family.
+    let family = unsafe { (*sa).sa_family };
+    match i32::from(family) {
         libc::AF_INET => {
-            let sin = &*sa.cast::<libc::sockaddr_in>();
+            // SAFETY: the family says the address is a `sockaddr_in`.
+            let sin = unsafe { &*sa.cast::<libc::sockaddr_in>() };
             let ip = Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
             Some(SocketAddr::V4(SocketAddrV4::new(
                 ip,
@@ -111,7 +115,8 @@ pub unsafe fn to_socket_addr(sa: *const libc::sockaddr) -> Option<SocketAddr> {
             )))
         }
         libc::AF_INET6 => {
-            let sin6 = &*sa.cast::<libc::sockaddr_in6>();
+            // SAFETY: the family says the address is a `sockaddr_in6`.
+            let sin6 = unsafe { &*sa.cast::<libc::sockaddr_in6>() };
             let ip = Ipv6Addr::from(sin6.sin6_addr.s6_addr);
             Some(SocketAddr::V6(SocketAddrV6::new(
                 ip,
@@ -255,14 +260,13 @@ pub fn local_addr(fd: &OwnedFd) -> io::Result<SocketAddr> {
 /// Every iovec must describe readable memory.
 #[inline]
 pub unsafe fn send_iov(fd: RawFd, iov: &[libc::iovec]) -> io::Result<usize> {
-    let mut msg: libc::msghdr = mem::zeroed();
+    // SAFETY: `msghdr` is plain data; all zeroes is an empty message.
+    let mut msg: libc::msghdr = unsafe { mem::zeroed() };
     msg.msg_iov = iov.as_ptr().cast_mut();
     msg.msg_iovlen = iov.len() as _;
-    check_size(libc::sendmsg(
-        fd,
-        &msg,
-        libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
-    ))
+    // SAFETY: the message names `iov`, whose buffers the caller promises
+    // readable; the kernel only reads them.
+    check_size(unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) })
 }
 
 /// Sends bytes without blocking and without `SIGPIPE`.
@@ -286,7 +290,8 @@ pub fn send(fd: RawFd, data: &[u8]) -> io::Result<usize> {
 /// `buf` must be writable for `len` bytes.
 #[inline]
 pub unsafe fn recv(fd: RawFd, buf: *mut u8, len: usize) -> io::Result<usize> {
-    check_size(libc::recv(fd, buf.cast(), len, libc::MSG_DONTWAIT))
+    // SAFETY: the caller promises `buf` writable for `len` bytes.
+    check_size(unsafe { libc::recv(fd, buf.cast(), len, libc::MSG_DONTWAIT) })
 }
 
 /// Whether a nonblocking `connect` has finished: `Ok(None)` while it is in
@@ -332,8 +337,8 @@ impl Epoll {
     pub fn new() -> io::Result<Epoll> {
         // SAFETY: plain system call.
         let fd = check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
-        // SAFETY: fd is a new descriptor nobody else owns.
         Ok(Epoll {
+            // SAFETY: fd is a new descriptor nobody else owns.
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
         })
     }

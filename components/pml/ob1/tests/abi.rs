@@ -155,7 +155,10 @@ unsafe extern "C" fn loop_send(
     if s.call_back_from_send {
         let rx = s.receiver.unwrap();
         drop(s);
-        (rx.on_fragment)(rx.ctx, 0, 0, header, header_len, payload, payload_len);
+        // SAFETY: the pml's callback with its own context; header and
+        // payload are the pml's, valid for this call (breaking the rule that
+        // callbacks come from progress only is this fake's purpose).
+        unsafe { (rx.on_fragment)(rx.ctx, 0, 0, header, header_len, payload, payload_len) };
         s = LOOP_STATE.lock().unwrap();
     }
     let queued = payload_len > 0;
@@ -173,7 +176,8 @@ unsafe extern "C" fn loop_send(
         s.max_queued = s.max_queued.max(n);
     }
     s.queue.push_back(Frag {
-        header: std::slice::from_raw_parts(header, header_len).to_vec(),
+        // SAFETY: the pml passes a header readable for `header_len` bytes.
+        header: unsafe { std::slice::from_raw_parts(header, header_len) }.to_vec(),
         payload,
         len: payload_len,
         cookie: queued.then_some(cookie),
@@ -194,15 +198,19 @@ unsafe extern "C" fn loop_progress() -> usize {
             (f, s.receiver.unwrap())
         };
         let h = frag.header.as_ptr();
-        let dest = (rx.on_header)(rx.ctx, 0, 0, h, frag.header.len(), frag.len);
+        // SAFETY: the pml's callback with its own context, from progress.
+        let dest = unsafe { (rx.on_header)(rx.ctx, 0, 0, h, frag.header.len(), frag.len) };
         let at = if dest.is_null() {
             frag.payload
         } else {
-            std::ptr::copy_nonoverlapping(frag.payload, dest, frag.len);
+            // SAFETY: the pml keeps the payload valid until on_send_done and
+            // gave a destination of `frag.len` writable bytes.
+            unsafe { std::ptr::copy_nonoverlapping(frag.payload, dest, frag.len) };
             LOOP_STATE.lock().unwrap().direct += frag.len;
             dest as *const u8
         };
-        (rx.on_fragment)(rx.ctx, 0, 0, h, frag.header.len(), at, frag.len);
+        // SAFETY: as for on_header; `at` is valid for `frag.len` bytes.
+        unsafe { (rx.on_fragment)(rx.ctx, 0, 0, h, frag.header.len(), at, frag.len) };
         if let Some(cookie) = frag.cookie {
             let mut s = LOOP_STATE.lock().unwrap();
             let i = s.queued.iter().position(|(c, _)| *c == cookie).unwrap();
@@ -211,7 +219,8 @@ unsafe extern "C" fn loop_progress() -> usize {
                 s.queued.swap_remove(i);
             }
             drop(s);
-            (rx.on_send_done)(rx.ctx, cookie);
+            // SAFETY: as for on_header.
+            unsafe { (rx.on_send_done)(rx.ctx, cookie) };
         }
         events += 1;
     }

@@ -477,8 +477,8 @@ fn init_runs_the_btls_and_calls_reach_the_pml() {
     assert_eq!(unsafe { pml().irecv(&args) }, Ok(3));
     let mut empty = RecvArgs { len: 0, ..args };
     empty.buf = std::ptr::null_mut();
-    // SAFETY: an empty receive.
     assert_eq!(
+        // SAFETY: an empty receive writes nothing.
         unsafe { pml().irecv(&empty) }.unwrap_err(),
         "probe wants a buffer"
     );

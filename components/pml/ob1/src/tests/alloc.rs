@@ -15,18 +15,22 @@ struct CountingAlloc;
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         note();
-        System.alloc(layout)
+        // SAFETY: the caller keeps the allocator contract, passed on as is.
+        unsafe { System.alloc(layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         note();
-        System.alloc_zeroed(layout)
+        // SAFETY: the caller keeps the allocator contract, passed on as is.
+        unsafe { System.alloc_zeroed(layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         note();
-        System.realloc(ptr, layout, new_size)
+        // SAFETY: the caller keeps the allocator contract, passed on as is.
+        unsafe { System.realloc(ptr, layout, new_size) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
+        // SAFETY: the caller keeps the allocator contract, passed on as is.
+        unsafe { System.dealloc(ptr, layout) }
     }
 }
 
