@@ -158,6 +158,9 @@ pub struct Diagnostic {
     pub severity: Severity,
     /// One paragraph: what, where from, what to do.
     pub message: String,
+    /// The parameter it is about (its full name, or the name as the user
+    /// wrote it when no parameter has it), when it is about one.
+    pub param: Option<String>,
 }
 
 /// One row of [`Mca::explain`].
@@ -251,8 +254,8 @@ impl Mca {
         let (resolved, errors, warnings) = mca.resolve_all();
         mca.resolved = resolved;
         mca.apply_verbosity();
-        for w in warnings {
-            mca.warn(w);
+        for (param, w) in warnings {
+            mca.warn_about(param, w);
         }
         for e in errors {
             mca.error(e);
@@ -265,17 +268,25 @@ impl Mca {
     }
 
     fn warn(&self, message: String) {
-        self.push(Severity::Warning, message);
+        self.push(Severity::Warning, message, None);
+    }
+
+    fn warn_about(&self, param: String, message: String) {
+        self.push(Severity::Warning, message, Some(param));
     }
 
     fn error(&self, message: String) {
-        self.push(Severity::Error, message);
+        self.push(Severity::Error, message, None);
     }
 
-    fn push(&self, severity: Severity, message: String) {
+    fn push(&self, severity: Severity, message: String, param: Option<String>) {
         let mut d = self.diagnostics.lock().unwrap_or_else(|e| e.into_inner());
         if !d.iter().any(|x| x.message == message) {
-            d.push(Diagnostic { severity, message });
+            d.push(Diagnostic {
+                severity,
+                message,
+                param,
+            });
         }
     }
 
@@ -628,7 +639,9 @@ impl Mca {
         }
     }
 
-    fn resolve_all(&self) -> (Vec<Resolved>, Vec<String>, Vec<String>) {
+    /// Resolves every declared parameter: the values, the errors, and the
+    /// warnings with the parameter each is about.
+    fn resolve_all(&self) -> (Vec<Resolved>, Vec<String>, Vec<(String, String)>) {
         let mut resolved = Vec::with_capacity(self.registry.params().len());
         let mut errors = Vec::new();
         let mut warnings = Vec::new();
@@ -637,7 +650,7 @@ impl Mca {
             for e in errs {
                 // Ignored settings of read-only parameters are warnings.
                 if e.contains("cannot be set from") {
-                    warnings.push(e);
+                    warnings.push((self.registry.params()[index].full_name.clone(), e));
                 } else {
                     errors.push(e);
                 }
@@ -656,10 +669,13 @@ impl Mca {
                     } else {
                         "it will be removed".to_string()
                     };
-                    warnings.push(format!(
-                        "parameter {} (set by {}) is deprecated; {replacement}",
-                        a.name,
-                        a.origin()
+                    warnings.push((
+                        a.name.clone(),
+                        format!(
+                            "parameter {} (set by {}) is deprecated; {replacement}",
+                            a.name,
+                            a.origin()
+                        ),
                     ));
                 }
             }
@@ -896,7 +912,7 @@ impl Mca {
                 continue;
             }
             let hint = suggest::did_you_mean(&self.suggest(&a.name));
-            self.warn(format!(
+            self.warn_about(a.name.clone(), format!(
                 "unknown parameter {} (set by {}): no installed framework or component declares it. {hint}`oxmpi_info --param all all --level 9` lists every parameter; {WARN_UNKNOWN}=0 silences this warning.",
                 excerpt(&a.name),
                 a.origin()

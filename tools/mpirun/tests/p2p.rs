@@ -432,3 +432,40 @@ fn hello_runs_with_the_default_btls() {
         run.stdout
     );
 }
+
+#[test]
+fn a_misspelt_component_parameter_is_reported_once_for_the_job() {
+    // mpirun does not load btl components, so only the ranks can tell that
+    // no component declares the name: rank 0 says so, once.
+    let hello = built("hello").display().to_string();
+    let mut args = vec!["-n", "3"];
+    args.extend(TCP);
+    args.extend(["--mca", "btl_tcp_if_inclde", "lo", &hello]);
+    let run = mpirun(&args);
+    assert_ok(&run);
+    let warnings: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("unknown parameter btl_tcp_if_inclde"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", run.stderr);
+    assert!(
+        warnings[0].contains("Did you mean btl_tcp_if_include?"),
+        "{}",
+        run.stderr
+    );
+    // Framework-level names are mpirun's to check: no rank repeats them.
+    let mut args = vec!["-n", "2"];
+    args.extend(TCP);
+    args.extend(["--mca", "btl_base_verbos", "0", &hello]);
+    let run = mpirun(&args);
+    assert_ok(&run);
+    assert_eq!(
+        run.stderr
+            .matches("unknown parameter btl_base_verbos")
+            .count(),
+        1,
+        "{}",
+        run.stderr
+    );
+}

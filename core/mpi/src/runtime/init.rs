@@ -137,6 +137,26 @@ fn self_hint(mca: &Mca, selected: &[String]) -> Option<String> {
     })
 }
 
+/// The frameworks a rank loads (mpirun loads none of them; it declares
+/// only their framework-level parameters).
+fn rank_frameworks() -> [&'static oxmpi_plugin_api::FrameworkInfo; 2] {
+    [
+        &oxmpi_framework_btl::FRAMEWORK,
+        &oxmpi_framework_pml::FRAMEWORK,
+    ]
+}
+
+/// Whether `name` is a component parameter of a framework only ranks load
+/// (`btl_tcp_if_include`, not `btl` or `btl_base_verbose`): mpirun cannot
+/// check such a name, so a rank reports what is wrong with it.
+fn is_rank_component_param(name: &str) -> bool {
+    rank_frameworks().iter().any(|fw| {
+        name.strip_prefix(fw.name)
+            .and_then(|rest| rest.strip_prefix('_'))
+            .is_some_and(|rest| !rest.is_empty() && !rest.starts_with("base_"))
+    })
+}
+
 pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
     oxmpi_mca::log::init_stderr_logging();
     let program = program_name();
@@ -144,10 +164,7 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
     // A rank loads the btl and pml frameworks only (mtl and coll have no
     // component yet; rmaps is mpirun's); their module layouts are checked
     // when the component libraries load.
-    inputs.frameworks = vec![
-        &oxmpi_framework_btl::FRAMEWORK,
-        &oxmpi_framework_pml::FRAMEWORK,
-    ];
+    inputs.frameworks = rank_frameworks().to_vec();
     inputs.module_layouts = vec![
         oxmpi_mca::repository::ModuleLayout::of::<BtlComponentModule>("btl"),
         oxmpi_mca::repository::ModuleLayout::of::<PmlModule>("pml"),
@@ -156,13 +173,22 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
     let under_mpirun = std::env::var_os(oxmpi_pmi::identity::JOB_ID_VAR).is_some();
     if under_mpirun {
         // mpirun resolved the same files and environment and already showed
-        // the warnings; errors still stop the rank.
-        let errors: Vec<String> = mca
-            .take_diagnostics()
-            .into_iter()
-            .filter(|d| d.severity == Severity::Error)
-            .map(|d| d.message)
-            .collect();
+        // the warnings, except about the component parameters of the
+        // frameworks only ranks load (mpirun does not know them): rank 0
+        // shows those once for the job. Errors still stop every rank.
+        let first_rank = std::env::var("PMI_RANK").map_or(true, |r| r.trim() == "0");
+        let mut errors = Vec::new();
+        for d in mca.take_diagnostics() {
+            match d.severity {
+                Severity::Error => errors.push(d.message),
+                Severity::Warning
+                    if first_rank && d.param.as_deref().is_some_and(is_rank_component_param) =>
+                {
+                    eprintln!("{program}: warning: {}", d.message);
+                }
+                Severity::Warning => {}
+            }
+        }
         if !errors.is_empty() {
             return Err(init_error(errors.join("\n")));
         }
