@@ -4,10 +4,38 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use oxmpi_netif::interfaces::{Interface, DEFAULT_BANDWIDTH_MBPS};
 
 use crate::sys;
+
+/// How long a listing stays fresh for [`recent_interfaces`].
+const FRESH_FOR: Duration = Duration::from_secs(1);
+
+/// The listing [`recent_interfaces`] made last, and when.
+static LAST_LISTING: Mutex<Option<(Instant, Vec<Interface>)>> = Mutex::new(None);
+
+/// [`local_interfaces`], reusing a listing made less than a second ago:
+/// a rank lists the interfaces in the component's query and again in its
+/// `init` a few milliseconds later, and each listing costs two netlink
+/// dumps and a read of every device's link speed.
+///
+/// # Errors
+///
+/// The `getifaddrs` error, if it fails.
+pub fn recent_interfaces() -> io::Result<Vec<Interface>> {
+    let mut last = LAST_LISTING.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((at, list)) = last.as_ref() {
+        if at.elapsed() < FRESH_FOR {
+            return Ok(list.clone());
+        }
+    }
+    let list = local_interfaces()?;
+    *last = Some((Instant::now(), list.clone()));
+    Ok(list)
+}
 
 /// Every IPv4 and IPv6 address of every device, in the order
 /// `getifaddrs` reports them. Each entry's bandwidth is the device's link
