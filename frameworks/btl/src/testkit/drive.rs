@@ -8,7 +8,7 @@
 //!   and the panic guard run), at most one per process because a table has
 //!   one process-global instance — rank 0 of [`Cluster::with_table`]; or
 //! - a **value** of its [`Btl`] type made by [`Btl::init`], driven through
-//!   the safe trait with a [`Pml`] over the rank's recorder — every rank of
+//!   the safe trait with a [`Pml`](crate::adapter::Pml) over the rank's recorder — every rank of
 //!   [`Cluster::values`], and ranks 1… of [`Cluster::with_table`]. A value
 //!   rank applies the same send checks as the generated table (a header
 //!   longer than [`MAX_HEADER`] answers `Failed` without reaching the btl).
@@ -24,7 +24,7 @@
 
 use super::recorder::Recorder;
 use super::stamp::{first_mismatch, Stamp};
-use crate::adapter::{Btl, Payload, Pml, Sent, Started};
+use crate::adapter::{Btl, Payload, Sent, Started};
 use crate::handle::{BtlHandle, BtlStart};
 use crate::module::{BtlComponentModule, BtlModuleInfo, JobIdentity, SendOutcome, MAX_HEADER};
 use oxmpi_plugin_api::testkit;
@@ -450,15 +450,7 @@ impl<'p, B: Btl> Cluster<'p, B> {
         let recorder = &r.recorder;
         match &mut r.engine {
             Engine::Table(h) => recorder.during_progress(|| h.progress()),
-            Engine::Value(Some(b)) => {
-                let receiver = recorder.receiver();
-                recorder.during_progress(|| {
-                    // SAFETY: the receiver is `recorder`'s, alive for the
-                    // call, on this thread.
-                    let pml = unsafe { Pml::from_receiver(&receiver) };
-                    b.progress(&pml)
-                })
-            }
+            Engine::Value(Some(b)) => recorder.progress_with(|pml| b.progress(pml)),
             Engine::Value(None) => 0,
         }
     }

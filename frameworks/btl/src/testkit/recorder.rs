@@ -30,6 +30,7 @@
 //! checked for allocations.
 
 use super::stamp::{first_mismatch, Stamp};
+use crate::adapter::Pml;
 use crate::module::{BtlReceiver, MAX_HEADER};
 use abi_stable::std_types::RStr;
 use std::cell::{Cell, RefCell};
@@ -645,6 +646,22 @@ impl Recorder {
         let was = self.log(|log| std::mem::replace(&mut log.in_progress, true));
         let _leave = Leave(&self.shared, was);
         f()
+    }
+
+    /// Runs `f` as a progress call of a btl the test drives directly (a
+    /// [`Btl`](crate::adapter::Btl) value, or a part of one, such as a
+    /// connection's reader): with a [`Pml`] over this recorder's receiver
+    /// and callbacks allowed, as in [`during_progress`](Recorder::during_progress).
+    pub fn progress_with<R>(&self, f: impl FnOnce(&Pml<'_>) -> R) -> R {
+        let receiver = self.receiver();
+        self.during_progress(|| {
+            // SAFETY: the receiver's callbacks take this recorder's state,
+            // which `&self` keeps alive for the call; the `Pml` cannot leave
+            // `f` and is not `Send`, so every callback is made on this
+            // thread while the recorder lives.
+            let pml = unsafe { Pml::from_receiver(&receiver) };
+            f(&pml)
+        })
     }
 
     /// Where payloads go when no per-fragment placement is queued.

@@ -253,3 +253,25 @@ fn a_hook_sees_every_callback_and_may_not_panic() {
     );
     assert!(has(&r, "the test's hook panicked after SendDone(9)"));
 }
+
+#[test]
+fn progress_with_hands_a_pml_over_the_recorder_during_progress() {
+    let r = Recorder::new();
+    r.queued(4, 0, 1);
+    let placed = r.progress_with(|pml| {
+        let dest = pml.header(0, 1, b"hd", 3);
+        pml.fragment(0, 1, b"hd", crate::adapter::Arrived::Bytes(b"abc"));
+        dest.is_some()
+    });
+    assert!(!placed, "the default placement is btl-held");
+    // SAFETY: a token over a live static slice.
+    let token = unsafe { crate::adapter::Payload::from_raw(b"x".as_ptr(), 1, 4) };
+    r.progress_with(|pml| pml.send_done(token));
+    assert_eq!(r.fragments()[0].payload, b"abc");
+    assert_eq!(r.send_dones(), [4]);
+    assert!(r.violations().is_empty(), "{:?}", r.violations());
+    // Outside it, the same callbacks are violations again.
+    let btl = FakeBtl(r.receiver());
+    btl.header(0, 1, b"hd", 0);
+    assert!(has(&r, "outside a progress call"));
+}

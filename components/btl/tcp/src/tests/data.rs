@@ -9,14 +9,19 @@ use oxmpi_framework_btl::common::CommonParams;
 const SIZES: [usize; 6] = [0, 1, 7, 64 * 1024, 1 << 20, (4 << 20) + 3];
 
 fn exchange_sizes(tag: &str, direct: bool) {
-    let (mut a, mut b, ab, ba) = pair(tag, lo_config());
-    b.rec.borrow_mut().direct = direct;
-    a.rec.borrow_mut().direct = direct;
     let payloads: Vec<Vec<u8>> = SIZES
         .iter()
         .enumerate()
-        .map(|(i, &n)| pattern(n, i as u64 + 1))
+        .map(|(i, &n)| pattern(n, i as u32 + 1))
         .collect();
+    let (mut a, mut b, ab, ba) = pair(tag, lo_config());
+    let placement = if direct {
+        Placement::Destination
+    } else {
+        Placement::BtlHeld
+    };
+    b.rec().set_default_placement(placement);
+    a.rec().set_default_placement(placement);
     let mut queued = Vec::new();
     for (i, p) in payloads.iter().enumerate() {
         let header = [i as u8; 24];
@@ -39,8 +44,7 @@ fn exchange_sizes(tag: &str, direct: bool) {
     );
     for (who, rank, from) in [("b", &b, 0u32), ("a", &a, 1u32)] {
         rank.check();
-        let rec = rank.rec.borrow();
-        for (i, f) in rec.frags.iter().enumerate() {
+        for (i, f) in rank.fragments().iter().enumerate() {
             assert_eq!((f.module, f.peer), (0, from), "{who} frag {i}");
             let expected_header: Vec<u8> = if from == 0 {
                 vec![i as u8; 24]
@@ -53,22 +57,26 @@ fn exchange_sizes(tag: &str, direct: bool) {
                 "{who} frag {i} payload of {} bytes differs",
                 SIZES[i]
             );
-            assert_eq!(f.placed, direct);
+            assert_eq!(f.placement, placement, "{who} frag {i}");
+            assert_eq!(f.landed, direct, "{who} frag {i}");
         }
-        assert!(rec.failed.is_empty(), "{:?}", rec.failed);
+        assert_eq!(rank.failed(), 0, "{:?}", rank.failures());
     }
-    // Every Queued send got its on_send_done, once.
+    // Every Queued send got its on_send_done, once (the recorders check
+    // b's queued sends the same way).
     pump(
         &mut [&mut a, &mut b],
         "on_send_done for queued sends",
         |r| {
-            let rec = r[0].rec.borrow();
-            queued.iter().all(|c| rec.done.contains(c))
+            let done = r[0].done();
+            queued.iter().all(|c| done.contains(c)) && r[1].rec().outstanding() == 0
         },
     );
-    let mut done = a.rec.borrow().done.clone();
+    let mut done = a.done();
     done.sort_unstable();
     assert_eq!(done, queued, "on_send_done exactly for the queued sends");
+    a.check();
+    b.check();
 }
 
 #[test]
@@ -83,10 +91,10 @@ fn fragments_of_all_sizes_kept_in_btl_memory() {
 
 #[test]
 fn ten_thousand_small_fragments_arrive_in_order() {
-    let (mut a, mut b, ab, _) = pair("many", lo_config());
-    let payloads: Vec<Vec<u8>> = (0..10_000u64)
+    let payloads: Vec<Vec<u8>> = (0..10_000u32)
         .map(|i| pattern((i % 97) as usize, i))
         .collect();
+    let (mut a, mut b, ab, _) = pair("many", lo_config());
     let mut sent = 0usize;
     pump(&mut [&mut a, &mut b], "10000 fragments", |r| {
         // Send in bursts while pumping, as a pml would.
@@ -102,9 +110,7 @@ fn ten_thousand_small_fragments_arrive_in_order() {
         }
         r[1].frags() == payloads.len()
     });
-    b.check();
-    let rec = b.rec.borrow();
-    for (i, f) in rec.frags.iter().enumerate() {
+    for (i, f) in b.fragments().iter().enumerate() {
         assert_eq!(
             f.header,
             (i as u32).to_le_bytes(),
@@ -112,49 +118,59 @@ fn ten_thousand_small_fragments_arrive_in_order() {
         );
         assert_eq!(f.payload, payloads[i], "fragment {i}");
     }
+    a.check();
+    b.check();
 }
 
 #[test]
 fn a_large_send_on_an_established_connection_is_queued_then_done() {
+    let big = pattern(32 << 20, 9);
+    let small = pattern(10, 3);
     let (mut a, mut b, ab, _) = pair("queued", lo_config());
     // Establish the connection with a first small fragment.
     assert_eq!(a.send(0, ab, &[1], &[], 1), SendOutcome::Done);
     pump(&mut [&mut a, &mut b], "first fragment", |r| {
         r[1].frags() == 1
     });
-    let big = pattern(32 << 20, 9);
     let out = a.send(0, ab, &[2], &big, 77);
     // 32 MiB does not fit in a loopback socket buffer at once.
     assert_eq!(out, SendOutcome::Queued);
     // A later send queues behind it and keeps the order.
-    let small = pattern(10, 3);
     assert_eq!(a.send(0, ab, &[3], &small, 78), SendOutcome::Queued);
     pump(&mut [&mut a, &mut b], "queued sends", |r| {
-        r[1].frags() == 3 && r[0].rec.borrow().done.len() == 2
+        r[1].frags() == 3 && r[0].rec().counts().send_done == 2
     });
-    assert_eq!(a.rec.borrow().done, vec![77, 78]);
-    let rec = b.rec.borrow();
-    assert_eq!(rec.frags[1].header, [2]);
-    assert!(rec.frags[1].payload == big);
-    assert_eq!(rec.frags[2].payload, small);
+    assert_eq!(a.done(), vec![77, 78]);
+    let frags = b.fragments();
+    assert_eq!(frags[1].header, [2]);
+    assert!(frags[1].payload == big);
+    assert_eq!(frags[2].payload, small);
+    a.check();
+    b.check();
 }
 
 #[test]
 fn both_ranks_sending_first_at_once_do_not_race() {
-    let (mut a, mut b, ab, ba) = pair("simultaneous", lo_config());
     // Payloads stay alive until delivered (queued sends point at them).
     let to_b: Vec<[u8; 5]> = (0..5u8).map(|i| [i; 5]).collect();
     let to_a: Vec<[u8; 6]> = (0..5u8).map(|i| [i; 6]).collect();
+    let (mut a, mut b, ab, ba) = pair("simultaneous", lo_config());
     for i in 0..5 {
-        assert_ne!(a.send(0, ab, &[i as u8], &to_b[i], 0), SendOutcome::Failed);
-        assert_ne!(b.send(0, ba, &[i as u8], &to_a[i], 0), SendOutcome::Failed);
+        let cookie = i as u64;
+        assert_ne!(
+            a.send(0, ab, &[i as u8], &to_b[i], cookie),
+            SendOutcome::Failed
+        );
+        assert_ne!(
+            b.send(0, ba, &[i as u8], &to_a[i], cookie),
+            SendOutcome::Failed
+        );
     }
     pump(&mut [&mut a, &mut b], "both directions", |r| {
         r[0].frags() == 5 && r[1].frags() == 5
     });
     for (rank, len) in [(&a, 6), (&b, 5)] {
-        let rec = rank.rec.borrow();
-        for (i, f) in rec.frags.iter().enumerate() {
+        for (i, f) in rank.fragments().iter().enumerate() {
             assert_eq!(f.header, [i as u8]);
             assert_eq!(f.payload, vec![i as u8; len]);
         }
@@ -162,6 +178,8 @@ fn both_ranks_sending_first_at_once_do_not_race() {
     // One listener each, one connection per direction.
     assert_eq!(a.btl().socket_counts(), (1, 1, 1, 0));
     assert_eq!(b.btl().socket_counts(), (1, 1, 1, 0));
+    a.check();
+    b.check();
 }
 
 #[test]
@@ -176,6 +194,8 @@ fn two_links_give_two_modules_and_both_carry_traffic() {
         },
         ..base
     };
+    let p0 = pattern(100_000, 1);
+    let p1 = pattern(100_001, 2);
     let mut a = Rank::new("links-0", cfg.clone(), 0, 2).unwrap();
     let mut b = Rank::new("links-1", cfg, 1, 2).unwrap();
     let mods = a.btl().modules().to_vec();
@@ -185,13 +205,11 @@ fn two_links_give_two_modules_and_both_carry_traffic() {
     assert_eq!((mods[0].bandwidth, mods[0].latency), (1000, 10));
     assert_eq!((mods[1].bandwidth, mods[1].latency), (500, 20));
     let cb = b.card();
-    let e0 = a.btl().add_peer(0, 1, &cb).unwrap();
-    let e1 = a.btl().add_peer(1, 1, &cb).unwrap();
+    let e0 = a.add_peer(0, 1, &cb).unwrap();
+    let e1 = a.add_peer(1, 1, &cb).unwrap();
     assert_ne!(e0, e1);
     // add_peer is idempotent.
-    assert_eq!(a.btl().add_peer(1, 1, &cb).unwrap(), e1);
-    let p0 = pattern(100_000, 1);
-    let p1 = pattern(100_001, 2);
+    assert_eq!(a.add_peer(1, 1, &cb).unwrap(), e1);
     assert_ne!(a.send(0, e0, &[0], &p0, 10), SendOutcome::Failed);
     assert_ne!(a.send(1, e1, &[1], &p1, 11), SendOutcome::Failed);
     // The endpoint belongs to its module.
@@ -199,16 +217,17 @@ fn two_links_give_two_modules_and_both_carry_traffic() {
     pump(&mut [&mut a, &mut b], "one fragment per link", |r| {
         r[1].frags() == 2
     });
-    let rec = b.rec.borrow();
-    let mut got: Vec<(u32, Vec<u8>)> = rec
-        .frags
-        .iter()
-        .map(|f| (f.module, f.payload.clone()))
+    let mut got: Vec<(u32, Vec<u8>)> = b
+        .fragments()
+        .into_iter()
+        .map(|f| (f.module, f.payload))
         .collect();
     got.sort();
-    assert_eq!(got, vec![(0, p0), (1, p1)]);
+    assert_eq!(got, vec![(0, p0.clone()), (1, p1.clone())]);
     // Two sockets, one per link.
     assert_eq!(b.btl.as_ref().unwrap().socket_counts().2, 2);
+    a.check();
+    b.check();
 }
 
 #[test]
@@ -216,19 +235,20 @@ fn many_senders_to_one_rank() {
     // Seven incoming connections: more than progress polls one by one, so
     // readiness comes from epoll.
     const N: u32 = 8;
+    let payloads: Vec<Vec<u8>> = (0..50u32)
+        .map(|i| pattern(1000 + i as usize * 100, i))
+        .collect();
+    let last = pattern(5, 1);
     let mut ranks: Vec<Rank> = (0..N)
         .map(|r| Rank::new(&format!("fan-in-{r}"), lo_config(), r, N).unwrap())
         .collect();
     let card0 = ranks[0].card();
     let eps: Vec<u64> = (1..N as usize)
-        .map(|r| ranks[r].btl().add_peer(0, 0, &card0).unwrap())
-        .collect();
-    let payloads: Vec<Vec<u8>> = (0..50u64)
-        .map(|i| pattern(1000 + i as usize * 100, i))
+        .map(|r| ranks[r].add_peer(0, 0, &card0).unwrap())
         .collect();
     for (k, r) in (1..N as usize).enumerate() {
         for (i, p) in payloads.iter().enumerate() {
-            let out = ranks[r].send(0, eps[k], &[r as u8, i as u8], p, 0);
+            let out = ranks[r].send(0, eps[k], &[r as u8, i as u8], p, i as u64);
             assert_ne!(out, SendOutcome::Failed);
         }
     }
@@ -242,9 +262,9 @@ fn many_senders_to_one_rank() {
     assert_eq!(ranks[0].btl().socket_counts().2, N as usize - 1);
     ranks[0].check();
     {
-        let rec = ranks[0].rec.borrow();
+        let frags = ranks[0].fragments();
         for from in 1..N {
-            let got: Vec<&Frag> = rec.frags.iter().filter(|f| f.peer == from).collect();
+            let got: Vec<&Fragment> = frags.iter().filter(|f| f.peer == from).collect();
             assert_eq!(got.len(), payloads.len());
             for (i, f) in got.iter().enumerate() {
                 assert_eq!(f.header, [from as u8, i as u8], "order from rank {from}");
@@ -256,20 +276,23 @@ fn many_senders_to_one_rank() {
     drop(ranks[3].btl.take());
     {
         let mut refs: Vec<&mut Rank> = ranks.iter_mut().collect();
-        pump(&mut refs, "the failure of rank 3", |r| {
-            !r[0].rec.borrow().failed.is_empty()
-        });
+        pump(&mut refs, "the failure of rank 3", |r| r[0].failed() > 0);
     }
-    let failed = ranks[0].rec.borrow().failed.clone();
+    let failed = ranks[0].failures();
     assert_eq!(failed.len(), 1);
     assert_eq!(failed[0].1, 3);
     // The others still get through.
-    let p = pattern(5, 1);
-    assert_ne!(ranks[5].send(0, eps[4], &[9], &p, 0), SendOutcome::Failed);
+    assert_ne!(
+        ranks[5].send(0, eps[4], &[9], &last, 1000),
+        SendOutcome::Failed
+    );
     let mut refs: Vec<&mut Rank> = ranks.iter_mut().collect();
     pump(&mut refs, "a fragment after the failure", |r| {
         r[0].frags() == total + 1
     });
+    for r in &ranks {
+        r.check();
+    }
 }
 
 #[test]
@@ -285,18 +308,20 @@ fn ipv6_loopback_carries_fragments() {
         if_include: "::1".into(),
         ..Config::default()
     };
+    let p = pattern(300_000, 6);
     let (mut a, mut b, ab, _) = pair("ipv6", cfg);
     let addr = b.btl().listen_addrs()[0];
     assert!(addr.is_ipv6() && addr.port() >= 1024, "{addr}");
-    let p = pattern(300_000, 6);
     assert_ne!(a.send(0, ab, &[6], &p, 1), SendOutcome::Failed);
     pump(&mut [&mut a, &mut b], "the fragment over ::1", |r| {
         r[1].frags() == 1
     });
-    assert!(b.rec.borrow().frags[0].payload == p);
+    assert!(b.fragments()[0].payload == p);
     assert!(b
         .lines()
         .iter()
         .any(|(l, m)| *l == 20
             && m.as_str() == format!("listening on [::1]:{} (tcp lo)", addr.port())));
+    a.check();
+    b.check();
 }

@@ -6,19 +6,17 @@
 //! every header and buffer boundary; payloads run from 0 B to a few times
 //! the receive buffer.
 
-use std::cell::RefCell;
 use std::fs::File;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::fd::OwnedFd;
-use std::rc::Rc;
 use std::sync::Arc;
 
 use oxmpi_framework_btl::adapter::{Payload, Sent};
 use oxmpi_framework_btl::module::MAX_HEADER;
 use proptest::prelude::*;
 
-use super::harness::{pattern, pml_of, receiver, Recorder};
+use super::harness::{pattern, Placement, Recorder};
 use crate::inbound::{Ended, Inbound, RECV_BUF};
 use crate::outbound::{Endpoint, State};
 use crate::stream::{ByteSink, ByteSource};
@@ -124,8 +122,8 @@ fn fragments(specs: &[(usize, usize)]) -> Vec<Fragment> {
         .iter()
         .enumerate()
         .map(|(i, &(hlen, plen))| Fragment {
-            header: pattern(hlen, 1000 + i as u64),
-            payload: pattern(plen, i as u64),
+            header: pattern(hlen, 1000 + i as u32),
+            payload: pattern(plen, i as u32),
         })
         .collect()
 }
@@ -148,15 +146,14 @@ fn dummy_fd() -> Arc<OwnedFd> {
     ))
 }
 
-/// Writes `frags` through an endpoint into a sink cut by `cuts`; checks
-/// the bytes and that every queued fragment was reported done once.
+/// Writes `frags` through an endpoint (module 0, to peer 1) into a sink
+/// cut by `cuts`, with the kit's recorder as the pml; checks the bytes and
+/// that every queued fragment was reported done once, in order.
 fn write_all(frags: &[Fragment], cuts: &[usize]) -> Vec<u8> {
     let local = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let mut ep = Endpoint::new(0, 1, 0, 0, SocketAddr::new(local, 1), local, 0);
     ep.state = State::Up;
-    let rec = Rc::new(RefCell::new(Recorder::default()));
-    let rx = receiver(&rec);
-    let pml = pml_of(&rx);
+    let rec = Recorder::new();
     let mut sink = ScriptedSink {
         chunks: Chunks::new(cuts),
         bytes: Vec::new(),
@@ -176,11 +173,15 @@ fn write_all(frags: &[Fragment], cuts: &[usize]) -> Vec<u8> {
             ep.queue_new(&f.header, payload)
         };
         match outcome {
-            Sent::Queued => queued.push(cookie),
+            Sent::Queued => {
+                rec.queued(cookie, 0, 1);
+                queued.push(cookie);
+            }
             Sent::Done(p) => assert_eq!(p.as_ptr(), f.payload.as_ptr(), "the same payload"),
             _ => panic!("a send to a scripted sink is Done or Queued"),
         }
-        ep.flush_to(&mut sink, &pml).expect("flush");
+        rec.progress_with(|pml| ep.flush_to(&mut sink, pml))
+            .expect("flush");
     }
     let stream_len: usize = frags
         .iter()
@@ -189,15 +190,17 @@ fn write_all(frags: &[Fragment], cuts: &[usize]) -> Vec<u8> {
     let limit = call_limit(stream_len, frags.len(), cuts);
     let mut rounds = 0;
     while !ep.queue.is_empty() {
-        ep.flush_to(&mut sink, &pml).expect("flush");
+        rec.progress_with(|pml| ep.flush_to(&mut sink, pml))
+            .expect("flush");
         rounds += 1;
         assert!(rounds < limit, "the queue never drained ({rounds} rounds)");
     }
-    let done = std::mem::take(&mut rec.borrow_mut().done);
     assert_eq!(
-        done, queued,
+        rec.send_dones(),
+        queued,
         "on_send_done: each queued fragment once, in order"
     );
+    rec.assert_clean("the writer");
     sink.bytes
 }
 
@@ -210,14 +213,17 @@ fn call_limit(len: usize, frames: usize, cuts: &[usize]) -> usize {
     (len + 2 * frames + 16) * cuts.len() * 2
 }
 
-/// Reads `bytes` through an inbound reader from a source cut by `cuts`,
-/// the pml giving destinations (`direct`) or not; returns what was
-/// delivered and how the stream ended.
+/// Reads `bytes` through an inbound reader (module 0, from peer 1) from a
+/// source cut by `cuts`, the kit's recorder as the pml giving destinations
+/// (`direct`) or not; checks the contract and returns what was delivered
+/// and how the stream ended.
 fn read_all(bytes: Vec<u8>, cuts: &[usize], direct: bool) -> (Vec<Fragment>, Ended) {
-    let rec = Rc::new(RefCell::new(Recorder::default()));
-    rec.borrow_mut().direct = direct;
-    let rx = receiver(&rec);
-    let pml = pml_of(&rx);
+    let rec = Recorder::new();
+    rec.set_default_placement(if direct {
+        Placement::Destination
+    } else {
+        Placement::BtlHeld
+    });
     let mut conn = Inbound::new(dummy_fd(), 0, 1, None, true);
     let mut src = ScriptedSource {
         chunks: Chunks::new(cuts),
@@ -228,7 +234,7 @@ fn read_all(bytes: Vec<u8>, cuts: &[usize], direct: bool) -> (Vec<Fragment>, End
     let limit = call_limit(src.bytes.len(), src.bytes.len() / FRAME_HEADER_LEN, cuts);
     let mut calls = 0;
     let ended = loop {
-        match conn.service_from(&mut src, &pml) {
+        match rec.progress_with(|pml| conn.service_from(&mut src, pml)) {
             Ok(_) => {}
             Err((_, ended)) => break ended,
         }
@@ -238,17 +244,16 @@ fn read_all(bytes: Vec<u8>, cuts: &[usize], direct: bool) -> (Vec<Fragment>, End
             "the reader never reached the end ({calls} calls)"
         );
     };
-    let rec = rec.borrow();
-    assert!(rec.violations.is_empty(), "{:?}", rec.violations);
+    rec.assert_clean("the reader");
     let got = rec
-        .frags
-        .iter()
+        .fragments()
+        .into_iter()
         .map(|f| {
             assert_eq!((f.module, f.peer), (0, 1));
-            assert_eq!(f.placed, direct);
+            assert_eq!(f.landed, direct);
             Fragment {
-                header: f.header.clone(),
-                payload: f.payload.clone(),
+                header: f.header,
+                payload: f.payload,
             }
         })
         .collect();
@@ -430,14 +435,14 @@ impl ByteSource for PanickingSource {
 
 #[test]
 fn a_panic_in_the_reader_ends_the_connection_with_its_message() {
-    let rec = Rc::new(RefCell::new(Recorder::default()));
-    let rx = receiver(&rec);
-    let pml = pml_of(&rx);
+    let rec = Recorder::new();
     let mut conn = Inbound::new(dummy_fd(), 0, 1, None, true);
-    let outcome = conn.service_guarded(&mut PanickingSource, &pml);
+    let outcome = rec.progress_with(|pml| conn.service_guarded(&mut PanickingSource, pml));
     let Err((0, Ended::Failed(why))) = outcome else {
         panic!("expected the connection to end, got {outcome:?}");
     };
     assert!(why.contains("internal error"), "{why}");
     assert!(why.contains("'a bug in the reader'"), "{why}");
+    assert!(rec.events().is_empty());
+    rec.assert_clean("the reader");
 }

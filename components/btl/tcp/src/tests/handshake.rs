@@ -15,7 +15,7 @@ use crate::Config;
 /// `shutdown`), and pumps `target` until it logs a refusal of this
 /// connection at level 0. Returns that line; checks the socket was closed
 /// and nothing was delivered.
-fn refused(target: &mut Rank, bytes: &[u8], shutdown: bool) -> String {
+fn refused(target: &mut Rank<'_>, bytes: &[u8], shutdown: bool) -> String {
     let addr = target.btl().listen_addrs()[0];
     let mut s = TcpStream::connect(addr).expect("connect to the listener");
     let me = s.local_addr().unwrap().to_string();
@@ -26,7 +26,7 @@ fn refused(target: &mut Rank, bytes: &[u8], shutdown: bool) -> String {
         s.shutdown(Shutdown::Write).unwrap();
     }
     let before = target.frags();
-    let tag = target.tag.clone();
+    let tag = target.tag().to_owned();
     let needle = format!("refused a tcp connection from {me} ");
     let mut line = None;
     pump(&mut [target], "the refusal to be logged", |_| {
@@ -50,7 +50,8 @@ fn refused(target: &mut Rank, bytes: &[u8], shutdown: bool) -> String {
         before,
         "a refused connection delivered something"
     );
-    assert!(target.rec.borrow().failed.is_empty());
+    assert_eq!(target.failed(), 0, "{:?}", target.failures());
+    target.check();
     let line = line.unwrap();
     assert!(
         line.ends_with("; closed it without delivering anything"),
@@ -60,20 +61,22 @@ fn refused(target: &mut Rank, bytes: &[u8], shutdown: bool) -> String {
 }
 
 /// After the refusals, a legitimate rank 0 still reaches `b` (rank 1).
-fn legit_peer_still_works(tag: &str, b: &mut Rank) {
+fn legit_peer_still_works(tag: &str, b: &mut Rank<'_>) {
     let mut a = Rank::new(tag, lo_config(), 0, 2).unwrap();
-    let ep = a.btl().add_peer(0, 1, &b.card()).unwrap();
+    let ep = a.add_peer(0, 1, &b.card()).unwrap();
     let before = b.frags();
     assert_ne!(a.send(0, ep, &[7, 7], &[1, 2, 3], 5), SendOutcome::Failed);
     pump(&mut [&mut a, b], "the legitimate fragment", |r| {
         r[1].frags() == before + 1
     });
-    let rec = b.rec.borrow();
-    let f = rec.frags.last().unwrap();
+    let frags = b.fragments();
+    let f = frags.last().unwrap();
     assert_eq!(
         (f.peer, &f.header[..], &f.payload[..]),
         (0, &[7u8, 7][..], &[1u8, 2, 3][..])
     );
+    a.check();
+    b.check();
 }
 
 #[test]
@@ -167,6 +170,8 @@ fn a_second_connection_for_the_same_rank_is_refused() {
     pump(&mut [&mut a, &mut b], "second fragment", |r| {
         r[1].frags() == 2
     });
+    a.check();
+    b.check();
 }
 
 #[test]
@@ -194,10 +199,11 @@ fn a_raw_client_with_the_right_hello_gets_an_ack_and_delivers() {
     s.set_nonblocking(false).unwrap();
     s.write_all(&frame).unwrap();
     pump(&mut [&mut b], "the raw fragment", |r| r[0].frags() == 1);
-    let rec = b.rec.borrow();
-    assert_eq!(rec.frags[0].header, [4, 2]);
-    assert_eq!(rec.frags[0].payload, b"hello");
-    assert_eq!(rec.frags[0].peer, 0);
+    let frags = b.fragments();
+    assert_eq!(frags[0].header, [4, 2]);
+    assert_eq!(frags[0].payload, b"hello");
+    assert_eq!(frags[0].peer, 0);
+    b.check();
 }
 
 #[test]
@@ -210,18 +216,17 @@ fn a_damaged_stream_after_the_handshake_fails_the_peer() {
     frame.push(b'!');
     frame.extend_from_slice(&[0xde; FRAME_HEADER_LEN]);
     s.write_all(&frame).unwrap();
-    pump(&mut [&mut b], "the failure", |r| {
-        !r[0].rec.borrow().failed.is_empty()
-    });
-    let rec = b.rec.borrow();
+    pump(&mut [&mut b], "the failure", |r| r[0].failed() > 0);
     assert_eq!(
-        rec.frags.len(),
+        b.frags(),
         1,
         "the good fragment before the damage is delivered"
     );
-    let (module, peer, why) = &rec.failed[0];
+    let failed = b.failures();
+    let (module, peer, why) = &failed[0];
     assert_eq!((*module, *peer), (0, 0));
     assert!(why.contains("the byte stream is damaged"), "{why}");
+    b.check();
 }
 
 #[test]
@@ -259,5 +264,6 @@ fn strangers_holding_many_idle_connections_cannot_crowd_out_the_job() {
         .expect("a summary of the refusals at finalize");
     assert!(summary.contains("from 127.0.0.1"), "{summary}");
     assert!(summary.contains("dropped to make room"), "{summary}");
+    b.check();
     drop(strangers);
 }
