@@ -239,7 +239,7 @@ fn many_senders_to_one_rank() {
         .map(|i| pattern(1000 + i as usize * 100, i))
         .collect();
     let last = pattern(5, 1);
-    let mut ranks: Vec<Rank> = (0..N)
+    let mut ranks: Vec<Rank<'_>> = (0..N)
         .map(|r| Rank::new(&format!("fan-in-{r}"), lo_config(), r, N).unwrap())
         .collect();
     let card0 = ranks[0].card();
@@ -254,7 +254,7 @@ fn many_senders_to_one_rank() {
     }
     let total = (N as usize - 1) * payloads.len();
     {
-        let mut refs: Vec<&mut Rank> = ranks.iter_mut().collect();
+        let mut refs: Vec<&mut Rank<'_>> = ranks.iter_mut().collect();
         pump(&mut refs, "every fragment at rank 0", |r| {
             r[0].frags() == total
         });
@@ -275,7 +275,7 @@ fn many_senders_to_one_rank() {
     // One sender dies: reported through the epoll path too.
     drop(ranks[3].btl.take());
     {
-        let mut refs: Vec<&mut Rank> = ranks.iter_mut().collect();
+        let mut refs: Vec<&mut Rank<'_>> = ranks.iter_mut().collect();
         pump(&mut refs, "the failure of rank 3", |r| r[0].failed() > 0);
     }
     let failed = ranks[0].failures();
@@ -286,7 +286,7 @@ fn many_senders_to_one_rank() {
         ranks[5].send(0, eps[4], &[9], &last, 1000),
         SendOutcome::Failed
     );
-    let mut refs: Vec<&mut Rank> = ranks.iter_mut().collect();
+    let mut refs: Vec<&mut Rank<'_>> = ranks.iter_mut().collect();
     pump(&mut refs, "a fragment after the failure", |r| {
         r[0].frags() == total + 1
     });

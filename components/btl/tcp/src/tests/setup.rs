@@ -36,7 +36,7 @@ fn listeners_take_ports_in_order_within_the_range() {
             port_range_v4: 3,
             ..lo_config()
         };
-        let ranks: Vec<Rank> = (0..3)
+        let ranks: Vec<Rank<'_>> = (0..3)
             .filter_map(|i| Rank::new(&format!("ports-{attempt}-{i}"), cfg.clone(), i, 4).ok())
             .collect();
         let ports: Vec<u16> = ranks

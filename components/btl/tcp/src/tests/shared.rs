@@ -240,7 +240,7 @@ fn a_rank_answering_many_peers_shares_every_socket() {
     // 0's answer back.
     const N: u32 = 8;
     let p = pattern(3000, 8);
-    let mut ranks: Vec<Rank> = (0..N)
+    let mut ranks: Vec<Rank<'_>> = (0..N)
         .map(|r| Rank::new(&format!("shared-fan-{r}"), lo_config(), r, N).unwrap())
         .collect();
     let card0 = ranks[0].card();
@@ -258,7 +258,7 @@ fn a_rank_answering_many_peers_shares_every_socket() {
         );
     }
     {
-        let mut refs: Vec<&mut Rank> = ranks.iter_mut().collect();
+        let mut refs: Vec<&mut Rank<'_>> = ranks.iter_mut().collect();
         pump(&mut refs, "a fragment from everyone", |r| {
             r[0].frags() == N as usize - 1
         });
@@ -270,7 +270,7 @@ fn a_rank_answering_many_peers_shares_every_socket() {
         );
     }
     {
-        let mut refs: Vec<&mut Rank> = ranks.iter_mut().collect();
+        let mut refs: Vec<&mut Rank<'_>> = ranks.iter_mut().collect();
         pump(&mut refs, "the answers", |r| {
             r[1..].iter().all(|x| x.frags() == 1)
         });
@@ -285,7 +285,7 @@ fn a_rank_answering_many_peers_shares_every_socket() {
     // still answer.
     drop(ranks[4].btl.take());
     {
-        let mut refs: Vec<&mut Rank> = ranks.iter_mut().collect();
+        let mut refs: Vec<&mut Rank<'_>> = ranks.iter_mut().collect();
         pump(&mut refs, "the failure of rank 4", |r| r[0].failed() > 0);
     }
     let failed = ranks[0].failures();
@@ -295,7 +295,7 @@ fn a_rank_answering_many_peers_shares_every_socket() {
         ranks[0].send(0, from0[1], &[9], &p, 100),
         SendOutcome::Failed
     );
-    let mut refs: Vec<&mut Rank> = ranks.iter_mut().collect();
+    let mut refs: Vec<&mut Rank<'_>> = ranks.iter_mut().collect();
     pump(&mut refs, "an answer after the failure", |r| {
         r[2].frags() == 2
     });
