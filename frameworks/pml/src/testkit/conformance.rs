@@ -29,10 +29,16 @@
 //!    with payloads handed over in place.
 //! 3. **Matching.** Tags, `ANY_TAG` and `ANY_SOURCE` (posted first and
 //!    arriving first; a receive for a later tag does not wait for an
-//!    earlier message of another tag); non-overtaking order of 120
-//!    messages of mixed sizes and modes with one (context, source, tag),
-//!    some received by wildcards, also over two modules that reorder;
-//!    distinct contexts never match each other, and probes do not cross
+//!    earlier message of another tag); an internal (negative) tag is
+//!    matched by its own tag only, never by `ANY_TAG` (nor reported by a
+//!    wildcard probe), and tag `i32::MAX` is an ordinary tag;
+//!    non-overtaking order of 120 messages of mixed sizes and modes with
+//!    one (context, source, tag), some received by wildcards, also under
+//!    btls that reorder across modules and refuse sends; under a btl that
+//!    reorders and delivers one fragment per progress call, what a
+//!    wildcard `iprobe` reports is the next message sent, and what the
+//!    following receive with the same arguments gets; distinct contexts
+//!    (up to `u32::MAX`) never match each other, and probes do not cross
 //!    them either.
 //! 4. **Truncation.** A message longer than the receive (eager,
 //!    rendezvous, synchronous, into an empty buffer; posted first and
@@ -219,6 +225,7 @@ pub fn run(subject: &Subject) {
     for (name, behaviour) in [BEHAVIOURS[0], BEHAVIOURS[2], BEHAVIOURS[3]] {
         matching::non_overtaking(subject, name, behaviour);
     }
+    matching::probe_then_receive(subject);
     matching::contexts(subject);
     messages::truncation(subject);
     requests::synchronous(subject);

@@ -1,6 +1,6 @@
 //! [`Loopback`]: the kit's btl, a small in-process btl that reaches only
 //! its own rank, implemented on the safe
-//! [`Btl`](oxmpi_framework_btl::adapter::Btl) trait and exported as the
+//! [`Btl`] trait and exported as the
 //! table [`LOOPBACK`] (component name [`COMPONENT`]), so a pml under test
 //! drives it through the generated `extern "C"` layer like any btl.
 //!
@@ -153,7 +153,7 @@ pub struct Stats {
 impl Stats {
     /// Payloads the btl holds now (queued, not finished or dropped).
     pub fn outstanding(&self) -> usize {
-        self.queued - self.send_done - self.dropped
+        self.queued.saturating_sub(self.send_done + self.dropped)
     }
 }
 
@@ -336,7 +336,10 @@ impl Loopback {
     fn report_failure(&mut self, reason: String, pml: &Pml<'_>) -> usize {
         let mut dropped = 0;
         for (m, q) in self.queues.iter_mut().enumerate() {
-            dropped += q.iter().filter(|f| matches!(f.body, Body::Held { .. })).count();
+            dropped += q
+                .iter()
+                .filter(|f| matches!(f.body, Body::Held { .. }))
+                .count();
             q.clear();
             pml.peer_failed(m as u32, self.rank, &reason);
         }

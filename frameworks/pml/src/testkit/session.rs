@@ -1,6 +1,6 @@
 //! [`Session`]: one start of a pml component, through its exported
 //! [`PmlModule`] table and a [`PmlHandle`], as rank 0 of a one-rank job
-//! over the kit's [`loopback`](super::loopback) btl and a fresh
+//! over the kit's [`loopback`] btl and a fresh
 //! [`KitCore`] — from `init` to `finalize`.
 //!
 //! The session owns the message buffers it hands the pml ([`Buf`]): they
@@ -120,8 +120,7 @@ impl Session {
     /// A buffer holding `bytes`, owned by the session.
     pub fn buffer(&mut self, bytes: Vec<u8>) -> Buf {
         let len = bytes.len();
-        self.buffers
-            .push(Box::into_raw(bytes.into_boxed_slice()));
+        self.buffers.push(Box::into_raw(bytes.into_boxed_slice()));
         Buf {
             session: self.serial,
             index: self.buffers.len() - 1,
@@ -257,7 +256,10 @@ impl Session {
         while !done(self) {
             self.round();
             if start.elapsed() > DEADLINE {
-                panic!("{what}: not reached within {} s of progress", DEADLINE.as_secs());
+                panic!(
+                    "{what}: not reached within {} s of progress",
+                    DEADLINE.as_secs()
+                );
             }
         }
     }

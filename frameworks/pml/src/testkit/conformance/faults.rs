@@ -27,7 +27,10 @@ pub(super) fn lifecycle(subject: &Subject) {
     // SAFETY: the buffer outlives the call; a refused send keeps nothing.
     match unsafe { pml.isend(&args) } {
         Ok(h) => panic!("{at}: isend before init answered request {h:#x}"),
-        Err((_, why)) => assert!(!why.trim().is_empty(), "{at}: isend before init: no sentence"),
+        Err((_, why)) => assert!(
+            !why.trim().is_empty(),
+            "{at}: isend before init: no sentence"
+        ),
     }
     let mut into = [0u8; 8];
     let rargs = RecvArgs {
@@ -40,7 +43,10 @@ pub(super) fn lifecycle(subject: &Subject) {
     // SAFETY: as above; a refused receive writes nothing.
     match unsafe { pml.irecv(&rargs) } {
         Ok(h) => panic!("{at}: irecv before init answered request {h:#x}"),
-        Err(why) => assert!(!why.trim().is_empty(), "{at}: irecv before init: no sentence"),
+        Err(why) => assert!(
+            !why.trim().is_empty(),
+            "{at}: irecv before init: no sentence"
+        ),
     }
     assert!(
         pml.test(1).is_some_and(|st| st.error != RequestError::None),

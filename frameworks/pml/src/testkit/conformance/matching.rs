@@ -6,7 +6,14 @@ use crate::module::{RequestError, SendMode, ANY_SOURCE, ANY_TAG};
 use crate::testkit::session::Session;
 
 /// Sends `len` bytes with `tag` on `context`; the request.
-fn send(s: &mut Session, at: &str, len: usize, seed: u32, tag: i32, context: u32) -> (u64, Vec<u8>) {
+fn send(
+    s: &mut Session,
+    at: &str,
+    len: usize,
+    seed: u32,
+    tag: i32,
+    context: u32,
+) -> (u64, Vec<u8>) {
     let (buf, msg) = message(s, len, seed);
     let r = s
         .isend(buf, 0, tag, context, SendMode::Standard)
@@ -16,15 +23,7 @@ fn send(s: &mut Session, at: &str, len: usize, seed: u32, tag: i32, context: u32
 
 /// Waits for a receive and checks it got `msg` with `tag`.
 #[allow(clippy::too_many_arguments)]
-fn expect(
-    s: &mut Session,
-    at: &str,
-    req: u64,
-    buf: super::Buf,
-    cap: usize,
-    tag: i32,
-    msg: &[u8],
-) {
+fn expect(s: &mut Session, at: &str, req: u64, buf: super::Buf, cap: usize, tag: i32, msg: &[u8]) {
     let got = s.wait(req, at);
     check_status(got, tag, msg.len(), RequestError::None, at);
     check_data(s, buf, msg, at);
@@ -120,6 +119,101 @@ pub(super) fn tags_and_wildcards(subject: &Subject) {
         check_sent(st, &at);
         s.pml().free(req);
     }
+
+    // An internal (negative) tag is matched by its own tag only, never by
+    // ANY_TAG; the largest tag is an ordinary one.
+    let internal = -7;
+    let (si, mi) = send(&mut s, &at, 12, 21, internal, 0);
+    let bany = recv_buffer(&mut s, cap);
+    let rany = s.irecv(bany, cap, 0, ANY_TAG, 0).expect("irecv");
+    s.rounds(6);
+    assert_eq!(
+        s.pml().test(rany),
+        None,
+        "{at}: ANY_TAG matched a message of the internal tag {internal}"
+    );
+    assert_eq!(
+        s.pml().iprobe(0, ANY_SOURCE, ANY_TAG),
+        None,
+        "{at}: iprobe with ANY_TAG reported a message of the internal tag {internal}"
+    );
+    let bi = recv_buffer(&mut s, cap);
+    let ri = s.irecv(bi, cap, ANY_SOURCE, internal, 0).expect("irecv");
+    expect(
+        &mut s,
+        &format!("{at}: a receive for the internal tag {internal}"),
+        ri,
+        bi,
+        cap,
+        internal,
+        &mi,
+    );
+    let (smax, mmax) = send(&mut s, &at, 15, 22, i32::MAX, 0);
+    expect(
+        &mut s,
+        &format!("{at}: ANY_TAG and a message of tag {}", i32::MAX),
+        rany,
+        bany,
+        cap,
+        i32::MAX,
+        &mmax,
+    );
+    for req in [si, smax] {
+        let st = s.wait(req, &format!("{at}: a send"));
+        check_sent(st, &at);
+        s.pml().free(req);
+    }
+    end(s, &at);
+}
+
+/// Check 3, probe then receive: under a btl that reorders across modules
+/// and delivers one fragment per progress call, whatever `iprobe` reports
+/// is what a receive with the same arguments then gets, in the order the
+/// messages were sent.
+pub(super) fn probe_then_receive(subject: &Subject) {
+    let name = "btl has two modules delivered last-first, one fragment per progress, alternates Done and Queued";
+    let at = format!("pml {} (probe then receive, {name})", subject.component);
+    let behaviour = Behaviour {
+        modules: 2,
+        deliver_per_progress: 1,
+        answer: super::Answer::Alternating,
+        placement: super::Placement::Keep,
+        ..Behaviour::DEFAULT
+    };
+    let mut s = start(subject, behaviour, &at);
+    let count = 40;
+    let mut sends = Vec::new();
+    let mut msgs = Vec::new();
+    for i in 0..count {
+        let len = [3usize, 40, 5000, 0][i % 4];
+        let tag = (i % 2) as i32 + 1;
+        let (r, msg) = send(&mut s, &at, len, 800 + i as u32, tag, 0);
+        sends.push(r);
+        msgs.push((tag, msg));
+    }
+    let cap = 5000;
+    for (i, (tag, msg)) in msgs.iter().enumerate() {
+        let what = format!("{at}: message {i} of {count}");
+        let mut probed = None;
+        s.wait_until(&format!("{what}: iprobe"), |s| {
+            probed = s.pml().iprobe(0, ANY_SOURCE, ANY_TAG);
+            probed.is_some()
+        });
+        let p = probed.expect("probed");
+        assert_eq!(
+            (p.source, p.tag, p.count),
+            (0, *tag, msg.len()),
+            "{what}: iprobe with wildcards reported another message than the next one sent"
+        );
+        let b = recv_buffer(&mut s, cap);
+        let r = s.irecv(b, cap, ANY_SOURCE, ANY_TAG, 0).expect("irecv");
+        expect(&mut s, &what, r, b, cap, *tag, msg);
+    }
+    for r in sends {
+        let st = s.wait(r, &format!("{at}: a send"));
+        check_sent(st, &at);
+        s.pml().free(r);
+    }
     end(s, &at);
 }
 
@@ -188,21 +282,25 @@ pub(super) fn non_overtaking(subject: &Subject, name: &str, behaviour: Behaviour
     end(s, &at);
 }
 
+/// The largest context id.
+const BIG_CONTEXT: u32 = u32::MAX;
+
 /// 3. Distinct contexts do not match each other.
 pub(super) fn contexts(subject: &Subject) {
     let at = format!("pml {} (contexts)", subject.component);
     let mut s = start(subject, Behaviour::DEFAULT, &at);
     let cap = 70_000;
-    // A message on context 1 (eager) and one (rendezvous) on context 3.
+    // A message on context 1 (eager) and one (rendezvous) on the largest
+    // context id.
     let (a, ma) = send(&mut s, &at, 40, 11, 5, 1);
-    let (c, mc) = send(&mut s, &at, 65_536, 13, 5, 3);
+    let (c, mc) = send(&mut s, &at, 65_536, 13, 5, BIG_CONTEXT);
     let b2 = recv_buffer(&mut s, cap);
     let r2 = s.irecv(b2, cap, ANY_SOURCE, ANY_TAG, 2).expect("irecv");
     s.rounds(8);
     assert_eq!(
         s.pml().test(r2),
         None,
-        "{at}: a receive on context 2 matched a message sent on context 1 or 3"
+        "{at}: a receive on context 2 matched a message sent on context 1 or {BIG_CONTEXT}"
     );
     assert_eq!(
         s.pml().iprobe(2, ANY_SOURCE, ANY_TAG),
@@ -215,11 +313,11 @@ pub(super) fn contexts(subject: &Subject) {
         Some((0, 5, 40)),
         "{at}: iprobe on context 1"
     );
-    let on3 = s.pml().iprobe(3, 0, 5);
+    let big = s.pml().iprobe(BIG_CONTEXT, 0, 5);
     assert_eq!(
-        on3.map(|p| (p.source, p.tag, p.count)),
+        big.map(|p| (p.source, p.tag, p.count)),
         Some((0, 5, 65_536)),
-        "{at}: iprobe on context 3"
+        "{at}: iprobe on context {BIG_CONTEXT}"
     );
     // Context 2's own message goes to its receive; sequence numbers of
     // one context do not hold back another's.
@@ -234,10 +332,10 @@ pub(super) fn contexts(subject: &Subject) {
         &mb,
     );
     let b3 = recv_buffer(&mut s, cap);
-    let r3 = s.irecv(b3, cap, 0, 5, 3).expect("irecv");
+    let r3 = s.irecv(b3, cap, 0, 5, BIG_CONTEXT).expect("irecv");
     expect(
         &mut s,
-        &format!("{at}: the message of context 3"),
+        &format!("{at}: the message of context {BIG_CONTEXT}"),
         r3,
         b3,
         cap,

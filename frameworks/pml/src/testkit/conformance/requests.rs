@@ -2,8 +2,8 @@
 //! handles.
 
 use super::{
-    check_data, check_guard, check_sent, check_status, end, message, recv_buffer, start,
-    Behaviour, Subject, CANARY,
+    check_data, check_guard, check_sent, check_status, end, message, recv_buffer, start, Behaviour,
+    Subject, CANARY,
 };
 use crate::handle::PmlHandle;
 use crate::module::{RequestError, SendMode, ANY_SOURCE, ANY_TAG};
@@ -62,7 +62,10 @@ pub(super) fn synchronous(subject: &Subject) {
         let sreq = s
             .isend(sbuf, 0, tag, 0, SendMode::Synchronous)
             .unwrap_or_else(|(k, e)| panic!("{at}: isend refused ({k:?}): {e}"));
-        let sent = s.wait(sreq, &format!("{at}: a synchronous send to a posted receive"));
+        let sent = s.wait(
+            sreq,
+            &format!("{at}: a synchronous send to a posted receive"),
+        );
         check_sent(sent, &at);
         let got = s.wait(rreq, &format!("{at}: the posted receive"));
         check_status(got, tag, len, RequestError::None, &at);
@@ -89,10 +92,7 @@ pub(super) fn cancel(subject: &Subject) {
         .pml()
         .test(r)
         .unwrap_or_else(|| panic!("{at}: a cancelled receive is not complete"));
-    assert!(
-        st.cancelled,
-        "{at}: the cancelled receive's status: {st:?}"
-    );
+    assert!(st.cancelled, "{at}: the cancelled receive's status: {st:?}");
     // A message for the cancelled receive's tag does not land in it.
     let (sbuf, msg) = message(&mut s, 50, 31);
     let sreq = s
@@ -299,8 +299,16 @@ pub(super) fn stale_handles(subject: &Subject) {
     // old handles.
     let b2 = recv_buffer(&mut s, 30);
     let new_r = s.irecv(b2, 30, 0, 2, 0).expect("irecv");
-    refused(&pml, old_r, &format!("{at}: a freed receive after a new receive"));
-    refused(&pml, old_s, &format!("{at}: a freed send after a new receive"));
+    refused(
+        &pml,
+        old_r,
+        &format!("{at}: a freed receive after a new receive"),
+    );
+    refused(
+        &pml,
+        old_s,
+        &format!("{at}: a freed send after a new receive"),
+    );
     assert_eq!(
         pml.test(new_r),
         None,
@@ -308,7 +316,11 @@ pub(super) fn stale_handles(subject: &Subject) {
     );
     let (sbuf2, msg2) = message(&mut s, 30, 2);
     let new_s = s.isend(sbuf2, 0, 2, 0, SendMode::Standard).expect("isend");
-    refused(&pml, old_r, &format!("{at}: a freed receive after a new send"));
+    refused(
+        &pml,
+        old_r,
+        &format!("{at}: a freed receive after a new send"),
+    );
     refused(&pml, old_s, &format!("{at}: a freed send after a new send"));
     let got = s.wait(new_r, &format!("{at}: the new receive"));
     check_status(got, 2, 30, RequestError::None, &at);
