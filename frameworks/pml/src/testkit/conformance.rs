@@ -42,13 +42,14 @@
 //!    them either.
 //! 4. **Truncation.** A message longer than the receive (eager,
 //!    rendezvous, synchronous, into an empty buffer; posted first and
-//!    arriving first) completes the receive with `Truncated`, `count` =
-//!    the receive's length, its first bytes in the buffer and nothing
-//!    written beyond it, a sentence from `request_error`; the send
-//!    completes without error.
+//!    arriving first; under each btl behaviour) completes the receive with
+//!    `Truncated`, `count` = the receive's length, its first bytes in the
+//!    buffer and nothing written beyond it, a sentence from
+//!    `request_error`; the send completes without error.
 //! 5. **Requests.** A synchronous send completes only after a receive
 //!    matched it (not while it is unexpected, nor while only a receive for
-//!    another tag is posted); `cancel` of an unmatched receive completes it
+//!    another tag is posted; also under a btl that refuses and reorders);
+//!    `cancel` of an unmatched receive completes it
 //!    `cancelled` and a later message does not land in its buffer, while
 //!    `cancel` of a matched receive or of a send answers false; `iprobe`
 //!    reports source, tag and the full length (also of a rendezvous)
@@ -65,6 +66,10 @@
 //!    complete with `PeerFailed` and a sentence; a later send fails at
 //!    once with `PeerFailed` and a sentence carrying the btl's reason; a
 //!    later receive from it is refused or completes with `PeerFailed`.
+//!    Failing the peer in the middle of a 4 MiB rendezvous (the receive
+//!    matched, fragments still coming) and while a send waits on a btl
+//!    that answers `WouldBlock` completes the receive and both sends with
+//!    `PeerFailed`, without writing past the receive.
 //! 7. **Contracts and logs.** In every session, the pml breaks none of the
 //!    loopback btl's checks (cards, endpoints, payloads unchanged while
 //!    held, no `send` or `progress` from a callback, no btl progress
@@ -227,13 +232,18 @@ pub fn run(subject: &Subject) {
     }
     matching::probe_then_receive(subject);
     matching::contexts(subject);
-    messages::truncation(subject);
-    requests::synchronous(subject);
+    for (name, behaviour) in BEHAVIOURS {
+        messages::truncation(subject, name, behaviour);
+    }
+    for (name, behaviour) in [BEHAVIOURS[0], BEHAVIOURS[2]] {
+        requests::synchronous(subject, name, behaviour);
+    }
     requests::cancel(subject);
     requests::iprobe(subject);
     requests::freed_sends_complete(subject);
     requests::stale_handles(subject);
     faults::peer_failure(subject);
+    faults::peer_failure_mid_transfer(subject);
     faults::finalize_then_init_again(subject);
 
     let errors: Vec<String> = testkit::log_lines()[logged_before..]

@@ -2,7 +2,8 @@
 //! without modules, a btl failing the peer, finalize then init again.
 
 use super::{
-    check_data, check_sent, check_status, end, message, recv_buffer, start, Behaviour, Subject,
+    check_data, check_guard, check_sent, check_status, end, message, recv_buffer, start, Behaviour,
+    Subject,
 };
 use crate::handle::PmlHandle;
 use crate::module::{RecvArgs, RequestError, SendArgs, SendMode};
@@ -10,7 +11,7 @@ use crate::testkit::loopback;
 use crate::testkit::session::{Session, IDENTITY};
 use oxmpi_plugin_api::testkit;
 
-/// 1. Entry before init, init, init twice, a btl without modules.
+/// Check 1: Entry before init, init, init twice, a btl without modules.
 pub(super) fn lifecycle(subject: &Subject) {
     let at = format!("pml {} (lifecycle)", subject.component);
     let pml = PmlHandle::new(subject.table, testkit::context("pml", subject.component));
@@ -98,7 +99,7 @@ pub(super) fn lifecycle(subject: &Subject) {
     loopback::set_behaviour(Behaviour::DEFAULT);
 }
 
-/// 6. The btl fails the peer.
+/// Check 6: The btl fails the peer.
 pub(super) fn peer_failure(subject: &Subject) {
     let at = format!("pml {} (peer failure)", subject.component);
     let reason = "the kit cut the loopback cable (fault 7431)";
@@ -179,7 +180,69 @@ pub(super) fn peer_failure(subject: &Subject) {
     end(s, &at);
 }
 
-/// 1. `finalize` then `init` again, with traffic each time.
+/// Check 6: The btl fails the peer in the middle of a rendezvous (the receive
+/// matched, fragments still coming) and while a send waits because the
+/// btl answered `WouldBlock`.
+pub(super) fn peer_failure_mid_transfer(subject: &Subject) {
+    let at = format!(
+        "pml {} (peer failure during a transfer, btl delivers one fragment per progress)",
+        subject.component
+    );
+    let reason = "the kit cut the loopback cable (fault 7432)";
+    let behaviour = Behaviour {
+        deliver_per_progress: 1,
+        ..Behaviour::DEFAULT
+    };
+    let mut s = start(subject, behaviour, &at);
+    let len = 4 << 20;
+    let (big, _) = message(&mut s, len, 9);
+    let rb = recv_buffer(&mut s, len);
+    let recv = s.irecv(rb, len, 0, 1, 0).expect("irecv");
+    let send = s
+        .isend(big, 0, 1, 0, SendMode::Standard)
+        .unwrap_or_else(|(k, e)| panic!("{at}: isend refused ({k:?}): {e}"));
+    s.wait_until(&format!("{at}: part of the message placed"), |_| {
+        loopback::stats().delivered >= 6
+    });
+    assert_eq!(
+        s.pml().test(recv),
+        None,
+        "{at}: the 4 MiB receive completed after a few fragments"
+    );
+    // Every send from now on is refused until the failure.
+    loopback::set_behaviour(Behaviour {
+        would_block_every: 1,
+        ..behaviour
+    });
+    let (small, _) = message(&mut s, 10, 10);
+    let waiting = s
+        .isend(small, 0, 2, 0, SendMode::Standard)
+        .unwrap_or_else(|(k, e)| panic!("{at}: isend refused ({k:?}): {e}"));
+    s.rounds(3);
+    loopback::fail_peer(reason);
+    for (req, what) in [
+        (recv, "a receive in the middle of a rendezvous"),
+        (send, "a rendezvous send in the middle of its fragments"),
+        (waiting, "a send the btl answered WouldBlock"),
+    ] {
+        let st = s.wait(req, &format!("{at}: {what}"));
+        assert_eq!(
+            st.error,
+            RequestError::PeerFailed,
+            "{at}: {what} completed with {st:?}"
+        );
+        let why = s.pml().request_error(req);
+        assert!(
+            !why.trim().is_empty(),
+            "{at}: {what}: request_error gave no sentence"
+        );
+        s.pml().free(req);
+    }
+    check_guard(&s, rb, len, &at);
+    end(s, &at);
+}
+
+/// Check 1: `finalize` then `init` again, with traffic each time.
 pub(super) fn finalize_then_init_again(subject: &Subject) {
     for round in 0..3 {
         let at = format!("pml {} (init number {})", subject.component, round + 1);

@@ -31,7 +31,7 @@ fn expect(s: &mut Session, at: &str, req: u64, buf: super::Buf, cap: usize, tag:
     s.pml().free(req);
 }
 
-/// 3. Tags, `ANY_TAG`, `ANY_SOURCE`.
+/// Check 3: Tags, `ANY_TAG`, `ANY_SOURCE`.
 pub(super) fn tags_and_wildcards(subject: &Subject) {
     let at = format!("pml {} (tags and wildcards)", subject.component);
     let mut s = start(subject, Behaviour::DEFAULT, &at);
@@ -222,7 +222,7 @@ const ORDERED: usize = 120;
 /// Their sizes, in turn (eager and rendezvous mixed).
 const ORDER_SIZES: [usize; 6] = [0, 1, 100, 5000, 70_000, 3];
 
-/// 3. Non-overtaking order with one (context, source, tag).
+/// Check 3: Non-overtaking order with one (context, source, tag).
 pub(super) fn non_overtaking(subject: &Subject, name: &str, behaviour: Behaviour) {
     let at = format!("pml {} (non-overtaking order, {name})", subject.component);
     let mut s = start(subject, behaviour, &at);
@@ -285,7 +285,7 @@ pub(super) fn non_overtaking(subject: &Subject, name: &str, behaviour: Behaviour
 /// The largest context id.
 const BIG_CONTEXT: u32 = u32::MAX;
 
-/// 3. Distinct contexts do not match each other.
+/// Check 3: Distinct contexts do not match each other.
 pub(super) fn contexts(subject: &Subject) {
     let at = format!("pml {} (contexts)", subject.component);
     let mut s = start(subject, Behaviour::DEFAULT, &at);

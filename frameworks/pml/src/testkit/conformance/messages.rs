@@ -62,7 +62,7 @@ fn transfer(
     s.pml().free(rreq);
 }
 
-/// 2. Every size of [`SIZES`], both orders, under `behaviour`.
+/// Check 2: Every size of [`SIZES`], both orders, under `behaviour`.
 pub(super) fn sizes(subject: &Subject, name: &str, behaviour: Behaviour) {
     let at = format!("pml {} ({name})", subject.component);
     let mut s = start(subject, behaviour, &at);
@@ -154,10 +154,10 @@ fn truncated(
     s.pml().free(rreq);
 }
 
-/// 4. Truncation, eager and rendezvous, both orders.
-pub(super) fn truncation(subject: &Subject) {
-    let at = format!("pml {} (truncation)", subject.component);
-    let mut s = start(subject, Behaviour::DEFAULT, &at);
+/// Check 4: Truncation, eager and rendezvous, both orders, under `behaviour`.
+pub(super) fn truncation(subject: &Subject, name: &str, behaviour: Behaviour) {
+    let at = format!("pml {} (truncation, {name})", subject.component);
+    let mut s = start(subject, behaviour, &at);
     let cases = [
         (1000, 100, SendMode::Standard),
         (10, 0, SendMode::Standard),

@@ -9,10 +9,11 @@ use crate::handle::PmlHandle;
 use crate::module::{RequestError, SendMode, ANY_SOURCE, ANY_TAG};
 use crate::testkit::loopback;
 
-/// 5. A synchronous send completes only after a receive matched it.
-pub(super) fn synchronous(subject: &Subject) {
-    let at = format!("pml {} (synchronous sends)", subject.component);
-    let mut s = start(subject, Behaviour::DEFAULT, &at);
+/// Check 5: A synchronous send completes only after a receive matched it
+/// (under `behaviour`).
+pub(super) fn synchronous(subject: &Subject, name: &str, behaviour: Behaviour) {
+    let at = format!("pml {} (synchronous sends, {name})", subject.component);
+    let mut s = start(subject, behaviour, &at);
     for (i, len) in [0usize, 10, 1000, 65_536].into_iter().enumerate() {
         let at = format!("{at}: {len} bytes");
         let tag = 40 + i as i32;
@@ -76,7 +77,7 @@ pub(super) fn synchronous(subject: &Subject) {
     end(s, &at);
 }
 
-/// 5. `cancel`.
+/// Check 5: `cancel`.
 pub(super) fn cancel(subject: &Subject) {
     let at = format!("pml {} (cancel)", subject.component);
     let mut s = start(subject, Behaviour::DEFAULT, &at);
@@ -148,7 +149,7 @@ pub(super) fn cancel(subject: &Subject) {
     end(s, &at);
 }
 
-/// 5. `iprobe` before the receive.
+/// Check 5: `iprobe` before the receive.
 pub(super) fn iprobe(subject: &Subject) {
     let at = format!("pml {} (iprobe)", subject.component);
     let mut s = start(subject, Behaviour::DEFAULT, &at);
@@ -218,7 +219,7 @@ pub(super) fn iprobe(subject: &Subject) {
     end(s, &at);
 }
 
-/// 5. A send freed before it completed still completes.
+/// Check 5: A send freed before it completed still completes.
 pub(super) fn freed_sends_complete(subject: &Subject) {
     let at = format!("pml {} (freed sends)", subject.component);
     let mut s = start(subject, Behaviour::DEFAULT, &at);
@@ -276,7 +277,7 @@ fn refused(pml: &PmlHandle, handle: u64, at: &str) {
     pml.free(handle);
 }
 
-/// 5. Stale and unknown handles are refused.
+/// Check 5: Stale and unknown handles are refused.
 pub(super) fn stale_handles(subject: &Subject) {
     let at = format!("pml {} (stale handles)", subject.component);
     let mut s = start(subject, Behaviour::DEFAULT, &at);
