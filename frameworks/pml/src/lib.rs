@@ -5,7 +5,9 @@
 //! framework-wide parameters and the module interface pml components
 //! implement ([`module`]): a component implements the safe
 //! [`adapter::Pml`] trait and exports it with [`export_pml_component!`];
-//! the MPI layer drives it through [`handle::PmlHandle`].
+//! the MPI layer drives it through [`handle::PmlHandle`]. With the feature
+//! `testkit`, the test kit and the conformance suite every pml component's
+//! tests run (`testkit`).
 
 // The workspace lints, written in the crate: component authors build this
 // crate outside the workspace (docs/writing-a-component.md).
@@ -18,6 +20,8 @@ use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
 pub mod adapter;
 pub mod handle;
 pub mod module;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 
 /// Version of the interface between the pml framework and its components.
 pub const INTERFACE_VERSION: Version = Version::new(1, 0, 0);

@@ -21,6 +21,11 @@
 //!   [`RequestStatus`]; [`free`](PmlModule::free) releases a handle (a
 //!   completed one, or a send the caller no longer watches: it still
 //!   completes). The buffers must stay valid until the request completes.
+//!   A handle the pml does not know — freed, or never issued — is refused:
+//!   `test` answers it complete with an error (never "not complete", so no
+//!   wait hangs, and never the status of a request issued since),
+//!   `request_error` says why, `cancel` answers false and `free` does
+//!   nothing.
 //! - **Errors.** Entry points that can fail return false and fill an
 //!   `error` string: one or more sentences naming the peer and what went
 //!   wrong. A request that completes in error says which in
