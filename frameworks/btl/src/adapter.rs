@@ -67,7 +67,9 @@ pub trait Btl: Send + Sized + 'static {
 }
 
 /// The process-global state of an exported btl: implemented by
-/// [`export_btl_component!`](crate::export_btl_component), never by hand.
+/// [`export_btl_component!`](crate::export_btl_component) (by hand only
+/// for a btl whose table is not a component's, such as a test kit's
+/// in-process btl).
 pub trait Exported: Btl {
     /// The instance the generated entry points use.
     fn instance() -> &'static Instance<Adapted<Self>>;
