@@ -44,6 +44,9 @@
 //! Selection: one mapper per job, the usable one with the highest priority.
 //! The core declares the selection parameter `rmaps` and
 //! `rmaps_base_verbose`.
+//!
+//! With the feature `testkit`, [`testkit::conformance`] is the suite every
+//! mapper component's tests run.
 
 #![warn(missing_docs)]
 
@@ -61,6 +64,8 @@ pub mod policy;
 pub mod request;
 pub mod selection;
 pub mod slurm;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 pub mod topology;
 
 pub use allocation::{
