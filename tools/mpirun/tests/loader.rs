@@ -264,7 +264,16 @@ fn panic_in_an_rmaps_accepts_is_a_warning_with_the_path_and_another_mapper_maps(
 
     // Alone, it maps nothing, and the error says why.
     let run = run_env(
-        &["--mca", "rmaps", "faulty", "-n", "1", "sh", "-c", "echo launched"],
+        &[
+            "--mca",
+            "rmaps",
+            "faulty",
+            "-n",
+            "1",
+            "sh",
+            "-c",
+            "echo launched",
+        ],
         &env,
     );
     assert_eq!(run.code(), 1, "{}", run.stderr);
