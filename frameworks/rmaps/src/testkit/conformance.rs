@@ -17,13 +17,13 @@
 //!    [`BadRequest`](MapErrorKind::BadRequest) error, and so do well-formed
 //!    requests that make no sense (no app, no host, `-n 0`, more ranks
 //!    than a job may have, a host outside the allocation);
-//! 4. over the standard allocations ([`cases::standard_layouts`]: one host
+//! 4. over the standard allocations ([`cases::standard_layouts`](super::cases::standard_layouts): one host
 //!    with one slot, one host with four, three hosts of uneven slots, hosts
 //!    with topology, hosts with `max_slots`), for each served policy, with
 //!    each oversubscription mode, jobs of 1 process, of the default size,
 //!    exactly fitting, one more than fits, and the exact job on the same
 //!    hosts one slot short: each answers what the rules predict
-//!    ([`cases::predict`]) — a map, or an error of the right kind (an
+//!    ([`cases::predict`](super::cases::predict)) — a map, or an error of the right kind (an
 //!    oversubscribing job without permission is a
 //!    [`NotEnoughSlots`](MapErrorKind::NotEnoughSlots) error, never a map
 //!    and never a panic) — and every map has every rank 0..n-1 exactly
