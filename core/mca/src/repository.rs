@@ -18,7 +18,10 @@
 //! framework ([`ModuleLayout`]), so a table of another layout is refused
 //! when the library is loaded, not when a job first selects it. The core
 //! does not know the framework crates' module types: each program passes
-//! the layouts of the frameworks it uses.
+//! the layouts of the frameworks it uses. A module built against an
+//! earlier minor version of a framework interface, whose prefix type lacks
+//! fields appended since, is accepted ([`module_layout_matches`]): callers
+//! read the fields it lacks as absent.
 //!
 //! Files whose names almost match the pattern (a `.so` that is not
 //! `libmca_<framework>_<component>.so`, a `.so.1` or `.so.bak` copy, a
@@ -150,7 +153,7 @@ impl LoadedComponent {
                     self.framework
                 )
             })?;
-        check_layout_compatibility(<T as StableAbi>::LAYOUT, table.layout).map_err(|e| {
+        module_layout_matches(<T as StableAbi>::LAYOUT, table.layout).map_err(|e| {
             format!(
                 "{} component {} ({}) has a {} module of another layout ({}); rebuild it against this version of oxmpi",
                 self.framework,
@@ -163,6 +166,30 @@ impl LoadedComponent {
         // SAFETY: the layout check proved the table is a `T`; it is a
         // `'static` reference in a library that is never unloaded.
         Ok(unsafe { &*(table.table as *const T) })
+    }
+}
+
+/// Whether a component's module table of layout `found` may be read as
+/// the program's module type of layout `expected`: abi_stable's check
+/// (`expected` first), which lets `found` have *more* fields appended to a
+/// prefix type, or the same check the other way round, which passes when
+/// `found` is an earlier version of `expected` with fewer appended fields
+/// (a component built against an earlier minor version of the framework
+/// interface). Reading such a table through the program's type is sound:
+/// the shared fields have the same layout, and a prefix type's accessor of
+/// an appended field consults the table's own field accessibility, so the
+/// fields it lacks read as absent.
+///
+/// # Errors
+///
+/// abi_stable's errors of the check in the `expected`-first direction.
+pub fn module_layout_matches(
+    expected: &'static TypeLayout,
+    found: &'static TypeLayout,
+) -> Result<(), abi_stable::abi_stability::abi_checking::AbiInstabilityErrors> {
+    match check_layout_compatibility(expected, found) {
+        Ok(()) => Ok(()),
+        Err(e) => check_layout_compatibility(found, expected).map_err(|_| e),
     }
 }
 
@@ -375,7 +402,7 @@ fn load_one(
     if let (Some(expected), Some(table)) =
         (modules.iter().find(|m| m.framework == framework), table)
     {
-        if let Err(e) = check_layout_compatibility(expected.layout, table.layout) {
+        if let Err(e) = module_layout_matches(expected.layout, table.layout) {
             let full = e.to_string();
             repo.failures.push(fail(
                 format!(
@@ -628,6 +655,62 @@ fn summarize_abi_error(full: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A module type in two minor versions (abi_stable compares type
+    /// names, so both are `Table`), and an unrelated one.
+    // Only their layouts are used, not the generated accessors.
+    #[allow(dead_code)]
+    mod minor0 {
+        #[repr(C)]
+        #[derive(abi_stable::StableAbi)]
+        #[sabi(kind(Prefix(prefix_ref = TableRef)))]
+        #[sabi(missing_field(option))]
+        pub struct Table {
+            #[sabi(last_prefix_field)]
+            pub first: extern "C" fn() -> u32,
+        }
+    }
+
+    // Only their layouts are used, not the generated accessors.
+    #[allow(dead_code)]
+    mod minor1 {
+        #[repr(C)]
+        #[derive(abi_stable::StableAbi)]
+        #[sabi(kind(Prefix(prefix_ref = TableRef)))]
+        #[sabi(missing_field(option))]
+        pub struct Table {
+            #[sabi(last_prefix_field)]
+            pub first: extern "C" fn() -> u32,
+            pub appended: extern "C" fn() -> u64,
+        }
+    }
+
+    // Only their layouts are used, not the generated accessors.
+    #[allow(dead_code)]
+    mod other {
+        #[repr(C)]
+        #[derive(abi_stable::StableAbi)]
+        #[sabi(kind(Prefix(prefix_ref = TableRef)))]
+        #[sabi(missing_field(option))]
+        pub struct Table {
+            #[sabi(last_prefix_field)]
+            pub first: extern "C" fn(u8) -> u32,
+        }
+    }
+
+    #[test]
+    fn a_module_of_an_earlier_or_later_minor_matches_and_another_does_not() {
+        let old = <minor0::TableRef as StableAbi>::LAYOUT;
+        let new = <minor1::TableRef as StableAbi>::LAYOUT;
+        let unrelated = <other::TableRef as StableAbi>::LAYOUT;
+        // abi_stable alone refuses a table with fewer appended fields.
+        assert!(check_layout_compatibility(new, old).is_err());
+        module_layout_matches(new, old).expect("an earlier minor is read by a later one");
+        module_layout_matches(old, new).expect("a later minor has more fields");
+        module_layout_matches(new, new).expect("the same minor");
+        assert!(module_layout_matches(new, unrelated).is_err());
+        assert!(module_layout_matches(old, unrelated).is_err());
+    }
 
     #[test]
     fn file_names() {

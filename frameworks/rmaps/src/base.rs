@@ -494,7 +494,7 @@ Give fewer ranks with -n, or raise max_slots in the hostfile.",
 
     /// Places processes up to `n` on `nodes`, going round the nodes and
     /// giving each, per visit, one process per object of kind `object`
-    /// (objects [`Ctx::step`] apart), or a single process: first skipping nodes
+    /// (objects `Ctx::step` apart), or a single process: first skipping nodes
     /// whose slots are used up, then, if processes remain, nodes at their
     /// limit.
     pub fn deal(&mut self, nodes: &[usize], n: u32, object: Option<Resource>) -> Vec<Placement> {

@@ -3,8 +3,8 @@
 //!
 //! This crate is what both sides of the component boundary need, as Open
 //! MPI's rmaps base is: the interface ([`module`], [`Mapper`],
-//! [`export_mapper_component!`], the request and map types, the policy
-//! grammar), the helpers every mapper uses ([`base`]: per-node usage and
+//! [`export_mapper_component!`] on the component side, [`RmapsHandle`] on
+//! the caller side, the request and map types, the policy grammar), the helpers every mapper uses ([`base`]: per-node usage and
 //! limits, oversubscription, capacity messages, `:PE` reservation, building
 //! the [`JobMap`]), the one selection path ([`selection`]), and the pure
 //! helpers mpirun uses around mapping (allocation, hostfiles, `--host`,
@@ -21,7 +21,7 @@
 //!    hostfiles, `--host`, else the local host; per-app host lists);
 //! 3. map: [`MapRequest::new`], then [`selection::select`] over the usable
 //!    components (round_robin, seq, ppr and any other installed) by
-//!    priority, and [`module::call_map`];
+//!    priority, and [`RmapsHandle::map`];
 //! 4. show it: [`display::text`], [`display::json`]; every node's
 //!    [`MappedNode::yield_when_idle`] gives its ranks'
 //!    `mpi_yield_when_idle`.
@@ -44,6 +44,9 @@
 //! Selection: one mapper per job, the usable one with the highest priority.
 //! The core declares the selection parameter `rmaps` and
 //! `rmaps_base_verbose`.
+//!
+//! With the feature `testkit`, [`testkit::conformance`] is the suite every
+//! mapper component's tests run.
 
 // The workspace lints, written in the crate: component authors build this
 // crate outside the workspace (docs/writing-a-component.md).
@@ -55,6 +58,7 @@ pub mod allocation;
 pub mod base;
 pub mod display;
 pub mod error;
+pub mod handle;
 pub mod hostfile;
 pub mod hosts;
 pub mod jobmap;
@@ -64,6 +68,8 @@ pub mod policy;
 pub mod request;
 pub mod selection;
 pub mod slurm;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 pub mod topology;
 
 pub use allocation::{
@@ -72,6 +78,7 @@ pub use allocation::{
 };
 pub use base::MAX_PROCS;
 pub use error::{MapError, MapErrorKind};
+pub use handle::RmapsHandle;
 pub use hostfile::{HostLine, Hostfile};
 pub use jobmap::{JobMap, MappedNode, MappedProc, ObjectRef};
 pub use mapper::{Mapper, MapperParams};
@@ -85,9 +92,11 @@ use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, ParamType, SelectionKind, Synon
 
 /// Version of the interface between the rmaps framework and its components.
 /// 2.0: the module became a prefix type with the appended `policies`
-/// field (components declare `--map-by` names); later fields are appended
-/// in minor versions.
-pub const INTERFACE_VERSION: Version = Version::new(2, 0, 0);
+/// field (components declare `--map-by` names). 2.1: the appended
+/// `accepts_checked` (a panic or unreadable input in `accepts` is an error,
+/// not a "no"; components built against 2.0 still load and are read the
+/// old way). Later fields are appended in minor versions.
+pub const INTERFACE_VERSION: Version = Version::new(2, 1, 0);
 
 const MAPPING_POLICY_ALIAS: &[Synonym] = &[Synonym::alias(DEFAULT_MAPPING_POLICY_PARAM)];
 const RANKING_POLICY_ALIAS: &[Synonym] = &[Synonym::alias(DEFAULT_RANKING_POLICY_PARAM)];

@@ -9,6 +9,17 @@
 //! into a component (lifecycle, parameters, [`crate::module::RmapsModule`],
 //! root module). One mapper maps each job: [`crate::selection`] picks it.
 //!
+//! The generated entry points run every call under the panic guard: a
+//! panic in [`Mapper::accepts`] or [`Mapper::map`] becomes a
+//! [`crate::MapErrorKind::ComponentFailed`] error that callers see through
+//! [`RmapsHandle`](crate::handle::RmapsHandle), unreadable input a
+//! [`crate::MapErrorKind::BadRequest`], and a request with a policy the
+//! mapper does not accept is refused before [`Mapper::map`] runs, so a
+//! mapper may rely on its own `accepts`. The parameters `query` read are
+//! the component's only state ([`crate::module::ParamsCell`] says why that
+//! is not an [`oxmpi_plugin_api::Instance`]). Every mapper component's tests
+//! run the conformance suite (`testkit::conformance`, feature `testkit`).
+//!
 //! The in-tree mappers:
 //!
 //! | component | priority | policies |
@@ -49,8 +60,9 @@ pub trait Mapper: Sync + 'static {
         let _ = policy;
         false
     }
-    /// Maps the job. Errors leave nothing half-done: the caller launches
-    /// nothing.
+    /// Maps the job (only called with a policy [`Mapper::accepts`] took,
+    /// or one of [`Mapper::POLICIES`]). Errors leave nothing half-done: the
+    /// caller launches nothing.
     fn map(&self, req: &MapRequest, params: &Self::Params) -> Result<JobMap, MapError>;
 }
 
@@ -124,9 +136,7 @@ macro_rules! export_mapper_component {
         }
     };
     (mapper: $mapper:path, name: $name:literal, params: $params:ty, description: $desc:literal $(, version: $ver:expr)? $(,)?) => {
-        /// The parameters the core's query read, kept for `map`.
-        static __OXMPI_MAPPER_PARAMS: $crate::module::ParamsCell<$params> =
-            $crate::module::ParamsCell::new();
+        $crate::__mapper_module!($mapper, $params);
 
         /// The component's lifecycle.
         pub struct Component;
@@ -162,29 +172,6 @@ macro_rules! export_mapper_component {
             }
         }
 
-        extern "C" fn __oxmpi_mapper_accepts(policy_json: ::oxmpi_plugin_api::reexports::RStr<'_>) -> bool {
-            $crate::module::serve_accepts(&$mapper, policy_json)
-        }
-
-        extern "C" fn __oxmpi_mapper_map(
-            request_json: ::oxmpi_plugin_api::reexports::RStr<'_>,
-        ) -> ::oxmpi_plugin_api::reexports::RResult<::oxmpi_plugin_api::reexports::RString, ::oxmpi_plugin_api::reexports::RString> {
-            $crate::module::serve_map(&$mapper, &__OXMPI_MAPPER_PARAMS.get(), request_json)
-        }
-
-        const __OXMPI_MAPPER_MODULE: &::oxmpi_plugin_api::reexports::WithMetadata<$crate::module::RmapsModule> =
-            &::oxmpi_plugin_api::reexports::WithMetadata::new($crate::module::RmapsModule {
-                accepts: __oxmpi_mapper_accepts,
-                map: __oxmpi_mapper_map,
-                policies: ::oxmpi_plugin_api::reexports::RSlice::from_slice(
-                    <$mapper as $crate::Mapper>::POLICIES,
-                ),
-            });
-
-        /// The component's rmaps module.
-        pub static MODULE: $crate::module::RmapsModuleRef =
-            $crate::module::RmapsModuleRef(__OXMPI_MAPPER_MODULE.static_as_prefix());
-
         /// This component as a selection candidate with its default
         /// priority (tests and benchmarks that map without the core).
         pub fn candidate() -> $crate::selection::Candidate {
@@ -205,6 +192,59 @@ macro_rules! export_mapper_component {
             params: <$params as ::oxmpi_plugin_api::Params>::DECLS,
             module: &MODULE,
         }
+    };
+}
+
+/// Implementation detail of [`export_mapper_component!`](crate::export_mapper_component):
+/// the module of mapper `$mapper` with parameters `$params` — the kept
+/// parameters (`__OXMPI_MAPPER_PARAMS`), the `extern "C"` entry points over
+/// [`crate::module::serve_accepts`], [`crate::module::serve_accepts_checked`]
+/// and [`crate::module::serve_map`], and the table as `MODULE`. The test
+/// kit's own tests make modules of test mappers with it (without a root
+/// module, of which a library has one).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __mapper_module {
+    ($mapper:path, $params:ty) => {
+        /// The parameters the core's query read, kept for `map`.
+        static __OXMPI_MAPPER_PARAMS: $crate::module::ParamsCell<$params> =
+            $crate::module::ParamsCell::new();
+
+        extern "C" fn __oxmpi_mapper_accepts(
+            policy_json: ::oxmpi_plugin_api::reexports::RStr<'_>,
+        ) -> bool {
+            $crate::module::serve_accepts(&$mapper, policy_json)
+        }
+
+        extern "C" fn __oxmpi_mapper_accepts_checked(
+            policy_json: ::oxmpi_plugin_api::reexports::RStr<'_>,
+        ) -> ::oxmpi_plugin_api::reexports::RResult<bool, ::oxmpi_plugin_api::reexports::RString> {
+            $crate::module::serve_accepts_checked(&$mapper, policy_json)
+        }
+
+        extern "C" fn __oxmpi_mapper_map(
+            request_json: ::oxmpi_plugin_api::reexports::RStr<'_>,
+        ) -> ::oxmpi_plugin_api::reexports::RResult<
+            ::oxmpi_plugin_api::reexports::RString,
+            ::oxmpi_plugin_api::reexports::RString,
+        > {
+            $crate::module::serve_map(&$mapper, &__OXMPI_MAPPER_PARAMS.get(), request_json)
+        }
+
+        const __OXMPI_MAPPER_MODULE: &::oxmpi_plugin_api::reexports::WithMetadata<
+            $crate::module::RmapsModule,
+        > = &::oxmpi_plugin_api::reexports::WithMetadata::new($crate::module::RmapsModule {
+            accepts: __oxmpi_mapper_accepts,
+            map: __oxmpi_mapper_map,
+            policies: ::oxmpi_plugin_api::reexports::RSlice::from_slice(
+                <$mapper as $crate::Mapper>::POLICIES,
+            ),
+            accepts_checked: __oxmpi_mapper_accepts_checked,
+        });
+
+        /// The component's rmaps module.
+        pub static MODULE: $crate::module::RmapsModuleRef =
+            $crate::module::RmapsModuleRef(__OXMPI_MAPPER_MODULE.static_as_prefix());
     };
 }
 

@@ -1,19 +1,29 @@
 //! The rmaps module: what an rmaps component hands the core (through
-//! [`oxmpi_plugin_api::ModuleTable`], layout-checked), and the adapters on
-//! both sides.
+//! [`oxmpi_plugin_api::ModuleTable`], layout-checked), and the component
+//! side of its entry points (the caller side is
+//! [`RmapsHandle`](crate::handle::RmapsHandle)).
 //!
 //! Mapping runs once per job, far from any hot path, so requests and maps
 //! cross the library boundary as JSON text (the serde forms of
-//! [`MapPolicy`], [`MapRequest`], [`JobMap`] and [`MapError`]).
+//! [`MapPolicy`], [`MapRequest`], [`JobMap`](crate::JobMap) and [`MapError`]).
 //!
 //! [`RmapsModule`] is an abi_stable *prefix* type (handed over as
 //! [`RmapsModuleRef`]): fields may be appended after `map` (the last
 //! prefix field) in a minor version of the interface, and the core reads an
-//! appended field a component does not have as absent. `policies`, the
-//! `--map-by` names a component adds, is the first such field.
+//! appended field a component does not have as absent. The appended
+//! fields:
+//!
+//! | interface | field | a component without it |
+//! |---|---|---|
+//! | 2.0 | `policies`: the `--map-by` names it adds | adds none |
+//! | 2.1 | `accepts_checked`: `accepts` that tells a panic or unreadable input from "no" | its `accepts` answer is read as before: a panic or unreadable input reads as "no" |
+//!
+//! [`export_mapper_component!`](crate::export_mapper_component) fills every
+//! field through [`serve_accepts`], [`serve_accepts_checked`] and
+//! [`serve_map`] (each under the panic guard).
 
 use crate::mapper::{Mapper, MapperParams};
-use crate::{JobMap, MapBy, MapError, MapErrorKind, MapPolicy, MapRequest};
+use crate::{MapBy, MapError, MapErrorKind, MapPolicy, MapRequest};
 use abi_stable::std_types::{RResult, RSlice, RStr, RString};
 use abi_stable::StableAbi;
 use std::sync::Mutex;
@@ -65,22 +75,30 @@ impl PolicyName {
     }
 }
 
-/// Entry points of an rmaps component.
+/// Entry points of an rmaps component (see the module docs for the
+/// appended fields).
 #[repr(C)]
 #[derive(StableAbi)]
 #[sabi(kind(Prefix(prefix_ref = RmapsModuleRef)))]
 #[sabi(missing_field(option))]
 pub struct RmapsModule {
     /// Whether the component maps jobs with this policy (JSON of a
-    /// [`MapPolicy`]); unreadable input answers false.
+    /// [`MapPolicy`]); unreadable input and a panic answer false. Callers
+    /// use `accepts_checked` when the component has it.
     pub accepts: extern "C" fn(policy_json: RStr<'_>) -> bool,
-    /// Maps a job: JSON of a [`MapRequest`] in, JSON of the [`JobMap`] out,
-    /// or JSON of the [`MapError`].
+    /// Maps a job: JSON of a [`MapRequest`] in, JSON of the [`JobMap`](crate::JobMap) out,
+    /// or JSON of the [`MapError`] (a request whose policy the component
+    /// does not accept is a [`MapErrorKind::NoMapper`] error).
     #[sabi(last_prefix_field)]
     pub map: extern "C" fn(request_json: RStr<'_>) -> RResult<RString, RString>,
-    /// The `--map-by` policy names the component adds (appended field:
+    /// The `--map-by` policy names the component adds (appended in 2.0:
     /// absent in a component that predates it, read as none).
     pub policies: RSlice<'static, PolicyName>,
+    /// Whether the component maps jobs with this policy, telling failures
+    /// apart (appended in 2.1): `Ok(answer)`, or JSON of a [`MapError`] —
+    /// [`MapErrorKind::BadRequest`] for unreadable input,
+    /// [`MapErrorKind::ComponentFailed`] when the component panicked.
+    pub accepts_checked: extern "C" fn(policy_json: RStr<'_>) -> RResult<bool, RString>,
 }
 
 impl RmapsModuleRef {
@@ -101,6 +119,23 @@ fn error_json(kind: MapErrorKind, message: String) -> RString {
 /// core queries a component before it maps with it). Before any query
 /// (a test running a request through the component directly), the
 /// declared defaults.
+///
+/// This is the only state a mapper component has, and it is deliberately
+/// not an [`oxmpi_plugin_api::Instance`] (which the btl and pml adapters
+/// use for their components' state):
+///
+/// - a [`Mapper`] maps through `&self` and is `Sync`, and `map` gets a
+///   clone of the parameters, so no entry point mutates state a panic
+///   could leave half-updated: poisoning would only turn one bad request
+///   into a component that refuses every later job;
+/// - `map` must work before any `query` (with the declared defaults: tests
+///   and benchmarks map through a component's `candidate()`), while an
+///   `Instance` refuses every entry before its `init` installed a state;
+/// - the lock is held only to store or clone the values (no component code
+///   runs under it), so a nested or concurrent entry can neither deadlock
+///   nor alias anything, and needs no refusal. A panic while it is held
+///   (a `Clone` impl that panics) leaves the old or the new value whole, so
+///   the lock's poisoning is ignored.
 pub struct ParamsCell<P>(Mutex<Option<P>>);
 
 impl<P: MapperParams> ParamsCell<P> {
@@ -140,17 +175,54 @@ pub fn accepts<M: Mapper>(mapper: &M, policy: &MapPolicy) -> bool {
     }
 }
 
-/// Component side of [`RmapsModule::accepts`].
+/// Reads the policy JSON the core sent.
+fn read_policy<M: Mapper>(policy_json: RStr<'_>) -> Result<MapPolicy, RString> {
+    serde_json::from_str(policy_json.as_str()).map_err(|e| {
+        error_json(
+            MapErrorKind::BadRequest,
+            format!(
+                "the {} mapper could not read the mapping policy it was asked about: {e}",
+                M::NAME
+            ),
+        )
+    })
+}
+
+/// Component side of [`RmapsModule::accepts`] (interface 2.0): false for
+/// unreadable input and after a panic.
 pub fn serve_accepts<M: Mapper>(mapper: &M, policy_json: RStr<'_>) -> bool {
+    matches!(
+        serve_accepts_checked(mapper, policy_json),
+        RResult::ROk(true)
+    )
+}
+
+/// Component side of [`RmapsModule::accepts_checked`]: the answer, or
+/// JSON of a [`MapError`] — `BadRequest` for unreadable input,
+/// `ComponentFailed` (naming the panic and where it happened) when the
+/// mapper's [`Mapper::accepts`] panicked.
+pub fn serve_accepts_checked<M: Mapper>(
+    mapper: &M,
+    policy_json: RStr<'_>,
+) -> RResult<bool, RString> {
     let outcome = oxmpi_plugin_api::guard::call(|| {
-        Ok(serde_json::from_str::<MapPolicy>(policy_json.as_str())
-            .is_ok_and(|p| accepts(mapper, &p)))
+        Ok(read_policy::<M>(policy_json).map(|policy| accepts(mapper, &policy)))
     });
-    outcome.into_result().unwrap_or(false)
+    match outcome.into_result() {
+        Ok(Ok(answer)) => RResult::ROk(answer),
+        Ok(Err(e)) => RResult::RErr(e),
+        Err(panic) => RResult::RErr(error_json(
+            MapErrorKind::ComponentFailed,
+            format!("the {} mapper's accepts {panic}", M::NAME),
+        )),
+    }
 }
 
 /// Component side of [`RmapsModule::map`], with the parameters `query`
-/// read; a panic becomes a mapping error.
+/// read: a request whose policy the mapper does not accept is refused
+/// ([`MapErrorKind::NoMapper`]) without calling [`Mapper::map`], unreadable
+/// input is a [`MapErrorKind::BadRequest`], and a panic becomes a
+/// [`MapErrorKind::ComponentFailed`] error naming it.
 pub fn serve_map<M: Mapper>(
     mapper: &M,
     params: &M::Params,
@@ -166,11 +238,21 @@ pub fn serve_map<M: Mapper>(
                 )))
             }
         };
+        if !accepts(mapper, &request.policy) {
+            return Ok(Err(error_json(
+                MapErrorKind::NoMapper,
+                format!(
+                    "the {} mapper does not map by {}; the job goes to a mapper that accepts its policy (the rmaps selection asks each one)",
+                    M::NAME,
+                    request.policy
+                ),
+            )));
+        }
         Ok(match mapper.map(&request, params) {
             Ok(map) => serde_json::to_string(&map).map(RString::from).map_err(|e| {
                 error_json(
                     MapErrorKind::ComponentFailed,
-                    format!("cannot encode the map: {e}"),
+                    format!("the {} mapper cannot encode its map: {e}", M::NAME),
                 )
             }),
             Err(e) => Err(serde_json::to_string(&e).unwrap_or_default().into()),
@@ -183,37 +265,5 @@ pub fn serve_map<M: Mapper>(
             MapErrorKind::ComponentFailed,
             format!("the {} mapper {panic}", M::NAME),
         )),
-    }
-}
-
-/// Core side: asks a component whether it maps jobs with `policy`.
-pub fn call_accepts(module: RmapsModuleRef, policy: &MapPolicy) -> bool {
-    match serde_json::to_string(policy) {
-        Ok(json) => (module.accepts())(RStr::from_str(&json)),
-        Err(_) => false,
-    }
-}
-
-/// Core side: maps a job through a component.
-pub fn call_map(module: RmapsModuleRef, request: &MapRequest) -> Result<JobMap, MapError> {
-    let json = serde_json::to_string(request).map_err(|e| {
-        MapError::new(
-            MapErrorKind::BadRequest,
-            format!("cannot encode the request: {e}"),
-        )
-    })?;
-    match (module.map())(RStr::from_str(&json)) {
-        RResult::ROk(map) => serde_json::from_str(map.as_str()).map_err(|e| {
-            MapError::new(
-                MapErrorKind::ComponentFailed,
-                format!("the mapper returned a map that cannot be read: {e}"),
-            )
-        }),
-        RResult::RErr(e) => Err(serde_json::from_str(e.as_str()).unwrap_or_else(|_| {
-            MapError::new(
-                MapErrorKind::ComponentFailed,
-                format!("the mapper failed: {}", oxmpi_plugin_api::text::excerpt(&e)),
-            )
-        })),
     }
 }

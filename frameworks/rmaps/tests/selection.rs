@@ -5,9 +5,8 @@
 mod common;
 
 use common::installed;
-use oxmpi_framework_rmaps::module::call_accepts;
 use oxmpi_framework_rmaps::policy::{parse_map_by, parse_map_by_with};
-use oxmpi_framework_rmaps::selection::{by_priority, policy_names, select};
+use oxmpi_framework_rmaps::selection::{by_priority, policy_names, select, PassedOver};
 use oxmpi_framework_rmaps::{MapBy, MapPolicy};
 
 fn policy(text: &str) -> MapPolicy {
@@ -28,13 +27,13 @@ fn each_policy_has_one_mapper() {
     ] {
         let p = policy(text);
         assert_eq!(
-            select(&installed(), &p, |_| {}).unwrap().name,
+            select(&installed(), &p, |_, _| {}).unwrap().name,
             want,
             "{text}"
         );
         let accepting: Vec<String> = installed()
             .into_iter()
-            .filter(|c| call_accepts(c.module, &p))
+            .filter(|c| c.handle.accepts(&p) == Ok(true))
             .map(|c| c.name)
             .collect();
         assert_eq!(accepting, [want], "{text}");
@@ -63,15 +62,22 @@ fn a_policy_nobody_accepts_names_who_declined_in_order() {
         .filter(|c| c.name != "seq")
         .collect();
     let mut told = Vec::new();
-    let e = select(&without_seq, &policy("seq"), |c| told.push(c.name.clone())).unwrap_err();
-    assert_eq!(e.declined, ["ppr", "round_robin"]);
-    assert_eq!(told, e.declined);
+    let e = select(&without_seq, &policy("seq"), |c, why| {
+        assert_eq!(*why, PassedOver::Declined);
+        told.push(c.name.clone())
+    })
+    .unwrap_err();
+    assert_eq!(e.declined(), ["ppr", "round_robin"]);
+    assert_eq!(told, e.declined());
+    assert_eq!(e.tried_list(), "ppr, round_robin");
     let named = MapPolicy {
         map_by: MapBy::Named("reverse".into()),
         ..MapPolicy::default()
     };
     assert_eq!(
-        select(&installed(), &named, |_| {}).unwrap_err().declined,
+        select(&installed(), &named, |_, _| {})
+            .unwrap_err()
+            .declined(),
         ["ppr", "seq", "round_robin"]
     );
 }

@@ -12,8 +12,8 @@
 //! launched on; `--do-not-launch` maps any host names.
 
 use crate::cli::{AppOptions, Cli};
-use oxmpi_framework_rmaps::module::{call_map, RmapsModuleRef};
-use oxmpi_framework_rmaps::selection::{self, Candidate, DeclaredPolicy};
+use oxmpi_framework_rmaps::module::RmapsModuleRef;
+use oxmpi_framework_rmaps::selection::{self, Candidate, DeclaredPolicy, PassedOver};
 use oxmpi_framework_rmaps::{
     allocation, hosts, policy, AppHosts, Hostfile, JobMap, LocalHost, MapErrorKind, MapPolicy,
     MapRequest, ObjectRef, Resource, Topology,
@@ -222,7 +222,10 @@ impl Mappers {
                 .find(|l| l.framework == "rmaps" && l.name == c.name)
                 .expect("queried components are loaded");
             match component.module::<RmapsModuleRef>() {
-                Ok(module) => candidates.push(Candidate::new(c.name.clone(), priority, *module)),
+                Ok(module) => candidates.push(
+                    Candidate::new(c.name.clone(), priority, *module)
+                        .with_library(component.path.clone()),
+                ),
                 Err(e) => {
                     eprintln!("mpirun: warning: {e}");
                     unusable.push(c.name.clone());
@@ -251,19 +254,31 @@ impl Mappers {
 }
 
 /// Maps the job with the first usable rmaps component that accepts the
-/// policy, trying them from the highest priority down.
-fn map_with_components(
-    mca: &Mca,
-    mappers: &Mappers,
-    request: &MapRequest,
-) -> Result<JobMap, String> {
-    let chosen = selection::select(&mappers.candidates, &request.policy, |c| {
-        log::log(
+/// policy, trying them from the highest priority down. A component whose
+/// `accepts` panicked is passed over with a warning naming it, its library
+/// and the panic; one that could not read the policy (built against an
+/// older interface) is passed over with a line at verbose level.
+fn map_with_components(mappers: &Mappers, request: &MapRequest) -> Result<JobMap, String> {
+    let chosen = selection::select(&mappers.candidates, &request.policy, |c, why| match why {
+        PassedOver::Declined => log::log(
             "rmaps",
             &c.name,
             log::COMPONENT,
             &format!("declined: does not map by {}", request.policy.map_by),
-        );
+        ),
+        PassedOver::Failed(e) if e.kind == MapErrorKind::BadRequest => log::log(
+            "rmaps",
+            &c.name,
+            log::COMPONENT,
+            &format!(
+                "declined: {}",
+                selection::accepts_failure(c, &request.policy, e)
+            ),
+        ),
+        PassedOver::Failed(e) => eprintln!(
+            "mpirun: warning: {}",
+            selection::accepts_failure(c, &request.policy, e)
+        ),
     });
     let chosen = match chosen {
         Ok(c) => c,
@@ -273,7 +288,9 @@ fn map_with_components(
                 .iter()
                 .map(|n| format!("{n} (unusable)"))
                 .collect();
-            tried.extend(e.declined);
+            if !e.tried.is_empty() {
+                tried.push(e.tried_list());
+            }
             return Err(if tried.is_empty() {
                 "no rmaps component is available to map the job; check `oxmpi_info --show-failed` and the rmaps parameter".into()
             } else {
@@ -295,17 +312,11 @@ fn map_with_components(
             chosen.priority, request.policy.map_by
         ),
     );
-    call_map(chosen.module, request).map_err(|e| {
+    chosen.handle.map(request).map_err(|e| {
         if e.kind == MapErrorKind::ComponentFailed {
-            let path = mca
-                .repository()
-                .components
-                .iter()
-                .find(|c| c.framework == "rmaps" && &c.name == name)
-                .map(|c| c.path.display().to_string())
-                .unwrap_or_default();
             format!(
-                "rmaps component {name} ({path}) failed in map, so the job was not started: {}. This is a bug in the component: report it to its authors; --mca rmaps ^{name} maps the job with another component.",
+                "rmaps component {} failed in map, so the job was not started: {}. This is a bug in the component: report it to its authors; --mca rmaps ^{name} maps the job with another component.",
+                chosen.label(),
                 e.message
             )
         } else {
@@ -383,7 +394,7 @@ pub fn build(
     let nps: Vec<Option<u32>> = all.iter().map(|a| a.np).collect();
     let mut request = MapRequest::new(resolved, &nps, map_policy);
     request.rank_by = rank_by;
-    let map = map_with_components(mca, &mappers, &request)?;
+    let map = map_with_components(&mappers, &request)?;
 
     let mut nodes = Vec::new();
     let mut procs = Vec::new();

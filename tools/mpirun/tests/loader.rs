@@ -1,8 +1,8 @@
 //! Component loading as mpirun and its ranks see it: a component path the
 //! user sets with `SYSTEM_DEFAULT` in it means the same directory in the
 //! ranks as in mpirun, and an rmaps component that panics (in its query,
-//! or inside `map`) is reported with its library's path at default
-//! verbosity. A third-party mapper (the `reverse` fixture) adds a
+//! its `accepts` or inside `map`) is reported with its library's path at
+//! default verbosity. A third-party mapper (the `reverse` fixture) adds a
 //! `--map-by` policy name and a parameter that reach it when it is
 //! installed; without it the name is refused with the accepted list.
 
@@ -226,6 +226,58 @@ fn panic_in_an_rmaps_query_is_a_warning_with_the_path_and_the_job_runs() {
         )),
         "{}",
         warnings[0]
+    );
+}
+
+#[test]
+fn panic_in_an_rmaps_accepts_is_a_warning_with_the_path_and_another_mapper_maps() {
+    let (dir, faulty) = faulty_dir();
+    let path = path_value(dir.path());
+    let env = [
+        ("OXMPI_MCA_mca_base_component_path", path.as_str()),
+        ("OXMPI_MCA_rmaps_faulty_panic_in", "accepts"),
+    ];
+    let warning = format!(
+        "mpirun: warning: rmaps component faulty ({}) failed when asked whether it maps by slot, so it was passed over: the faulty mapper's accepts panicked: 'the faulty fixture panics in accepts (rmaps_faulty_panic_in)' at ",
+        faulty.display()
+    );
+    let run = run_env(&["-n", "1", "sh", "-c", "echo launched"], &env);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "launched\n");
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    assert!(lines[0].starts_with(&warning), "{}", lines[0]);
+    assert!(
+        lines[0].ends_with(
+            ". This is a bug in the component: report it to its authors; --mca rmaps ^faulty leaves it out."
+        ),
+        "{}",
+        lines[0]
+    );
+
+    // Alone, it maps nothing, and the error says why.
+    let run = run_env(
+        &[
+            "--mca",
+            "rmaps",
+            "faulty",
+            "-n",
+            "1",
+            "sh",
+            "-c",
+            "echo launched",
+        ],
+        &env,
+    );
+    assert_eq!(run.code(), 1, "{}", run.stderr);
+    assert_eq!(run.stdout, "", "nothing ran");
+    assert!(run.stderr.starts_with(&warning), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "mpirun: error: no rmaps component maps by slot (tried: faulty (its accepts failed))"
+        ),
+        "{}",
+        run.stderr
     );
 }
 

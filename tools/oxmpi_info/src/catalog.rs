@@ -208,7 +208,6 @@ pub fn valid_values(decl: &oxmpi_plugin_api::ParamDecl) -> Option<String> {
     }
 }
 
-/// Loaded components in display order: by framework, then name.
 /// The `--map-by` policy names an rmaps component declares, as
 /// `(name, help)` (none for other frameworks, or a module that cannot be
 /// read, which the loader already reported).
@@ -218,7 +217,8 @@ pub fn map_policies(c: &LoadedComponent) -> Vec<(&'static str, &'static str)> {
     }
     c.module::<oxmpi_framework_rmaps::RmapsModuleRef>()
         .map(|m| {
-            m.policy_names()
+            oxmpi_framework_rmaps::RmapsHandle::new(*m)
+                .policy_names()
                 .iter()
                 .map(|p| (p.name.as_str(), p.help.as_str()))
                 .collect()
@@ -226,6 +226,7 @@ pub fn map_policies(c: &LoadedComponent) -> Vec<(&'static str, &'static str)> {
         .unwrap_or_default()
 }
 
+/// Loaded components in display order: by framework, then name.
 pub fn components(mca: &Mca) -> Vec<&LoadedComponent> {
     let mut list: Vec<&LoadedComponent> = mca.repository().components.iter().collect();
     list.sort_by_key(|c| (framework_rank(mca, &c.framework), c.name.clone()));

@@ -17,3 +17,6 @@ oxmpi_framework_rmaps::export_mapper_component! {
     priority: 90,
     description: "Processes-per-resource mapper: ppr:N:node|package|numa|core",
 }
+
+#[cfg(test)]
+mod tests;

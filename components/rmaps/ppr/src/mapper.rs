@@ -17,12 +17,13 @@ use oxmpi_framework_rmaps::{MapError, MapErrorKind};
 /// The ppr component.
 pub struct Ppr;
 
-fn place(ctx: &mut Ctx, app: usize, nodes: &[usize]) -> Result<Vec<Placement>, MapError> {
+fn place(ctx: &mut Ctx<'_>, app: usize, nodes: &[usize]) -> Result<Vec<Placement>, MapError> {
     let MapBy::Ppr { count, resource } = ctx.req.policy.map_by.clone() else {
         unreachable!("the ppr mapper only accepts ppr policies")
     };
-    let share =
-        |ctx: &Ctx, i: usize| u64::from(count) * u64::from(ctx.nodes[i].topology.count(resource));
+    let share = |ctx: &Ctx<'_>, i: usize| {
+        u64::from(count) * u64::from(ctx.nodes[i].topology.count(resource))
+    };
     let total: u64 = nodes.iter().map(|&i| share(ctx, i)).sum();
     let n = match ctx.req.apps[app].np {
         Some(n) => u64::from(ctx.check_np(app, n)?),

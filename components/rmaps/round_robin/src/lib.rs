@@ -17,3 +17,6 @@ oxmpi_framework_rmaps::export_mapper_component! {
     priority: 10,
     description: "Round-robin mapper: by slot, node, core, hwthread, package or numa",
 }
+
+#[cfg(test)]
+mod tests;

@@ -27,7 +27,7 @@ use oxmpi_framework_rmaps::{MapBy, MapPolicy};
 /// The round_robin component.
 pub struct RoundRobin;
 
-fn place(ctx: &mut Ctx, app: usize, nodes: &[usize]) -> Result<Vec<Placement>, MapError> {
+fn place(ctx: &mut Ctx<'_>, app: usize, nodes: &[usize]) -> Result<Vec<Placement>, MapError> {
     let n = ctx.np_or_slots(app, nodes)?;
     ctx.check_capacity(app, nodes, n)?;
     let req = ctx.req;

@@ -17,3 +17,6 @@ oxmpi_framework_rmaps::export_mapper_component! {
     priority: 60,
     description: "Sequential mapper: one process per hostfile line, in order",
 }
+
+#[cfg(test)]
+mod tests;

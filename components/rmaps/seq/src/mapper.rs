@@ -18,7 +18,7 @@ use std::collections::HashMap;
 /// The seq component.
 pub struct Seq;
 
-fn place(ctx: &mut Ctx, app: usize, _nodes: &[usize]) -> Result<Vec<Placement>, MapError> {
+fn place(ctx: &mut Ctx<'_>, app: usize, _nodes: &[usize]) -> Result<Vec<Placement>, MapError> {
     let req = ctx.req;
     let (lines, own) = match &req.apps[app].hosts {
         Some(f) => (&f.sequence[..], true),
