@@ -118,6 +118,11 @@ pub struct LoadedComponent {
     pub interface_version: Version,
     /// One-line description.
     pub description: String,
+    /// The expected module layout the table was checked against when the
+    /// library was loaded (its framework's module type, when the program
+    /// passed it in [`McaInputs::module_layouts`](crate::mca::McaInputs)),
+    /// so [`LoadedComponent::module`] need not walk the layouts again.
+    pub checked_module_layout: Option<&'static TypeLayout>,
 }
 
 impl std::fmt::Debug for LoadedComponent {
@@ -153,7 +158,20 @@ impl LoadedComponent {
                     self.framework
                 )
             })?;
-        module_layout_matches(<T as StableAbi>::LAYOUT, table.layout).map_err(|e| {
+        let expected = <T as StableAbi>::LAYOUT;
+        // The same Rust type of this program (its `TypeId`, which abi_stable
+        // keeps in the layout): the layout statics themselves may be
+        // duplicated by the compiler, so their addresses are not compared.
+        let checked_at_load = self
+            .checked_module_layout
+            .is_some_and(|checked| checked.get_utypeid() == expected.get_utypeid());
+        if checked_at_load {
+            // SAFETY: the table was checked against the layout of `T`
+            // itself (the same type id) when the library was loaded; it is
+            // a `'static` reference in a library that is never unloaded.
+            return Ok(unsafe { &*(table.table as *const T) });
+        }
+        module_layout_matches(expected, table.layout).map_err(|e| {
             format!(
                 "{} component {} ({}) has a {} module of another layout ({}); rebuild it against this version of oxmpi",
                 self.framework,
@@ -399,6 +417,7 @@ fn load_one(
         return;
     }
     let table = root.module().and_then(ROption::into_option);
+    let mut checked_module_layout = None;
     if let (Some(expected), Some(table)) =
         (modules.iter().find(|m| m.framework == framework), table)
     {
@@ -414,6 +433,7 @@ fn load_one(
             ));
             return;
         }
+        checked_module_layout = Some(expected.layout);
     }
     repo.components.push(LoadedComponent {
         framework: framework.to_string(),
@@ -423,6 +443,7 @@ fn load_one(
         interface_version,
         description: root.description().to_string(),
         root,
+        checked_module_layout,
     });
 }
 
