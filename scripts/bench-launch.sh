@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Launch-time benchmark: wall time of `mpirun -n 2` and `-n 8` starting
 #   (a) /bin/true, and
-#   (b) a program that does the wire-up, one barrier, and exits
+#   (b) a program that does the wire-up, one barrier, and exits, and
+#   (c) for oxmpi, the Rust API's hello over tcp (MPI init with the btl and
+#       pml components, one message from every rank to rank 0, finalize)
 # with oxmpi's mpirun, Open MPI's mpirun and MPICH's mpiexec (when their
 # Debian packages are installed), measured by hyperfine. The commands are
 # measured in interleaved rounds, and a CPU-placement probe runs before and
@@ -28,9 +30,10 @@ while [ $# -gt 0 ]; do
 done
 command -v hyperfine >/dev/null || { echo "bench-launch.sh: hyperfine is needed (apt-get install hyperfine)" >&2; exit 1; }
 
-cargo build --release -q -p oxmpi-mpirun -p oxmpi-pmi --examples --bins
+cargo build --release -q --workspace --lib --bins --examples
 ox=target/release/mpirun
 hello=target/release/examples/pmi_hello
+mpi_hello=target/release/examples/hello
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -46,6 +49,7 @@ for n in 2 8; do
         add "openmpi -n $n MPI_Init+barrier" "mpirun.openmpi --oversubscribe -n $n $work/barrier.openmpi"
     fi
     command -v mpiexec.mpich >/dev/null && add "mpich   -n $n wire-up+barrier" "mpiexec.mpich -n $n $hello --barriers 1"
+    add "oxmpi   -n $n hello (tcp)" "$ox --oversubscribe -n $n --mca btl self,tcp $mpi_hello"
 done
 
 probe() {
@@ -66,7 +70,7 @@ import json, sys, statistics, os
 work, rounds, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 print(f"\n| {'launch':34} | median ms | min ms | target |")
 print(f"|{'-'*36}|-----------|--------|--------|")
-targets = {"oxmpi   -n 2 /bin/true": "< 5", "oxmpi   -n 2 wire-up+barrier": "< 15"}
+targets = {"oxmpi   -n 2 /bin/true": "≤ mpich", "oxmpi   -n 2 wire-up+barrier": "< 15", "oxmpi   -n 2 hello (tcp)": "< 10"}
 for i, name in enumerate(names):
     times = []
     for r in range(1, rounds + 1):
