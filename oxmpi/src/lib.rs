@@ -77,8 +77,8 @@
 //!   request that completed.
 //! - `receive::<T>()` accepts exactly one `T` (a shorter message is an
 //!   error of class `Buffer`, a longer one of class `Truncate`).
-//! - Only `MPI_COMM_WORLD` and `MPI_COMM_SELF` exist, and no collectives
-//!   yet.
+//! - Only `MPI_COMM_WORLD` and `MPI_COMM_SELF` exist, and there are no
+//!   collectives.
 //!
 //! # Threads
 //!

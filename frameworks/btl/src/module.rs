@@ -44,9 +44,9 @@
 //!   reported once through [`on_peer_failed`](BtlReceiver::on_peer_failed);
 //!   queued sends to it are dropped without `on_send_done`.
 //!
-//! RDMA (put/get) is not part of interface 1.0: neither btl of this version
-//! (self, tcp) offers it, and the entry points arrive with the first btl
-//! that does (a new major interface version).
+//! RDMA (put/get) is not part of interface 1.0: there are no entry points
+//! for it, and the pml moves every payload with `send`. Adding them changes
+//! the module type, so it is a new major interface version.
 
 use abi_stable::std_types::{RSlice, RStr, RString, RVec};
 use abi_stable::StableAbi;

@@ -2,7 +2,7 @@
 //!
 //! Selection: every usable component is kept; each communicator takes each operation from the highest-priority component that provides it. The core declares the selection parameter `coll` and
 //! `coll_base_verbose` for it; this crate declares the rest of the
-//! framework-wide parameters. It has no module interface yet: no coll
+//! framework-wide parameters. It defines no module interface, and no coll
 //! component exists.
 
 // The workspace lints, written in the crate: component authors build this

@@ -2,7 +2,7 @@
 //!
 //! Selection: one MTL per process, the usable one with the highest priority. The core declares the selection parameter `mtl` and
 //! `mtl_base_verbose` for it; this crate declares the rest of the
-//! framework-wide parameters. It has no module interface yet: no mtl
+//! framework-wide parameters. It defines no module interface, and no mtl
 //! component exists.
 
 // The workspace lints, written in the crate: component authors build this

@@ -1,5 +1,5 @@
 //! btl component `tcp`: moves fragments between processes over TCP
-//! sockets (reference 001, reference notes §6).
+//! sockets (reference 001, see `docs/references.md`).
 //!
 //! # Interfaces and modules
 //!

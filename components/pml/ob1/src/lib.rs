@@ -91,11 +91,9 @@
 //!   sender; the matcher holds back early arrivals (striping and eager
 //!   round-robin over several modules reorder), so MPI's non-overtaking
 //!   rule holds.
-//! - **RDMA**: btl interface 1.0 has no put/get entry points (no btl offers
-//!   them yet), so every large message uses the send pipeline. The RDMA
-//!   protocols (the receiver GETs, or the sender PUTs, with the pipeline
-//!   depth limiting operations in flight) arrive with the btl interface
-//!   version that adds put/get.
+//! - **RDMA**: btl interface 1.0 has no put/get entry points, so every
+//!   large message uses the send pipeline; ob1 has no RGET or RPUT
+//!   protocol.
 //!
 //! # Receiving
 //!

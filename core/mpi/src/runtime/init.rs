@@ -162,8 +162,8 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
     let program = program_name();
     let mut inputs = McaInputs::from_process(&program);
     // A rank loads the btl and pml frameworks only (mtl and coll have no
-    // component yet; rmaps is mpirun's); their module layouts are checked
-    // when the component libraries load.
+    // components; rmaps is mpirun's); their module layouts are checked when
+    // the component libraries load.
     inputs.frameworks = rank_frameworks().to_vec();
     inputs.module_layouts = vec![
         oxmpi_mca::repository::ModuleLayout::of::<BtlComponentModule>("btl"),
