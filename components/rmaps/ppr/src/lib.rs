@@ -9,6 +9,8 @@
 //! (default 90; mpirun tries usable mappers from the highest priority
 //! down and the first that accepts the job's policy maps it).
 
+#![forbid(unsafe_code)]
+
 pub mod mapper;
 
 oxmpi_framework_rmaps::export_mapper_component! {
