@@ -7,7 +7,7 @@ use std::fmt;
 use super::{IfSpec, Level, Notice};
 use crate::interfaces::Interface;
 
-/// The result of [`IfSelection::select`].
+/// The result of [`IfSelection::select`](super::IfSelection::select).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Selection {
     /// One decision per input interface, in input order.
