@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod rmaps;
+
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 use std::ffi::OsStr;
