@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the reliability tests (tcp framing and floods, the handshake crowd,
-# mpirun's edges, bounded input files, PMI, modex, rmaps, plugin-api) N
+# mpirun's edges, bounded input files, PMI, modex, rmaps, plugin-api, the
+# btl and pml test kits and conformance suites) N
 # times in a row and stops at the first failure, keeping its log.
 #
 # Usage: scripts/repeat-reliability-tests.sh [N]   (default 100)
@@ -17,6 +18,8 @@ suites=(
     "-p oxmpi-mpi-core --lib"
     "-p oxmpi-framework-rmaps"
     "-p oxmpi-plugin-api --lib"
+    "-p oxmpi-framework-btl --features testkit -p oxmpi-btl-self"
+    "-p oxmpi-framework-pml --features testkit -p oxmpi-pml-ob1"
 )
 for i in $(seq 1 "$n"); do
     start=$(date +%s)
