@@ -1,4 +1,5 @@
-//! Point-to-point benchmarks: oxmpi, Open MPI and raw TCP side by side.
+//! Point-to-point benchmarks: oxmpi, Open MPI, MPICH and their floors (raw
+//! TCP, shared memory) side by side.
 //!
 //! This library holds what the benchmark programs share so that they
 //! measure the same thing: the message sizes, the iteration schedule, the
@@ -16,10 +17,19 @@
 //! - checks: one untimed round before the warm-up and one after the timed
 //!   loop fill the send buffer with [`pattern`] (a different seed each time),
 //!   clear the receive buffer, and compare every received byte.
+//!
+//! The system calls the floors need (CPU pinning, a shared mapping,
+//! `process_vm_readv`) are in [`affinity`] and [`shm`], the only modules
+//! with `unsafe` code.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 use std::fmt;
+
+#[allow(unsafe_code)]
+pub mod affinity;
+#[allow(unsafe_code)]
+pub mod shm;
 
 /// Message sizes measured, in bytes (0 B to 4 MiB).
 pub const SIZES: [usize; 10] = [0, 1, 8, 64, 512, 4096, 65536, 262_144, 1 << 20, 4 << 20];
@@ -61,6 +71,12 @@ pub fn bandwidth_schedule(size: usize, quick: bool) -> Schedule {
         _ => (2, 10),
     };
     scaled(warmup, iters, quick)
+}
+
+/// The self-send schedule (messages, each one isend + irecv + wait of a
+/// rank to itself); `quick` divides by ten.
+pub fn selfsend_schedule(quick: bool) -> Schedule {
+    scaled(20_000, 200_000, quick)
 }
 
 fn scaled(warmup: usize, iters: usize, quick: bool) -> Schedule {
@@ -150,6 +166,12 @@ pub fn bandwidth_line(size: usize, total_secs: f64, windows: usize) -> String {
     format!("bw {size} {:.1}", bytes / total_secs / 1e6)
 }
 
+/// The output line of a self-send measurement: `self <bytes> <ns per
+/// message>`.
+pub fn selfsend_line(size: usize, total_secs: f64, messages: usize) -> String {
+    format!("self {size} {:.1}", total_secs * 1e9 / messages as f64)
+}
+
 /// Command-line options the benchmark programs share.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Options {
@@ -189,6 +211,30 @@ impl Options {
     pub fn sizes(&self) -> Vec<usize> {
         self.sizes.clone().unwrap_or_else(|| SIZES.to_vec())
     }
+}
+
+/// Removes `name` from `args`; whether it was there.
+pub fn take_flag(args: &mut Vec<String>, name: &str) -> bool {
+    let before = args.len();
+    args.retain(|a| a != name);
+    args.len() != before
+}
+
+/// Removes `name VALUE` from `args` and returns the value (`None` when
+/// `name` is absent).
+///
+/// # Errors
+/// `name` is the last argument, with no value after it.
+pub fn take_value(args: &mut Vec<String>, name: &str) -> Result<Option<String>, String> {
+    let Some(i) = args.iter().position(|a| a == name) else {
+        return Ok(None);
+    };
+    if i + 1 >= args.len() {
+        return Err(format!("{name} needs a value"));
+    }
+    let value = args.remove(i + 1);
+    args.remove(i);
+    Ok(Some(value))
 }
 
 /// Parses `0,8,1048576` (also `4K`, `1M` suffixes, powers of 1024).
@@ -262,6 +308,8 @@ mod tests {
         assert_eq!(latency_line(8, 0.1, 10_000), "lat 8 5.000");
         // 1 MiB × 64 × 10 windows in 0.1 s.
         assert_eq!(bandwidth_line(1 << 20, 0.1, 10), "bw 1048576 6710.9");
+        // 200,000 messages in 84 ms: 420 ns each.
+        assert_eq!(selfsend_line(8, 0.084, 200_000), "self 8 420.0");
     }
 
     #[test]
@@ -274,6 +322,8 @@ mod tests {
             let quick = bandwidth_schedule(size, true);
             assert!(quick.iters < full.iters && quick.iters >= 2);
         }
+        let (full, quick) = (selfsend_schedule(false), selfsend_schedule(true));
+        assert!(quick.iters < full.iters && quick.iters >= 2 && quick.warmup >= 1);
     }
 
     #[test]
@@ -286,5 +336,20 @@ mod tests {
         assert!(parse_sizes("1,x").unwrap_err().contains("`x`"));
         assert!(parse_sizes("65M").is_err());
         assert_eq!(Options::default().sizes(), SIZES.to_vec());
+    }
+
+    #[test]
+    fn internal_arguments_are_taken_out() {
+        let mut args: Vec<String> = ["--quick", "--peer", "5", "--no-bind", "--cpu"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(take_value(&mut args, "--peer"), Ok(Some("5".into())));
+        assert!(take_flag(&mut args, "--no-bind"));
+        assert!(!take_flag(&mut args, "--no-bind"));
+        assert!(take_value(&mut args, "--cpu")
+            .unwrap_err()
+            .contains("--cpu"));
+        assert_eq!(take_value(&mut args, "--absent"), Ok(None));
+        assert_eq!(args, ["--quick", "--cpu"]);
     }
 }

@@ -20,14 +20,17 @@
 //! Output: `lat <bytes> <usec>` and `bw <bytes> <MB/s>` lines on stdout
 //! (rank 0), comments start with `#`; errors on stderr, exit status 1.
 
+#![forbid(unsafe_code)]
+
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::process::{Child, Command, ExitCode};
 use std::time::{Duration, Instant};
 
+use oxmpi_bench_p2p::affinity::{allowed_cpus, parse_cpu, pin_to};
 use oxmpi_bench_p2p::{
-    bandwidth_line, bandwidth_schedule, fill, latency_line, latency_schedule, seed, verify,
-    Options, CLEAR_BYTE, WINDOW,
+    bandwidth_line, bandwidth_schedule, fill, latency_line, latency_schedule, seed, take_flag,
+    take_value, verify, Options, CLEAR_BYTE, WINDOW,
 };
 
 /// How long a side spins without any byte moving before it gives up.
@@ -68,24 +71,6 @@ fn main() -> ExitCode {
 fn fail(rank: u32, msg: &str) -> ExitCode {
     eprintln!("raw_tcp: rank {rank}: {msg}");
     ExitCode::FAILURE
-}
-
-fn take_flag(args: &mut Vec<String>, name: &str) -> bool {
-    let before = args.len();
-    args.retain(|a| a != name);
-    args.len() != before
-}
-
-fn take_value(args: &mut Vec<String>, name: &str) -> Result<Option<String>, String> {
-    let Some(i) = args.iter().position(|a| a == name) else {
-        return Ok(None);
-    };
-    if i + 1 >= args.len() {
-        return Err(format!("{name} needs a value"));
-    }
-    let value = args.remove(i + 1);
-    args.remove(i);
-    Ok(Some(value))
 }
 
 /// Rank 0: listens, spawns rank 1, measures, prints, waits for rank 1.
@@ -167,54 +152,11 @@ fn peer(port: &str, cpu: Option<&str>, opts: &Options) -> Result<(), String> {
         .parse()
         .map_err(|_| format!("--peer {port}: not a port number"))?;
     if let Some(cpu) = cpu {
-        let cpu: usize = cpu
-            .parse()
-            .map_err(|_| format!("--cpu {cpu}: not a CPU number"))?;
-        pin_to(cpu)?;
+        pin_to(parse_cpu(cpu)?)?;
     }
     let stream = TcpStream::connect((Ipv4Addr::LOCALHOST, port))
         .map_err(|e| format!("cannot connect to 127.0.0.1:{port}: {e}"))?;
     run(1, Link::new(stream)?, opts)
-}
-
-/// The CPUs this process may run on.
-fn allowed_cpus() -> Result<Vec<usize>, String> {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity
-    // writes at most the size passed, the set's own; CPU_ISSET reads bits
-    // below CPU_SETSIZE, inside the set.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Err(format!(
-                "cannot read the CPU affinity: {} (use --no-bind)",
-                io::Error::last_os_error()
-            ));
-        }
-        Ok((0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect())
-    }
-}
-
-fn pin_to(cpu: usize) -> Result<(), String> {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes the
-    // bit of `cpu` inside it, checked first to be below CPU_SETSIZE; the
-    // size passed to sched_setaffinity is the set's own, which it only
-    // reads.
-    unsafe {
-        if cpu >= libc::CPU_SETSIZE as usize {
-            return Err(format!("cpu {cpu} is beyond the affinity mask"));
-        }
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(format!(
-                "cannot bind to cpu {cpu}: {} (use --no-bind)",
-                io::Error::last_os_error()
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// A connected, nonblocking, `TCP_NODELAY` socket driven by busy-polling.
