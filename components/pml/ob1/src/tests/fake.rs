@@ -336,6 +336,8 @@ pub(crate) fn module(label: &str, exclusivity: u32, latency: u32, bandwidth: u32
         latency,
         bandwidth,
         flags: oxmpi_framework_btl::module::flags::SEND,
+        max_rdma_size: 0,
+        min_rdma_message: 0,
     }
 }
 
