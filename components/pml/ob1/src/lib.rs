@@ -182,6 +182,16 @@ pub struct Ob1Params {
                 of the links. At least 1."
     )]
     pub send_pipeline_depth: u32,
+    /// Whether large messages use the btls' get/put (RGET, RPUT) when every module chosen
+    /// for a peer offers them (default true); false keeps the send pipeline, for comparison.
+    #[param(
+        default = "true",
+        level = Tuner(Basic),
+        help = "Whether large messages are moved with the btls' get/put (RGET when every btl \
+                module chosen for the peer offers get, RPUT when they offer put) instead of the \
+                send pipeline. Off, ob1 always uses the send pipeline."
+    )]
+    pub use_rdma: bool,
 }
 
 /// The component's lifecycle: usable wherever it loads, at
