@@ -15,14 +15,31 @@
 //! - the pml's callbacks ([`Pml`]) exist only inside [`Btl::progress`], so
 //!   a btl cannot call back from `send` or `add_peer`;
 //! - a [`Destination`] is where the pml wants a payload written, valid
-//!   until the btl delivers the fragment with [`Arrived::Placed`].
+//!   until the btl delivers the fragment with [`Arrived::Placed`];
+//! - a [`GetBuffer`] / [`PutBuffer`] is the pml's local buffer of one get
+//!   or put, valid while the btl holds the token: [`Btl::get`] and
+//!   [`Btl::put`] give it back with the outcome ([`Rdma`]) or keep it
+//!   ([`Rdma::Queued`]) until they hand it to [`Pml::get_done`] /
+//!   [`Pml::put_done`]. The generated entry points call them only for a
+//!   module whose description offers the operation ([`flags::GET`] /
+//!   [`flags::PUT`](crate::module::flags::PUT)), with 1 to
+//!   `max_rdma_size` bytes and a non-null buffer; anything else is refused
+//!   (`Failed`, logged) without reaching the btl.
 
 use crate::module::{
-    BtlComponentModule, BtlModuleInfo, BtlReceiver, JobIdentity, SendOutcome, MAX_HEADER,
+    BtlComponentModule, BtlModuleInfo, BtlReceiver, JobIdentity, RdmaStatus, SendOutcome,
+    MAX_HEADER,
 };
 use abi_stable::std_types::{RSlice, RStr, RString, RVec};
 use oxmpi_plugin_api::{verbosity, ComponentContext, EntryError, Instance};
 use std::marker::PhantomData;
+
+mod rdma;
+
+#[cfg(doc)]
+use crate::module::flags;
+use rdma::RdmaLimits;
+pub use rdma::{GetBuffer, PutBuffer, Rdma};
 
 /// What a btl component implements (one value per process, created by
 /// [`Btl::init`]). Every method is called with exclusive access; see the
@@ -48,9 +65,39 @@ pub trait Btl: Send + Sized + 'static {
     /// by the adapter) and `payload`. See [`Sent`].
     fn send(&mut self, module: u32, endpoint: u64, header: &[u8], payload: Payload) -> Sent;
 
+    /// Reads `local.len()` bytes at `remote` in the peer's memory (the
+    /// peer of `endpoint` on `module`) into `local` (see [`Rdma`]). Called
+    /// only for a module described with [`flags::GET`]. Default: refused
+    /// (`Failed`), for a btl that offers no get.
+    fn get(
+        &mut self,
+        module: u32,
+        endpoint: u64,
+        remote: u64,
+        local: GetBuffer,
+    ) -> Rdma<GetBuffer> {
+        let _ = (module, endpoint, remote);
+        Rdma::Failed(local)
+    }
+
+    /// Writes `local` at `remote` in the peer's memory (see [`Rdma`]).
+    /// Called only for a module described with
+    /// [`flags::PUT`](crate::module::flags::PUT). Default: refused
+    /// (`Failed`), for a btl that offers no put.
+    fn put(
+        &mut self,
+        module: u32,
+        endpoint: u64,
+        remote: u64,
+        local: PutBuffer,
+    ) -> Rdma<PutBuffer> {
+        let _ = (module, endpoint, remote);
+        Rdma::Failed(local)
+    }
+
     /// Makes progress on every module, delivering through `pml`. Returns
-    /// the number of events (fragments delivered, sends finished, peers
-    /// reported).
+    /// the number of events (fragments delivered, sends and get/puts
+    /// finished, peers reported).
     fn progress(&mut self, pml: &Pml<'_>) -> usize;
 
     /// Closes every module. Default: dropping the value.
@@ -83,11 +130,13 @@ pub enum Started<B> {
     NothingUsable(String),
 }
 
-/// What a btl holds between calls: its value, the pml's callbacks, and
-/// whether it was stopped after an internal error.
+/// What a btl holds between calls: its value, the pml's callbacks, its
+/// modules' RDMA flags and limits, and whether it was stopped after an
+/// internal error.
 pub struct Adapted<B> {
     btl: B,
     receiver: BtlReceiver,
+    rdma: Vec<RdmaLimits>,
     stopped: bool,
 }
 
@@ -349,6 +398,25 @@ impl Pml<'_> {
         unsafe { (rx.on_send_done)(rx.ctx, payload.cookie) };
     }
 
+    /// A get the btl answered [`Rdma::Queued`] ended with `status`
+    /// ([`RdmaStatus::Failed`]: the peer is lost, and the btl reports it
+    /// with [`Pml::peer_failed`] before its progress call returns).
+    #[inline]
+    pub fn get_done(&self, local: GetBuffer, status: RdmaStatus) {
+        let rx = self.receiver;
+        // SAFETY: as in `header`.
+        unsafe { (rx.on_rdma_done)(rx.ctx, local.cookie, status) };
+    }
+
+    /// A put the btl answered [`Rdma::Queued`] ended with `status` (as for
+    /// [`Pml::get_done`]).
+    #[inline]
+    pub fn put_done(&self, local: PutBuffer, status: RdmaStatus) {
+        let rx = self.receiver;
+        // SAFETY: as in `header`.
+        unsafe { (rx.on_rdma_done)(rx.ctx, local.cookie, status) };
+    }
+
     /// The connection to `peer` on `module` failed; `reason` says how.
     pub fn peer_failed(&self, module: u32, peer: u32, reason: &str) {
         let rx = self.receiver;
@@ -365,6 +433,8 @@ pub const fn table<B: Exported>() -> BtlComponentModule {
         contact_card: contact_card::<B>,
         add_peer: add_peer::<B>,
         send: send::<B>,
+        get: rdma::get::<B>,
+        put: rdma::put::<B>,
         progress: progress::<B>,
         finalize: finalize::<B>,
     }
@@ -380,10 +450,12 @@ unsafe extern "C" fn init<B: Exported>(
     let mut answer: Result<(Vec<BtlModuleInfo>, Option<String>), String> = Ok((Vec::new(), None));
     let installed = B::instance().install(context, || match B::init(context, identity) {
         Ok(Started::Ready(btl, infos)) => {
+            let rdma = RdmaLimits::of(&infos);
             answer = Ok((infos, None));
             Ok(Adapted {
                 btl,
                 receiver,
+                rdma,
                 stopped: false,
             })
         }

@@ -2,7 +2,9 @@
 //! layout-checked table with safe methods that return `Result`s, for the
 //! pml that drives it.
 
-use crate::module::{BtlComponentModule, BtlModuleInfo, BtlReceiver, JobIdentity, SendOutcome};
+use crate::module::{
+    BtlComponentModule, BtlModuleInfo, BtlReceiver, JobIdentity, RdmaOutcome, SendOutcome,
+};
 use abi_stable::std_types::{RSlice, RString, RVec};
 use oxmpi_plugin_api::ComponentContext;
 
@@ -130,6 +132,56 @@ impl BtlHandle {
                 cookie,
             )
         }
+    }
+
+    /// Reads `len` bytes at `remote` in the peer's memory into `local` (see
+    /// [`BtlComponentModule::get`]). Refused (`Failed`, logged by the btl's
+    /// adapter) for a module without [`flags::GET`](crate::module::flags::GET),
+    /// a length of 0 or above the module's `max_rdma_size`, or a null
+    /// buffer.
+    ///
+    /// # Safety
+    ///
+    /// `local` is writable for `len` bytes, and written by nothing else,
+    /// until the answer is not `Queued`, or, for `Queued`, until the btl
+    /// calls the receiver's `on_rdma_done` with `cookie` (or reports the
+    /// peer failed).
+    #[inline]
+    pub unsafe fn get(
+        &self,
+        module: u32,
+        endpoint: u64,
+        local: *mut u8,
+        remote: u64,
+        len: usize,
+        cookie: u64,
+    ) -> RdmaOutcome {
+        // SAFETY: the local buffer is the caller's promise; the remote
+        // address is the peer's, which the btl reaches on its own.
+        unsafe { (self.table.get)(module, endpoint, local, remote, len, cookie) }
+    }
+
+    /// Writes `len` bytes of `local` at `remote` in the peer's memory (see
+    /// [`BtlComponentModule::put`]); refused as [`BtlHandle::get`] for a
+    /// module without [`flags::PUT`](crate::module::flags::PUT).
+    ///
+    /// # Safety
+    ///
+    /// `local` is readable for `len` bytes and unchanged until the answer
+    /// is not `Queued`, or, for `Queued`, until `on_rdma_done` with
+    /// `cookie` (or the peer's failure).
+    #[inline]
+    pub unsafe fn put(
+        &self,
+        module: u32,
+        endpoint: u64,
+        local: *const u8,
+        remote: u64,
+        len: usize,
+        cookie: u64,
+    ) -> RdmaOutcome {
+        // SAFETY: as in `get`.
+        unsafe { (self.table.put)(module, endpoint, local, remote, len, cookie) }
     }
 
     /// Runs the btl's progress (its callbacks run inside).

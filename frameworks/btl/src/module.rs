@@ -40,13 +40,36 @@
 //! - **No re-entry.** A pml never calls a btl entry point from inside one
 //!   of its callbacks; work a callback causes (an acknowledgement, the next
 //!   fragment) is queued and done from the pml's own progress function.
+//! - **RDMA.** A module whose [`BtlModuleInfo::flags`] has
+//!   [`flags::GET`] (or [`flags::PUT`]) reads (writes) peer memory without
+//!   registration: [`get`](BtlComponentModule::get) copies `len` bytes from
+//!   a remote address of the peer into a local buffer,
+//!   [`put`](BtlComponentModule::put) copies a local buffer to a remote
+//!   address. The remote address and its length come from the peer (its
+//!   pml published them in a header); the peer keeps that range valid, and
+//!   unchanged for a get, until it is told the transfer finished. `len` is
+//!   at least 1 and at most [`BtlModuleInfo::max_rdma_size`]. The answer is
+//!   an [`RdmaOutcome`]: `Done` (the bytes were moved; the btl holds
+//!   nothing), `Queued` (the btl holds the local buffer, which must stay
+//!   valid — and unchanged for a put — until it calls
+//!   [`on_rdma_done`](BtlReceiver::on_rdma_done) with the cookie, from a
+//!   progress call, exactly once), `WouldBlock` (nothing was done; try
+//!   again after progress) or `Failed` (the peer is lost; `on_peer_failed`
+//!   says why). `on_rdma_done` with [`RdmaStatus::Failed`] means the
+//!   transfer did not happen and the peer is lost: the btl reports
+//!   `on_peer_failed` for it before that progress call returns. A module
+//!   without the flag is never asked (the generated entry points refuse
+//!   the call without reaching the btl). Get/put order is not defined,
+//!   neither among themselves nor with sends.
 //! - **Failure.** A peer whose connection fails before `finalize` is
 //!   reported once through [`on_peer_failed`](BtlReceiver::on_peer_failed);
-//!   queued sends to it are dropped without `on_send_done`.
+//!   queued sends and get/puts to it are dropped without `on_send_done` or
+//!   `on_rdma_done` (the btl holds none of their buffers once it reported
+//!   the peer).
 //!
-//! RDMA (put/get) is not part of interface 1.0: there are no entry points
-//! for it, and the pml moves every payload with `send`. Adding them changes
-//! the module type, so it is a new major interface version.
+//! Interface 2.0 added get/put (the entry points, `on_rdma_done` and the
+//! RDMA limits of [`BtlModuleInfo`]) to interface 1.0, which moved every
+//! payload with `send`.
 
 use abi_stable::std_types::{RSlice, RStr, RString, RVec};
 use abi_stable::StableAbi;
@@ -81,6 +104,33 @@ pub enum SendOutcome {
     Failed = 3,
 }
 
+/// What [`BtlComponentModule::get`] or [`BtlComponentModule::put`] did.
+#[repr(u8)]
+#[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RdmaOutcome {
+    /// The bytes were moved; the btl holds nothing.
+    Done = 0,
+    /// Accepted; the btl uses the local buffer until it calls
+    /// `on_rdma_done`.
+    Queued = 1,
+    /// Not accepted; try again after progress.
+    WouldBlock = 2,
+    /// The peer is lost (or the module offers no such operation); nothing
+    /// was moved.
+    Failed = 3,
+}
+
+/// How a queued get/put ended ([`BtlReceiver::on_rdma_done`]).
+#[repr(u8)]
+#[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RdmaStatus {
+    /// Every byte was moved.
+    Done = 0,
+    /// Nothing usable was moved, and the peer is lost (the btl reports
+    /// `on_peer_failed` before its progress call returns).
+    Failed = 1,
+}
+
 /// Description and limits of one module, as its component's parameters set
 /// them (`btl_<c>_eager_limit`, `_rndv_eager_limit`, `_max_send_size`,
 /// `_exclusivity`, `_latency`, `_bandwidth`, `_flags`).
@@ -104,6 +154,13 @@ pub struct BtlModuleInfo {
     pub bandwidth: u32,
     /// Capability bits of [`flags`].
     pub flags: u32,
+    /// Largest length of one get or put, in bytes (0 when the module
+    /// offers neither; the pml splits larger transfers).
+    pub max_rdma_size: usize,
+    /// Smallest message, in bytes, the pml moves with get/put rather than
+    /// the send pipeline (below it, RDMA costs more than it saves; 0: any
+    /// message past the eager limit).
+    pub min_rdma_message: usize,
 }
 
 /// Who the process is, for btls that authenticate their peers.
@@ -155,6 +212,9 @@ pub struct BtlReceiver {
     /// The connection to `peer` on `module` failed; `reason` says how.
     pub on_peer_failed:
         unsafe extern "C" fn(ctx: *mut c_void, module: u32, peer: u32, reason: RStr<'_>),
+    /// A get or put that returned [`RdmaOutcome::Queued`] ended (its local
+    /// buffer is the pml's again).
+    pub on_rdma_done: unsafe extern "C" fn(ctx: *mut c_void, cookie: u64, status: RdmaStatus),
 }
 
 /// Entry points of a btl component.
@@ -196,9 +256,30 @@ pub struct BtlComponentModule {
         payload_len: usize,
         cookie: u64,
     ) -> SendOutcome,
+    /// Reads `len` bytes at `remote` (an address in the peer's memory the
+    /// peer published) into `local` (see the module docs; only for a module
+    /// with [`flags::GET`]).
+    pub get: unsafe extern "C" fn(
+        module: u32,
+        endpoint: u64,
+        local: *mut u8,
+        remote: u64,
+        len: usize,
+        cookie: u64,
+    ) -> RdmaOutcome,
+    /// Writes `len` bytes of `local` at `remote` in the peer's memory (see
+    /// the module docs; only for a module with [`flags::PUT`]).
+    pub put: unsafe extern "C" fn(
+        module: u32,
+        endpoint: u64,
+        local: *const u8,
+        remote: u64,
+        len: usize,
+        cookie: u64,
+    ) -> RdmaOutcome,
     /// Makes progress on every module: sends queued data, accepts
     /// connections, delivers arrived fragments. Returns the number of
-    /// events (fragments delivered or sends finished).
+    /// events (fragments delivered, sends and get/puts finished).
     pub progress: unsafe extern "C" fn() -> usize,
     /// Closes every module (connections, listeners). No call follows.
     pub finalize: unsafe extern "C" fn(),

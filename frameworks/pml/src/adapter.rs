@@ -23,7 +23,7 @@
 //! - **Callbacks.** A btl calls the pml back from inside its own
 //!   `progress`, which the MPI layer runs between pml entry points; the
 //!   adapter turns each call into [`Pml::on_header`], [`Pml::on_fragment`],
-//!   [`Pml::on_send_done`] or [`Pml::on_peer_failed`] with the index of the
+//!   [`Pml::on_send_done`], [`Pml::on_rdma_done`] or [`Pml::on_peer_failed`] with the index of the
 //!   btl among the candidates (the receiver's `ctx` carries it, nothing is
 //!   allocated for it). A pml never runs a btl's `progress` from one of its
 //!   own entry points: the callbacks would find the state entered and be
@@ -50,7 +50,7 @@ use crate::module::{
 };
 use abi_stable::std_types::{RSlice, RStr, RString, RVec};
 use oxmpi_framework_btl::handle::{BtlHandle, BtlStart};
-use oxmpi_framework_btl::module::{BtlReceiver, JobIdentity};
+use oxmpi_framework_btl::module::{BtlReceiver, JobIdentity, RdmaStatus};
 use oxmpi_plugin_api::{ComponentContext, EntryError, Instance};
 use std::ffi::c_void;
 use std::fmt;
@@ -154,6 +154,13 @@ pub trait Pml: Send + Sized + 'static {
     /// `reason` says how. Default: ignored.
     fn on_peer_failed(&mut self, btl: usize, module: u32, peer: u32, reason: &str) {
         let _ = (btl, module, peer, reason);
+    }
+
+    /// A btl callback: a get or put the btl answered `Queued` (with this
+    /// `cookie`) ended with `status`; its local buffer is the pml's again.
+    /// Default: ignored (a pml that never calls get/put gets none).
+    fn on_rdma_done(&mut self, btl: usize, cookie: u64, status: RdmaStatus) {
+        let _ = (btl, cookie, status);
     }
 }
 
@@ -312,6 +319,7 @@ pub fn receiver<P: Exported>(btl: usize) -> BtlReceiver {
         on_fragment: on_fragment::<P>,
         on_send_done: on_send_done::<P>,
         on_peer_failed: on_peer_failed::<P>,
+        on_rdma_done: on_rdma_done::<P>,
     }
 }
 
@@ -377,6 +385,12 @@ unsafe extern "C" fn on_peer_failed<P: Exported>(
 ) {
     let _ = P::instance().call("on_peer_failed", |p| {
         p.on_peer_failed(ctx as usize, module, peer, reason.as_str())
+    });
+}
+
+unsafe extern "C" fn on_rdma_done<P: Exported>(ctx: *mut c_void, cookie: u64, status: RdmaStatus) {
+    let _ = P::instance().call("on_rdma_done", |p| {
+        p.on_rdma_done(ctx as usize, cookie, status)
     });
 }
 

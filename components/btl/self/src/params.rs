@@ -13,7 +13,7 @@ use oxmpi_plugin_api::Params;
 /// is Open MPI's "high" exclusivity, so the pml never uses another btl to
 /// reach its own process; bandwidth 100 is Open MPI's value (it only
 /// matters against other btls reaching the same peer, and none does because
-/// of the exclusivity); flags: send only (interface 1.0 has no RDMA).
+/// of the exclusivity); flags: send only (the self btl offers no get/put).
 pub const COMMON: CommonSpec = CommonSpec {
     exclusivity: Setting::with_help(
         "65536",
@@ -99,6 +99,8 @@ impl Config {
                 latency: p.latency,
                 bandwidth: p.bandwidth,
                 flags: flags::SEND,
+                max_rdma_size: 0,
+                min_rdma_message: 0,
             },
             notice,
         ))

@@ -30,7 +30,7 @@ use std::time::Instant;
 use abi_stable::std_types::{ROption, RStr};
 use mca_btl_tcp::{Config, TcpBtl};
 use oxmpi_framework_btl::adapter::{Btl, Payload, Pml, Sent};
-use oxmpi_framework_btl::module::{BtlReceiver, JobIdentity};
+use oxmpi_framework_btl::module::{BtlReceiver, JobIdentity, RdmaStatus};
 use oxmpi_plugin_api::reexports::PrefixTypeTrait;
 use oxmpi_plugin_api::{ComponentContext, ParamValue, Services};
 
@@ -236,6 +236,10 @@ unsafe extern "C" fn on_peer_failed(_ctx: *mut c_void, _m: u32, peer: u32, why: 
     panic!("rank {peer} failed: {why}");
 }
 
+unsafe extern "C" fn on_rdma_done(_ctx: *mut c_void, cookie: u64, _status: RdmaStatus) {
+    panic!("on_rdma_done (cookie {cookie}) from tcp, which offers no get/put");
+}
+
 extern "C" fn no_param(_: RStr<'_>) -> ROption<ParamValue> {
     ROption::RNone
 }
@@ -420,6 +424,7 @@ fn make_side(rank: u32) -> (TcpBtl, std::rc::Rc<RefCell<Rx>>, BtlReceiver) {
         on_fragment,
         on_send_done,
         on_peer_failed,
+        on_rdma_done,
     };
     let cfg = Config {
         if_include: "lo".into(),

@@ -5,7 +5,7 @@
 //! `oxmpi_framework_pml::adapter`).
 
 use oxmpi_framework_btl::handle::{BtlHandle, BtlStart};
-use oxmpi_framework_btl::module::{JobIdentity, SendOutcome};
+use oxmpi_framework_btl::module::{JobIdentity, RdmaOutcome, RdmaStatus, SendOutcome};
 use oxmpi_framework_pml::adapter::{CandidateBtl, Core, Pml};
 use oxmpi_framework_pml::module::{RecvArgs, RequestError, RequestStatus, SendArgs};
 use oxmpi_plugin_api::{verbosity, ComponentContext, Params as _};
@@ -56,6 +56,46 @@ impl Transport for AbiTransport {
             self.btls[btl]
                 .handle
                 .send(module, endpoint, header, payload, payload_len, cookie)
+        }
+    }
+
+    #[inline]
+    fn get(
+        &mut self,
+        btl: usize,
+        module: u32,
+        endpoint: u64,
+        local: *mut u8,
+        remote: u64,
+        len: usize,
+        cookie: u64,
+    ) -> RdmaOutcome {
+        // SAFETY: the engine passes a live receive's buffer and keeps it
+        // until the btl answers other than `Queued` or calls `on_rdma_done`
+        // with the cookie (`Transport::get`'s contract).
+        unsafe {
+            self.btls[btl]
+                .handle
+                .get(module, endpoint, local, remote, len, cookie)
+        }
+    }
+
+    #[inline]
+    fn put(
+        &mut self,
+        btl: usize,
+        module: u32,
+        endpoint: u64,
+        local: *const u8,
+        remote: u64,
+        len: usize,
+        cookie: u64,
+    ) -> RdmaOutcome {
+        // SAFETY: as in `get`, for a live send's buffer.
+        unsafe {
+            self.btls[btl]
+                .handle
+                .put(module, endpoint, local, remote, len, cookie)
         }
     }
 
@@ -185,6 +225,7 @@ impl Pml for Ob1 {
         };
         let config = Config {
             send_pipeline_depth: params.send_pipeline_depth,
+            use_rdma: params.use_rdma,
         };
         Ok(Ob1 {
             engine: Engine::new(config, identity.rank, identity.size, descs, transport),
@@ -270,5 +311,10 @@ impl Pml for Ob1 {
 
     fn on_peer_failed(&mut self, btl: usize, module: u32, peer: u32, reason: &str) {
         self.engine.on_peer_failed(btl, module, peer, reason)
+    }
+
+    #[inline]
+    fn on_rdma_done(&mut self, _btl: usize, cookie: u64, status: RdmaStatus) {
+        self.engine.on_rdma_done(cookie, status)
     }
 }

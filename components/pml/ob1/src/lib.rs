@@ -1,8 +1,9 @@
 #![warn(missing_docs)]
 
 //! pml component `ob1`: MPI point-to-point over btls — eager sends,
-//! rendezvous with a pipeline of fragments, synchronous sends, per-peer
-//! btl choice and striping over several btl modules.
+//! rendezvous with a pipeline of fragments or with the btls' get/put (RGET,
+//! RPUT), synchronous sends, per-peer btl choice and striping over several
+//! btl modules.
 //!
 //! The component implements the pml framework's safe `Pml` trait
 //! ([`Ob1`]) and exports it with `export_pml_component!`, which generates
@@ -56,9 +57,9 @@
 //! # Protocol
 //!
 //! Headers (the private module `wire` has the byte layout; the README a
-//! table) are little-endian, type byte first, at most 40 bytes (the btl
-//! limit is 64): MATCH (type 1, 32 bytes), RNDV (2, 40), ACK (3, 32) and
-//! FRAG (4, 24).
+//! table) are little-endian, type byte first, at most 48 bytes (the btl
+//! limit is 64): MATCH (type 1, 32 bytes), RNDV (2, 40), ACK (3, 40), FRAG
+//! (4, 24), RGET (5, 48) and FIN (6, 24).
 //!
 //! - **Eager** (standard send, `len ≤ eager_limit` of the chosen module —
 //!   payload bytes; the header does not count): one MATCH fragment with
@@ -91,9 +92,29 @@
 //!   sender; the matcher holds back early arrivals (striping and eager
 //!   round-robin over several modules reorder), so MPI's non-overtaking
 //!   rule holds.
-//! - **RDMA**: btl interface 1.0 has no put/get entry points, so every
-//!   large message uses the send pipeline; ob1 has no RGET or RPUT
-//!   protocol.
+//! - **RGET**: when a message would need FRAGs (longer than
+//!   `rndv_eager_limit`, and at least the largest `min_rdma_message` of the
+//!   peer's modules), every module chosen for the peer offers GET and
+//!   `pml_ob1_use_rdma` is on (default), the sender sends a RGET carrying
+//!   its buffer's address and no payload. The receive that matches it
+//!   issues gets of the bytes it takes straight into its buffer — each at
+//!   most the lane's `max_rdma_size`, at most `pml_ob1_send_pipeline_depth`
+//!   queued at once, striped over the lanes that offer GET in proportion to
+//!   their bandwidth — from `progress` (never from a callback), completes
+//!   when all finished and sends a FIN naming the send, which then
+//!   completes (a synchronous send therefore after the match, and the send
+//!   buffer stays readable until the receiver is done with it). A receiver
+//!   whose lanes to the sender offer no GET (or with RDMA off) answers with
+//!   an ACK instead, and the sender falls back to FRAGs from offset 0.
+//! - **RPUT**: otherwise, when every module offers PUT, the RNDV (first
+//!   chunk as usual) says the sender can put; the receiver's ACK then
+//!   carries its buffer's address (when it still expects bytes), the
+//!   sender puts the rest there (limits and striping as for gets), queues a
+//!   FIN and completes once every put finished; the receive completes on
+//!   the FIN. Truncation works as for FRAGs: only `wanted` bytes move.
+//! - Otherwise large messages use the send pipeline. A get/put answered
+//!   `Failed` or finished with a failed status fails the peer (the btl
+//!   reports it lost, too).
 //!
 //! # Receiving
 //!
@@ -141,7 +162,8 @@
 //! # Costs
 //!
 //! The hot paths (eager send, eager receive matched to a posted receive,
-//! FRAG placement) allocate nothing in steady state and take no lock: the
+//! FRAG placement, gets, puts and their completions) allocate nothing in
+//! steady state and take no lock: the
 //! request slab and matcher reuse their slots, the per-peer sequence map
 //! is touched once per context.
 
@@ -182,6 +204,16 @@ pub struct Ob1Params {
                 of the links. At least 1."
     )]
     pub send_pipeline_depth: u32,
+    /// Whether large messages use the btls' get/put (RGET, RPUT) when every module chosen
+    /// for a peer offers them (default true); false keeps the send pipeline, for comparison.
+    #[param(
+        default = "true",
+        level = Tuner(Basic),
+        help = "Whether large messages are moved with the btls' get/put (RGET when every btl \
+                module chosen for the peer offers get, RPUT when they offer put) instead of the \
+                send pipeline. Off, ob1 always uses the send pipeline."
+    )]
+    pub use_rdma: bool,
 }
 
 /// The component's lifecycle: usable wherever it loads, at

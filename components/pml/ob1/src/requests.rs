@@ -12,8 +12,11 @@ use oxmpi_framework_pml::module::RequestStatus;
 pub(crate) enum Protocol {
     /// One MATCH fragment with the whole message.
     Eager,
-    /// RNDV with the first bytes, ACK, then FRAGs.
+    /// RNDV with the first bytes, ACK, then FRAGs (or puts and a FIN).
     Rendezvous,
+    /// RGET with the buffer's address; the receiver gets the message and
+    /// answers FIN (or an ACK, falling back to FRAGs).
+    Rget,
 }
 
 /// A send in progress.
@@ -49,9 +52,16 @@ pub(crate) struct SendReq {
     pub end: usize,
     /// Offset of the next FRAG.
     pub next: usize,
-    /// Fragments a btl still reads (returned `Queued`, no `on_send_done`
-    /// yet).
+    /// Fragments and puts a btl still reads (returned `Queued`, no
+    /// `on_send_done`/`on_rdma_done` yet).
     pub outstanding: u32,
+    /// Address of the receive buffer to put into (from the ACK, when the
+    /// route offers put); 0: FRAGs.
+    pub put_addr: u64,
+    /// Whether the FIN after the puts was queued.
+    pub fin_queued: bool,
+    /// Whether the RNDV tells the receiver the sender can put.
+    pub offer_put: bool,
 }
 
 /// Where a receive stands.
@@ -67,6 +77,22 @@ pub(crate) enum RecvPhase {
         wanted: usize,
         /// Bytes of those that arrived.
         received: usize,
+    },
+    /// Matched a RGET from `peer`: gets fill the buffer from the
+    /// sender's, then a FIN tells the sender.
+    Get {
+        /// The sender.
+        peer: u32,
+        /// The sender's request id (for the FIN).
+        sender: u64,
+        /// Address of the sender's buffer.
+        remote: u64,
+        /// Bytes the receive takes (`min(message, buffer)`).
+        wanted: usize,
+        /// Offset of the next get.
+        next: usize,
+        /// Gets a btl still runs (returned `Queued`, no `on_rdma_done`).
+        outstanding: u32,
     },
     /// Finished (complete).
     Done,

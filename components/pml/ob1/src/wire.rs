@@ -6,12 +6,15 @@
 //! | type | name  | bytes | layout |
 //! |------|-------|-------|--------|
 //! | 1    | MATCH | 32    | 0 type, 1 flags (0), 2–3 zero, 4–7 context, 8–11 source rank, 12–15 tag (i32), 16–23 sequence, 24–31 message length |
-//! | 2    | RNDV  | 40    | bytes 0–31 as MATCH (flags: bit 0 = synchronous send), 32–39 sender request id |
-//! | 3    | ACK   | 32    | 0 type, 1–7 zero, 8–15 sender request id, 16–23 receiver request id, 24–31 bytes the receiver wants |
+//! | 2    | RNDV  | 40    | bytes 0–31 as MATCH (flags: bit 0 = synchronous send, bit 1 = the sender can put), 32–39 sender request id |
+//! | 3    | ACK   | 40    | 0 type, 1–7 zero, 8–15 sender request id, 16–23 receiver request id, 24–31 bytes the receiver wants, 32–39 address of the receive buffer to put into (0: send FRAGs) |
 //! | 4    | FRAG  | 24    | 0 type, 1–7 zero, 8–15 receiver request id, 16–23 offset in the message |
+//! | 5    | RGET  | 48    | bytes 0–31 as MATCH (flags: bit 0 = synchronous send), 32–39 sender request id, 40–47 address of the send buffer to get from |
+//! | 6    | FIN   | 24    | 0 type, 1–7 zero, 8–15 request id at the destination, 16–23 bytes moved by get/put |
 //!
 //! The payload of a MATCH is the whole message; of a RNDV, the message's
-//! first bytes; of a FRAG, the bytes at its offset. ACK has none.
+//! first bytes; of a FRAG, the bytes at its offset. ACK, RGET and FIN have
+//! none.
 
 use std::fmt;
 
@@ -23,18 +26,29 @@ pub(crate) const RNDV: u8 = 2;
 pub(crate) const ACK: u8 = 3;
 /// Type byte of a FRAG header (a piece of a rendezvous message).
 pub(crate) const FRAG: u8 = 4;
+/// Type byte of a RGET header (a rendezvous the receiver reads with get).
+pub(crate) const RGET: u8 = 5;
+/// Type byte of a FIN header (the get/puts of a rendezvous finished).
+pub(crate) const FIN: u8 = 6;
 
 /// RNDV flag: the sender is a synchronous send (`MPI_Ssend`).
 pub(crate) const FLAG_SYNC: u8 = 0x1;
+/// RNDV flag: every module the sender uses offers put, so the receiver may
+/// answer with its buffer's address.
+pub(crate) const FLAG_PUT: u8 = 0x2;
 
 /// Length of a MATCH header.
 pub(crate) const MATCH_LEN: usize = 32;
 /// Length of a RNDV header.
 pub(crate) const RNDV_LEN: usize = 40;
 /// Length of an ACK header.
-pub(crate) const ACK_LEN: usize = 32;
+pub(crate) const ACK_LEN: usize = 40;
 /// Length of a FRAG header.
 pub(crate) const FRAG_LEN: usize = 24;
+/// Length of a RGET header.
+pub(crate) const RGET_LEN: usize = 48;
+/// Length of a FIN header.
+pub(crate) const FIN_LEN: usize = 24;
 
 /// The matching information of MATCH and RNDV headers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,10 +74,21 @@ pub(crate) enum Header {
     Rndv {
         /// Matching information.
         info: MatchInfo,
-        /// Flags ([`FLAG_SYNC`]).
+        /// Flags ([`FLAG_SYNC`], [`FLAG_PUT`]).
         flags: u8,
         /// The sender's request id, echoed in the ACK.
         sender: u64,
+    },
+    /// The start of a rendezvous the receiver reads with get.
+    Rget {
+        /// Matching information.
+        info: MatchInfo,
+        /// Flags ([`FLAG_SYNC`]).
+        flags: u8,
+        /// The sender's request id, echoed in the FIN (or an ACK).
+        sender: u64,
+        /// Address of the sender's buffer (the whole message).
+        addr: u64,
     },
     /// The receiver matched a rendezvous.
     Ack {
@@ -75,6 +100,16 @@ pub(crate) enum Header {
         /// length, or less when its buffer is smaller); the sender sends
         /// nothing beyond.
         wanted: u64,
+        /// Address of the receive buffer for the sender to put into (the
+        /// message's offset 0), or 0 for FRAGs.
+        addr: u64,
+    },
+    /// The get/puts of a rendezvous finished.
+    Fin {
+        /// The request id at the receiver of this header.
+        request: u64,
+        /// Bytes moved.
+        bytes: u64,
     },
     /// A piece of a rendezvous message.
     Frag {
@@ -193,6 +228,23 @@ impl Header {
                     sender: u64_at(b, 8),
                     receiver: u64_at(b, 16),
                     wanted: u64_at(b, 24),
+                    addr: u64_at(b, 32),
+                })
+            }
+            RGET => {
+                need(b, "RGET", RGET_LEN)?;
+                Ok(Header::Rget {
+                    info: decode_info(b),
+                    flags: b[1],
+                    sender: u64_at(b, 32),
+                    addr: u64_at(b, 40),
+                })
+            }
+            FIN => {
+                need(b, "FIN", FIN_LEN)?;
+                Ok(Header::Fin {
+                    request: u64_at(b, 8),
+                    bytes: u64_at(b, 16),
                 })
             }
             FRAG => {
@@ -223,17 +275,37 @@ impl Header {
                 out[32..40].copy_from_slice(&sender.to_le_bytes());
                 RNDV_LEN
             }
+            Header::Rget {
+                info,
+                flags,
+                sender,
+                addr,
+            } => {
+                encode_info(out, RGET, *flags, info);
+                out[32..40].copy_from_slice(&sender.to_le_bytes());
+                out[40..48].copy_from_slice(&addr.to_le_bytes());
+                RGET_LEN
+            }
             Header::Ack {
                 sender,
                 receiver,
                 wanted,
+                addr,
             } => {
                 out[..8].fill(0);
                 out[0] = ACK;
                 out[8..16].copy_from_slice(&sender.to_le_bytes());
                 out[16..24].copy_from_slice(&receiver.to_le_bytes());
                 out[24..32].copy_from_slice(&wanted.to_le_bytes());
+                out[32..40].copy_from_slice(&addr.to_le_bytes());
                 ACK_LEN
+            }
+            Header::Fin { request, bytes } => {
+                out[..8].fill(0);
+                out[0] = FIN;
+                out[8..16].copy_from_slice(&request.to_le_bytes());
+                out[16..24].copy_from_slice(&bytes.to_le_bytes());
+                FIN_LEN
             }
             Header::Frag { receiver, offset } => {
                 out[..8].fill(0);
@@ -286,9 +358,26 @@ mod tests {
             round_trip(Header::Ack {
                 sender: 1,
                 receiver: u64::MAX,
-                wanted: 99
+                wanted: 99,
+                addr: 0x7fff_0000_1000
             }),
             ACK_LEN
+        );
+        assert_eq!(
+            round_trip(Header::Rget {
+                info,
+                flags: FLAG_SYNC,
+                sender: 3,
+                addr: 0x5555_0000_0040
+            }),
+            RGET_LEN
+        );
+        assert_eq!(
+            round_trip(Header::Fin {
+                request: 0x2_0000_0007,
+                bytes: 1 << 22
+            }),
+            FIN_LEN
         );
         assert_eq!(
             round_trip(Header::Frag {
@@ -322,7 +411,7 @@ mod tests {
         );
         assert_eq!(
             Header::decode(&[ACK, 0, 0]).unwrap_err().to_string(),
-            "a truncated ACK header (3 of 32 bytes)"
+            "a truncated ACK header (3 of 40 bytes)"
         );
     }
 }

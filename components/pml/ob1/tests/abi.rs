@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use abi_stable::std_types::{RSlice, RStr, RString, RVec};
 use mca_pml_ob1::MODULE;
 use oxmpi_framework_btl::module::{
-    flags, BtlComponentModule, BtlModuleInfo, BtlReceiver, JobIdentity, SendOutcome,
+    flags, BtlComponentModule, BtlModuleInfo, BtlReceiver, JobIdentity, RdmaOutcome, SendOutcome,
 };
 use oxmpi_framework_pml::handle::{MpiCore, PmlHandle};
 use oxmpi_framework_pml::module::{
@@ -116,6 +116,8 @@ unsafe extern "C" fn loop_init(
         latency: 0,
         bandwidth: 1000,
         flags: flags::SEND,
+        max_rdma_size: 0,
+        min_rdma_message: 0,
     });
     true
 }
@@ -231,11 +233,37 @@ unsafe extern "C" fn loop_finalize() {
     LOOP_STATE.lock().unwrap().finalized = true;
 }
 
+/// get/put of a btl that offers neither (its modules lack the flags).
+unsafe extern "C" fn no_get(
+    _m: u32,
+    _e: u64,
+    _l: *mut u8,
+    _r: u64,
+    _n: usize,
+    _c: u64,
+) -> RdmaOutcome {
+    RdmaOutcome::Failed
+}
+
+/// See `no_get`.
+unsafe extern "C" fn no_put(
+    _m: u32,
+    _e: u64,
+    _l: *const u8,
+    _r: u64,
+    _n: usize,
+    _c: u64,
+) -> RdmaOutcome {
+    RdmaOutcome::Failed
+}
+
 static LOOP: BtlComponentModule = BtlComponentModule {
     init: loop_init,
     contact_card: loop_card,
     add_peer: loop_add_peer,
     send: loop_send,
+    get: no_get,
+    put: no_put,
     progress: loop_progress,
     finalize: loop_finalize,
 };
@@ -292,6 +320,8 @@ static BROKEN: BtlComponentModule = BtlComponentModule {
     contact_card: never_card,
     add_peer: never_add_peer,
     send: never_send,
+    get: no_get,
+    put: no_put,
     progress: never_progress,
     finalize: never_finalize,
 };

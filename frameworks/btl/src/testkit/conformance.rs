@@ -28,7 +28,15 @@
 //!    length answer `Failed` without a panic, and the component keeps
 //!    working;
 //! 6. `finalize` then `init` again works (table and values);
-//! 7. no entry point panicked (the adapter logs an internal error for a
+//! 7. get and put ([`rdma`]): on every module that offers them
+//!    ([`flags::GET`], [`flags::PUT`]), patterns of 1 B to 1 MiB and of
+//!    `max_rdma_size` bytes move between ranks intact, through the table
+//!    and values, each queued one finished by exactly one `on_rdma_done`;
+//!    the generated table refuses (`Failed`, no callback) a get/put on a
+//!    module that does not offer it — so every btl, also one without RDMA,
+//!    runs this — and one of 0 bytes, above `max_rdma_size`, with a null
+//!    buffer or on a module that does not exist;
+//! 8. no entry point panicked (the adapter logs an internal error for a
 //!    panic).
 //!
 //! The suite holds [`lock`](oxmpi_plugin_api::testkit::lock) while it runs
@@ -61,6 +69,8 @@
 //!     );
 //! }
 //! ```
+
+pub mod rdma;
 
 use super::drive::Cluster;
 use super::recorder::Placement;
@@ -195,6 +205,10 @@ pub fn run<B: Btl>(subject: &Subject) {
     headers_and_bursts_arrive::<B>(subject);
     bad_sends_fail::<B>(subject);
     finalize_then_init_again::<B>(subject);
+    rdma::refusals::<B>(subject);
+    for with_table in [false, true] {
+        rdma::transfers::<B>(subject, with_table);
+    }
 
     let panics: Vec<String> = testkit::log_lines()[logged_before..]
         .iter()

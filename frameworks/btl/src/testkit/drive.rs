@@ -24,9 +24,11 @@
 
 use super::recorder::Recorder;
 use super::stamp::{first_mismatch, Stamp};
-use crate::adapter::{Btl, Payload, Sent, Started};
+use crate::adapter::{Btl, GetBuffer, Payload, PutBuffer, Rdma, Sent, Started};
 use crate::handle::{BtlHandle, BtlStart};
-use crate::module::{BtlComponentModule, BtlModuleInfo, JobIdentity, SendOutcome, MAX_HEADER};
+use crate::module::{
+    flags, BtlComponentModule, BtlModuleInfo, JobIdentity, RdmaOutcome, SendOutcome, MAX_HEADER,
+};
 use oxmpi_plugin_api::testkit;
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
@@ -444,6 +446,105 @@ impl<'p, B: Btl> Cluster<'p, B> {
             .map(|i| i as u32)
     }
 
+    /// The peer `rank` resolved `endpoint` on `module` for (`u32::MAX` if
+    /// none).
+    fn peer_of(&self, rank: u32, module: u32, endpoint: u64) -> u32 {
+        self.rank(rank)
+            .peers
+            .iter()
+            .find(|p| p.0 == module && p.1 == endpoint)
+            .map_or(u32::MAX, |p| p.2)
+    }
+
+    /// Whether a value rank may pass a get/put to its btl: the checks of
+    /// the generated table (the module offers `flag`, 1 to `max_rdma_size`
+    /// bytes, a non-null buffer).
+    fn rdma_allowed(&self, rank: u32, module: u32, flag: u32, null: bool, len: usize) -> bool {
+        self.modules(rank)
+            .get(module as usize)
+            .is_some_and(|m| m.flags & flag != 0 && !null && len >= 1 && len <= m.max_rdma_size)
+    }
+
+    /// One get from `rank`: `len` bytes at `remote` into `local`; a
+    /// `Queued` answer is told to the rank's recorder (which then expects
+    /// one `on_rdma_done`). A value rank refuses what the generated table
+    /// refuses (`Failed` without reaching the btl).
+    ///
+    /// # Safety
+    ///
+    /// `local` is writable for `len` bytes and `remote` (an address of this
+    /// process: every rank of a cluster lives in it) readable for `len`
+    /// bytes, neither used by anything else, until the get is finished:
+    /// the answer is not `Queued`, or `on_rdma_done` came, or the pair
+    /// failed, or the cluster was dropped.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn get(
+        &mut self,
+        rank: u32,
+        module: u32,
+        endpoint: u64,
+        local: *mut u8,
+        remote: u64,
+        len: usize,
+        cookie: u64,
+    ) -> RdmaOutcome {
+        let allowed = self.rdma_allowed(rank, module, flags::GET, local.is_null(), len);
+        let peer = self.peer_of(rank, module, endpoint);
+        let r = self.rank_mut(rank);
+        let outcome = match &mut r.engine {
+            // SAFETY: the caller's promise.
+            Engine::Table(h) => unsafe { h.get(module, endpoint, local, remote, len, cookie) },
+            Engine::Value(Some(b)) if allowed => {
+                // SAFETY: the caller's promise covers the token's life.
+                let token = unsafe { GetBuffer::from_raw(local, len, cookie) };
+                outcome_of(b.get(module, endpoint, remote, token))
+            }
+            Engine::Value(_) => RdmaOutcome::Failed,
+        };
+        if outcome == RdmaOutcome::Queued {
+            r.recorder.rdma_queued(cookie, module, peer);
+        }
+        outcome
+    }
+
+    /// One put from `rank`: `len` bytes of `local` to `remote` (as
+    /// [`Cluster::get`]).
+    ///
+    /// # Safety
+    ///
+    /// `local` is readable for `len` bytes and unchanged, and `remote` (an
+    /// address of this process) writable for `len` bytes and used by
+    /// nothing else, until the put is finished (as for [`Cluster::get`]).
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn put(
+        &mut self,
+        rank: u32,
+        module: u32,
+        endpoint: u64,
+        local: *const u8,
+        remote: u64,
+        len: usize,
+        cookie: u64,
+    ) -> RdmaOutcome {
+        let allowed = self.rdma_allowed(rank, module, flags::PUT, local.is_null(), len);
+        let peer = self.peer_of(rank, module, endpoint);
+        let r = self.rank_mut(rank);
+        let outcome = match &mut r.engine {
+            // SAFETY: the caller's promise.
+            Engine::Table(h) => unsafe { h.put(module, endpoint, local, remote, len, cookie) },
+            Engine::Value(Some(b)) if allowed => {
+                // SAFETY: the caller's promise covers the token's life.
+                let token = unsafe { PutBuffer::from_raw(local, len, cookie) };
+                outcome_of(b.put(module, endpoint, remote, token))
+            }
+            Engine::Value(_) => RdmaOutcome::Failed,
+        };
+        if outcome == RdmaOutcome::Queued {
+            r.recorder.rdma_queued(cookie, module, peer);
+        }
+        outcome
+    }
+
     /// One progress call of `rank`, with its recorder accepting callbacks.
     pub fn progress(&mut self, rank: u32) -> usize {
         let r = self.rank_mut(rank);
@@ -480,7 +581,7 @@ impl<'p, B: Btl> Cluster<'p, B> {
     }
 
     /// Progresses until every stamped stream has been delivered whole to
-    /// its peer and no rank has a queued send in flight.
+    /// its peer and no rank has a queued send or get/put in flight.
     ///
     /// # Panics
     ///
@@ -497,7 +598,8 @@ impl<'p, B: Btl> Cluster<'p, B> {
                     Some(i) => c.recorder(i as u32).received(id as u32) >= s.next,
                     None => true,
                 }
-            }) && (0..c.size()).all(|r| c.recorder(r).outstanding() == 0)
+            }) && (0..c.size())
+                .all(|r| c.recorder(r).outstanding() == 0 && c.recorder(r).rdma_outstanding() == 0)
         });
     }
 
@@ -526,6 +628,15 @@ impl<'p, B: Btl> Cluster<'p, B> {
     /// Finalizes `rank` (later calls on it do nothing or fail).
     pub fn finalize_rank(&mut self, rank: u32) {
         self.rank_mut(rank).finalize();
+    }
+}
+
+fn outcome_of<L>(answer: Rdma<L>) -> RdmaOutcome {
+    match answer {
+        Rdma::Done(_) => RdmaOutcome::Done,
+        Rdma::Queued => RdmaOutcome::Queued,
+        Rdma::WouldBlock(_) => RdmaOutcome::WouldBlock,
+        Rdma::Failed(_) => RdmaOutcome::Failed,
     }
 }
 

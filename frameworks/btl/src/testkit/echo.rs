@@ -6,12 +6,19 @@
 //! - [`REORDERS`][]: delivers the queue newest first;
 //! - [`PANICS_IN_SEND`][]: `send` panics for a 13-byte payload;
 //! - [`REENTERS`][]: `send` calls its own table's `progress`;
-//! - [`PANICS_IN_INIT`][]: `init` panics.
+//! - [`PANICS_IN_INIT`][]: `init` panics;
+//! - [`RDMA`][]: none, and offers get and put (memory copies within the
+//!   process, queued and finished on progress);
+//! - [`RDMA_LAZY`][]: offers get and put, answers `Done` without copying.
 //!
 //! Each `Echo<Q>` has its own exported instance and table ([`table_of`]).
 
-use crate::adapter::{table, Adapted, Arrived, Btl, Exported, Payload, Pml, Sent, Started};
-use crate::module::{flags, BtlComponentModule, BtlModuleInfo, JobIdentity, MAX_HEADER};
+use crate::adapter::{
+    table, Adapted, Arrived, Btl, Exported, GetBuffer, Payload, Pml, PutBuffer, Rdma, Sent, Started,
+};
+use crate::module::{
+    flags, BtlComponentModule, BtlModuleInfo, JobIdentity, RdmaStatus, MAX_HEADER,
+};
 use oxmpi_plugin_api::{ComponentContext, Instance};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -26,6 +33,13 @@ pub const PANICS_IN_SEND: u8 = 2;
 pub const REENTERS: u8 = 3;
 /// `init` panics.
 pub const PANICS_IN_INIT: u8 = 4;
+/// Offers get and put (well behaved).
+pub const RDMA: u8 = 5;
+/// Offers get and put, answers `Done` without moving a byte.
+pub const RDMA_LAZY: u8 = 6;
+
+/// Largest get/put of the RDMA quirks.
+pub const MAX_RDMA: usize = 100_000;
 
 /// Calls of `stop_after_internal_error` (all quirks).
 pub static STOPS: AtomicUsize = AtomicUsize::new(0);
@@ -39,6 +53,8 @@ pub static NESTED_ANSWER: AtomicUsize = AtomicUsize::new(0);
 pub struct Echo<const Q: u8> {
     rank: u32,
     queue: VecDeque<([u8; MAX_HEADER], usize, Payload)>,
+    gets: VecDeque<(u64, GetBuffer)>,
+    puts: VecDeque<(u64, PutBuffer)>,
 }
 
 /// A module description with small limits.
@@ -52,6 +68,8 @@ pub fn info(label: &str) -> BtlModuleInfo {
         latency: 0,
         bandwidth: 1,
         flags: flags::SEND,
+        max_rdma_size: 0,
+        min_rdma_message: 0,
     }
 }
 
@@ -64,8 +82,18 @@ impl<const Q: u8> Btl for Echo<Q> {
             Echo {
                 rank: identity.rank,
                 queue: VecDeque::new(),
+                gets: VecDeque::new(),
+                puts: VecDeque::new(),
             },
-            vec![info("echo")],
+            vec![if Q == RDMA || Q == RDMA_LAZY {
+                BtlModuleInfo {
+                    flags: flags::SEND | flags::GET | flags::PUT,
+                    max_rdma_size: MAX_RDMA,
+                    ..info("echo")
+                }
+            } else {
+                info("echo")
+            }],
         ))
     }
 
@@ -97,9 +125,58 @@ impl<const Q: u8> Btl for Echo<Q> {
         Sent::Queued
     }
 
+    fn get(
+        &mut self,
+        module: u32,
+        endpoint: u64,
+        remote: u64,
+        local: GetBuffer,
+    ) -> Rdma<GetBuffer> {
+        if module != 0 || endpoint != u64::from(self.rank) {
+            return Rdma::Failed(local);
+        }
+        if Q == RDMA_LAZY {
+            return Rdma::Done(local);
+        }
+        self.gets.push_back((remote, local));
+        Rdma::Queued
+    }
+
+    fn put(
+        &mut self,
+        module: u32,
+        endpoint: u64,
+        remote: u64,
+        local: PutBuffer,
+    ) -> Rdma<PutBuffer> {
+        if module != 0 || endpoint != u64::from(self.rank) {
+            return Rdma::Failed(local);
+        }
+        if Q == RDMA_LAZY {
+            return Rdma::Done(local);
+        }
+        self.puts.push_back((remote, local));
+        Rdma::Queued
+    }
+
     fn progress(&mut self, pml: &Pml<'_>) -> usize {
         PROGRESS_RUNS.fetch_add(1, Ordering::Relaxed);
         let mut events = 0;
+        while let Some((remote, mut local)) = self.gets.pop_front() {
+            let n = local.len();
+            // SAFETY: the remote range is memory of this process the test
+            // keeps readable until the get finishes (the pml's side of the
+            // contract); `copy` allows overlap.
+            unsafe { std::ptr::copy(remote as *const u8, local.as_mut_ptr(), n) };
+            pml.get_done(local, RdmaStatus::Done);
+            events += 1;
+        }
+        while let Some((remote, local)) = self.puts.pop_front() {
+            // SAFETY: as for gets, the remote range is writable.
+            unsafe { std::ptr::copy(local.as_ptr(), remote as *mut u8, local.len()) };
+            pml.put_done(local, RdmaStatus::Done);
+            events += 1;
+        }
         while let Some((h, n, payload)) = if Q == REORDERS {
             self.queue.pop_back()
         } else {
@@ -122,6 +199,8 @@ impl<const Q: u8> Btl for Echo<Q> {
     fn stop_after_internal_error(&mut self, pml: &Pml<'_>, message: &str) {
         STOPS.fetch_add(1, Ordering::Relaxed);
         self.queue.clear();
+        self.gets.clear();
+        self.puts.clear();
         pml.peer_failed(0, self.rank, message);
     }
 }
@@ -137,14 +216,22 @@ macro_rules! exported {
     )*};
 }
 
-exported!(WELL, REORDERS, PANICS_IN_SEND, REENTERS, PANICS_IN_INIT);
+exported!(
+    WELL,
+    REORDERS,
+    PANICS_IN_SEND,
+    REENTERS,
+    PANICS_IN_INIT,
+    RDMA,
+    RDMA_LAZY
+);
 
 /// The exported table of `Echo<Q>` (one per quirk, made once).
 pub fn table_of<const Q: u8>() -> &'static BtlComponentModule
 where
     Echo<Q>: Exported,
 {
-    static TABLES: [std::sync::OnceLock<&'static BtlComponentModule>; 5] =
-        [const { std::sync::OnceLock::new() }; 5];
+    static TABLES: [std::sync::OnceLock<&'static BtlComponentModule>; 7] =
+        [const { std::sync::OnceLock::new() }; 7];
     TABLES[Q as usize].get_or_init(|| Box::leak(Box::new(table::<Echo<Q>>())))
 }

@@ -13,8 +13,9 @@
 //!   through its exported table ([`BtlHandle`](crate::handle::BtlHandle),
 //!   so the generated `extern "C"` layer runs) or every rank as a value of
 //!   its [`Btl`](crate::adapter::Btl) type — with one recorder each, sends
-//!   of known ([`stamp`]ed) payloads, and progress until everything
-//!   arrived ([`Cluster::drain`]).
+//!   of known ([`stamp`]ed) payloads, gets and puts between buffers of the
+//!   test ([`Cluster::get`], [`Cluster::put`]), and progress until
+//!   everything arrived and finished ([`Cluster::drain`]).
 //! - [`conformance`]: the suite every btl component runs.
 //! - [`services`]: the plugin API's fake core services (parameter values,
 //!   recorded log lines, the [`lock`](services::lock) that serializes tests

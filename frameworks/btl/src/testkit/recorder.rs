@@ -13,10 +13,13 @@
 //!   `payload_len` bytes (guard bytes on both sides);
 //! - `on_send_done` comes once for each cookie the btl answered `Queued`
 //!   for ([`Recorder::queued`] tells the recorder), never for another;
+//!   `on_rdma_done` likewise for queued gets and puts
+//!   ([`Recorder::rdma_queued`]);
 //! - stamped fragments ([`super::stamp`]) arrive complete, with the
 //!   pattern they were sent with, in order within their stream;
 //! - after `on_peer_failed` for a module and peer, no callback names that
-//!   pair again (and the queued sends to it are dropped, not finished);
+//!   pair again (and the queued sends and get/puts to it are dropped, not
+//!   finished);
 //!   the reason is not empty;
 //! - pointers are not null where bytes are promised, headers are at most
 //!   [`MAX_HEADER`] bytes.
@@ -31,7 +34,7 @@
 
 use super::stamp::{first_mismatch, Stamp};
 use crate::adapter::Pml;
-use crate::module::{BtlReceiver, MAX_HEADER};
+use crate::module::{BtlReceiver, RdmaStatus, MAX_HEADER};
 use abi_stable::std_types::RStr;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -86,6 +89,8 @@ pub enum Event {
     Fragment(Fragment),
     /// `on_send_done` with its cookie.
     SendDone(u64),
+    /// `on_rdma_done` with its cookie and status.
+    RdmaDone(u64, RdmaStatus),
     /// `on_peer_failed`.
     PeerFailed {
         /// Module index.
@@ -106,6 +111,8 @@ pub struct Counts {
     pub fragments: usize,
     /// `on_send_done` calls.
     pub send_done: usize,
+    /// `on_rdma_done` calls.
+    pub rdma_done: usize,
     /// `on_peer_failed` calls.
     pub peer_failed: usize,
 }
@@ -129,6 +136,8 @@ pub enum Callback {
     },
     /// After `on_send_done`.
     SendDone(u64),
+    /// After `on_rdma_done`.
+    RdmaDone(u64),
     /// After `on_peer_failed`.
     PeerFailed {
         /// Module index.
@@ -164,6 +173,8 @@ struct Log {
     pool: Vec<Vec<u8>>,
     /// Cookies answered `Queued`, with the module and peer of the send.
     outstanding: HashMap<u64, (u32, u32)>,
+    /// Cookies of gets/puts answered `Queued`, with their module and peer.
+    rdma_outstanding: HashMap<u64, (u32, u32)>,
     failed: Vec<(u32, u32)>,
     /// Per stream: the next sequence number expected.
     streams: Vec<(u32, u64)>,
@@ -459,6 +470,23 @@ impl Log {
         }
     }
 
+    fn rdma_done(&mut self, cookie: u64, status: RdmaStatus) {
+        self.counts.rdma_done += 1;
+        if !self.in_progress {
+            self.violation(format!(
+                "on_rdma_done (cookie {cookie}) was called outside a progress call"
+            ));
+        }
+        if self.rdma_outstanding.remove(&cookie).is_none() {
+            self.violation(format!(
+                "on_rdma_done for cookie {cookie}, which is not a queued get/put in flight (never answered Queued, already finished, or dropped with its failed peer)"
+            ));
+        }
+        if self.record {
+            self.events.push(Event::RdmaDone(cookie, status));
+        }
+    }
+
     fn peer_failed(&mut self, module: u32, peer: u32, reason: &str) {
         self.counts.peer_failed += 1;
         self.common("on_peer_failed", module, peer);
@@ -480,6 +508,7 @@ impl Log {
             }
         }
         self.outstanding.retain(|_, to| *to != (module, peer));
+        self.rdma_outstanding.retain(|_, to| *to != (module, peer));
         if self.record {
             self.events.push(Event::PeerFailed {
                 module,
@@ -577,6 +606,13 @@ unsafe extern "C" fn on_send_done(ctx: *mut c_void, cookie: u64) {
     s.tell(Callback::SendDone(cookie));
 }
 
+unsafe extern "C" fn on_rdma_done(ctx: *mut c_void, cookie: u64, status: RdmaStatus) {
+    // SAFETY: as in `on_header`.
+    let s = unsafe { shared(ctx) };
+    s.with_log(|log| log.rdma_done(cookie, status));
+    s.tell(Callback::RdmaDone(cookie));
+}
+
 unsafe extern "C" fn on_peer_failed(ctx: *mut c_void, module: u32, peer: u32, reason: RStr<'_>) {
     // SAFETY: as in `on_header`.
     let s = unsafe { shared(ctx) };
@@ -608,6 +644,7 @@ impl Recorder {
                     open: Vec::with_capacity(16),
                     pool: Vec::with_capacity(16),
                     outstanding: HashMap::with_capacity(1024),
+                    rdma_outstanding: HashMap::with_capacity(64),
                     failed: Vec::new(),
                     streams: Vec::with_capacity(16),
                     events: Vec::new(),
@@ -629,6 +666,7 @@ impl Recorder {
             on_fragment,
             on_send_done,
             on_peer_failed,
+            on_rdma_done,
         }
     }
 
@@ -704,6 +742,41 @@ impl Recorder {
                 ));
             }
         });
+    }
+
+    /// The btl answered `Queued` for get/put `cookie` on `module` to
+    /// `peer`: one `on_rdma_done` must follow (unless the pair fails).
+    pub fn rdma_queued(&self, cookie: u64, module: u32, peer: u32) {
+        self.log(|log| {
+            if log
+                .rdma_outstanding
+                .insert(cookie, (module, peer))
+                .is_some()
+            {
+                log.violation(format!(
+                    "the test reused cookie {cookie} while its get/put was still queued"
+                ));
+            }
+        });
+    }
+
+    /// Queued gets/puts without `on_rdma_done` yet (those to failed pairs
+    /// are not counted).
+    pub fn rdma_outstanding(&self) -> usize {
+        self.log(|log| log.rdma_outstanding.len())
+    }
+
+    /// The recorded `on_rdma_done` calls: cookie and status, oldest first.
+    pub fn rdma_dones(&self) -> Vec<(u64, RdmaStatus)> {
+        self.log(|log| {
+            log.events
+                .iter()
+                .filter_map(|e| match e {
+                    Event::RdmaDone(c, s) => Some((*c, *s)),
+                    _ => None,
+                })
+                .collect()
+        })
     }
 
     /// Queued sends without `on_send_done` yet (sends to failed pairs are

@@ -99,6 +99,7 @@ fn a_btl_that_keeps_the_contract_leaves_no_violation() {
             headers: 2,
             fragments: 2,
             send_done: 1,
+            rdma_done: 0,
             peer_failed: 0
         }
     );

@@ -71,3 +71,70 @@ fn a_table_rank_and_a_value_rank_deliver_alike() {
         c.assert_clean("two fragments");
     }
 }
+
+#[test]
+fn the_suite_passes_on_a_btl_with_get_and_put() {
+    use super::echo::RDMA;
+    conformance::run::<Echo<RDMA>>(&Subject::new("echo-rdma", table_of::<RDMA>()));
+}
+
+#[test]
+fn the_suite_fails_on_a_btl_whose_get_moves_nothing() {
+    use super::echo::RDMA_LAZY;
+    let caught = std::panic::catch_unwind(|| {
+        conformance::run::<Echo<RDMA_LAZY>>(&Subject::new("echo-lazy", table_of::<RDMA_LAZY>()))
+    });
+    let panic = caught.expect_err("the suite must fail a btl whose get/put moves no byte");
+    let text = panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default();
+    assert!(text.contains("differs from the source"), "{text}");
+}
+
+#[test]
+fn a_get_finishes_once_on_progress_and_a_refused_one_never() {
+    use super::echo::RDMA;
+    use crate::module::{RdmaOutcome, RdmaStatus};
+    let _lock = services::lock();
+    let remote = pattern(5000, 9);
+    let mut local = vec![0u8; 5000];
+    let mut c = Cluster::<Echo<RDMA>>::with_table(table_of::<RDMA>(), "echo", 1).unwrap();
+    let ep = c.connect(0, 0, 0).unwrap();
+    // SAFETY: both buffers outlive the cluster, declared before it.
+    let outcome = unsafe {
+        c.get(
+            0,
+            0,
+            ep,
+            local.as_mut_ptr(),
+            remote.as_ptr() as u64,
+            5000,
+            4,
+        )
+    };
+    assert_eq!(outcome, RdmaOutcome::Queued);
+    assert!(
+        c.recorder(0).rdma_dones().is_empty(),
+        "no callback from get"
+    );
+    // SAFETY: refused before the btl sees it (too long).
+    let refused = unsafe {
+        c.get(
+            0,
+            0,
+            ep,
+            local.as_mut_ptr(),
+            remote.as_ptr() as u64,
+            200_000,
+            5,
+        )
+    };
+    assert_eq!(refused, RdmaOutcome::Failed);
+    assert_eq!(c.progress(0), 1);
+    assert_eq!(c.recorder(0).rdma_dones(), [(4, RdmaStatus::Done)]);
+    c.assert_clean("one get");
+    drop(c);
+    assert_eq!(local, remote);
+}

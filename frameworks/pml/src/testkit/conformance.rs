@@ -26,7 +26,12 @@
 //!    destinations; `Done` with payloads kept in the btl's memory;
 //!    alternating `Done`/`Queued` with `WouldBlock` every third send and
 //!    one fragment per progress call; two modules delivered last-first
-//!    with payloads handed over in place.
+//!    with payloads handed over in place. Then under each of
+//!    [`RDMA_BEHAVIOURS`], where the btl also offers get, put or both
+//!    (copies in memory between the two addresses, at once or on a later
+//!    progress call): every byte must arrive whether the pml uses them or
+//!    not, and a buffer a get reads or a put writes must stay valid until
+//!    the pml completes its request.
 //! 3. **Matching.** Tags, `ANY_TAG` and `ANY_SOURCE` (posted first and
 //!    arriving first; a receive for a later tag does not wait for an
 //!    earlier message of another tag); an internal (negative) tag is
@@ -34,7 +39,8 @@
 //!    wildcard probe), and tag `i32::MAX` is an ordinary tag;
 //!    non-overtaking order of 120 messages of mixed sizes and modes with
 //!    one (context, source, tag), some received by wildcards, also under
-//!    btls that reorder across modules and refuse sends; under a btl that
+//!    btls that reorder across modules and refuse sends, and under each
+//!    btl that offers get/put; under a btl that
 //!    reorders and delivers one fragment per progress call, what a
 //!    wildcard `iprobe` reports is the next message sent, and what the
 //!    following receive with the same arguments gets; distinct contexts
@@ -42,7 +48,8 @@
 //!    them either.
 //! 4. **Truncation.** A message longer than the receive (eager,
 //!    rendezvous, synchronous, into an empty buffer; posted first and
-//!    arriving first; under each btl behaviour) completes the receive with
+//!    arriving first; under each btl behaviour, with and without get/put)
+//!    completes the receive with
 //!    `Truncated`, `count` = the receive's length, its first bytes in the
 //!    buffer and nothing written beyond it, a sentence from
 //!    `request_error`; the send completes without error.
@@ -69,7 +76,12 @@
 //!    Failing the peer in the middle of a 4 MiB rendezvous (the receive
 //!    matched, fragments still coming) and while a send waits on a btl
 //!    that answers `WouldBlock` completes the receive and both sends with
-//!    `PeerFailed`, without writing past the receive.
+//!    `PeerFailed`, without writing past the receive. Under a btl that
+//!    offers get (then put) and finishes one per progress call, failing
+//!    the peer in the middle of a 4 MiB transfer completes both requests
+//!    with `PeerFailed`; and a btl whose get/put fails (`on_rdma_done`
+//!    with a failed status, then the peer lost) completes both with
+//!    `PeerFailed` too.
 //! 7. **Contracts and logs.** In every session, the pml breaks none of the
 //!    loopback btl's checks (cards, endpoints, payloads unchanged while
 //!    held, no `send` or `progress` from a callback, no btl progress
@@ -113,7 +125,7 @@ mod matching;
 mod messages;
 mod requests;
 
-use super::loopback::{self, Answer, Behaviour, Placement};
+use super::loopback::{self, Answer, Behaviour, Placement, RdmaAnswer, RdmaOffer};
 use super::session::{Buf, Session};
 use crate::module::{PmlModule, RequestError, RequestStatus};
 use oxmpi_framework_btl::testkit::pattern;
@@ -153,6 +165,50 @@ pub const BEHAVIOURS: [(&str, Behaviour); 4] = [
         "btl has two modules delivered last-first, answers Queued, hands payloads over in place",
         Behaviour {
             modules: 2,
+            placement: Placement::Keep,
+            ..Behaviour::DEFAULT
+        },
+    ),
+];
+
+/// The btl behaviours with get/put the data, truncation and synchronous
+/// checks also run under (a pml may use get/put or not; the data must
+/// arrive either way).
+pub const RDMA_BEHAVIOURS: [(&str, Behaviour); 4] = [
+    (
+        "btl offers get only, finishes gets on a later progress, 64 KiB per get",
+        Behaviour {
+            rdma: RdmaOffer::Get,
+            rdma_answer: RdmaAnswer::Queued,
+            max_rdma_size: 64 << 10,
+            ..Behaviour::DEFAULT
+        },
+    ),
+    (
+        "btl offers put only, puts at once",
+        Behaviour {
+            rdma: RdmaOffer::Put,
+            rdma_answer: RdmaAnswer::Done,
+            ..Behaviour::DEFAULT
+        },
+    ),
+    (
+        "btl offers put only, finishes puts later, one event per progress, WouldBlock every 3rd send",
+        Behaviour {
+            rdma: RdmaOffer::Put,
+            rdma_answer: RdmaAnswer::Queued,
+            deliver_per_progress: 1,
+            would_block_every: 3,
+            ..Behaviour::DEFAULT
+        },
+    ),
+    (
+        "btl has two modules offering get and put, gets at once, 100000 bytes per get",
+        Behaviour {
+            modules: 2,
+            rdma: RdmaOffer::Both,
+            rdma_answer: RdmaAnswer::Done,
+            max_rdma_size: 100_000,
             placement: Placement::Keep,
             ..Behaviour::DEFAULT
         },
@@ -223,7 +279,7 @@ pub fn run(subject: &Subject) {
     let logged_before = testkit::log_lines().len();
 
     faults::lifecycle(subject);
-    for (name, behaviour) in BEHAVIOURS {
+    for (name, behaviour) in BEHAVIOURS.into_iter().chain(RDMA_BEHAVIOURS) {
         messages::sizes(subject, name, behaviour);
     }
     matching::tags_and_wildcards(subject);
@@ -232,11 +288,17 @@ pub fn run(subject: &Subject) {
     }
     matching::probe_then_receive(subject);
     matching::contexts(subject);
-    for (name, behaviour) in BEHAVIOURS {
+    for (name, behaviour) in BEHAVIOURS.into_iter().chain(RDMA_BEHAVIOURS) {
         messages::truncation(subject, name, behaviour);
     }
-    for (name, behaviour) in [BEHAVIOURS[0], BEHAVIOURS[2]] {
+    for (name, behaviour) in [BEHAVIOURS[0], BEHAVIOURS[2]]
+        .into_iter()
+        .chain(RDMA_BEHAVIOURS)
+    {
         requests::synchronous(subject, name, behaviour);
+    }
+    for (name, behaviour) in RDMA_BEHAVIOURS {
+        matching::non_overtaking(subject, name, behaviour);
     }
     requests::cancel(subject);
     requests::iprobe(subject);
@@ -244,6 +306,10 @@ pub fn run(subject: &Subject) {
     requests::stale_handles(subject);
     faults::peer_failure(subject);
     faults::peer_failure_mid_transfer(subject);
+    for offer in [RdmaOffer::Get, RdmaOffer::Put] {
+        faults::peer_failure_during_rdma(subject, offer);
+        faults::failed_rdma(subject, offer);
+    }
     faults::finalize_then_init_again(subject);
 
     let errors: Vec<String> = testkit::log_lines()[logged_before..]

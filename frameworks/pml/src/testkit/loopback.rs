@@ -18,15 +18,22 @@
 //! - write a payload at the destination the pml gives in `on_header`, or
 //!   keep it (deliver from its own memory, or the sender's payload in
 //!   place);
+//! - offer get, put, both or neither ([`RdmaOffer`]), copying in memory
+//!   between the two addresses (the pml under test is one rank talking to
+//!   itself, so the "remote" address is one of this process), at once
+//!   (`Done`) or on a later progress call (`Queued`, then `on_rdma_done`),
+//!   or failing each get/put ([`RdmaAnswer::Fail`]: `on_rdma_done` with a
+//!   failed status, then the peer reported lost);
 //! - fail its peer on demand ([`fail_peer`]): the next progress reports
-//!   `on_peer_failed` on every module, drops the fragments it holds
-//!   without `on_send_done`, and answers `Failed` from then on.
+//!   `on_peer_failed` on every module, drops the fragments and get/puts it
+//!   holds without `on_send_done`/`on_rdma_done`, and answers `Failed` from
+//!   then on.
 //!
 //! It also checks the pml's side of the btl contract and records each
 //! breach as a sentence ([`violations`]): a card that is not the one it
-//! published, a module or endpoint it never gave out, a payload changed
-//! while the btl held it (before `on_send_done`), a `send` from inside a
-//! btl callback, and its `progress` run outside the MPI layer's progress
+//! published, a module or endpoint it never gave out, a payload (or a
+//! put's buffer) changed while the btl held it (before `on_send_done` /
+//! `on_rdma_done`), a `send`, `get` or `put` from inside a btl callback, and its `progress` run outside the MPI layer's progress
 //! round (by the pml itself). Counters of what happened are in [`stats`].
 //!
 //! The settings, counters and violations are process-global (the btl's
@@ -35,10 +42,11 @@
 
 use abi_stable::std_types::RStr;
 use oxmpi_framework_btl::adapter::{
-    table, Adapted, Arrived, Btl, Exported, Payload, Pml, Sent, Started,
+    table, Adapted, Arrived, Btl, Exported, GetBuffer, Payload, Pml, PutBuffer, Rdma, Sent, Started,
 };
 use oxmpi_framework_btl::module::{
-    flags, BtlComponentModule, BtlModuleInfo, JobIdentity, SendOutcome, MAX_HEADER,
+    flags, BtlComponentModule, BtlModuleInfo, JobIdentity, RdmaOutcome, RdmaStatus, SendOutcome,
+    MAX_HEADER,
 };
 use oxmpi_plugin_api::{testkit, ComponentContext, Instance};
 use std::collections::VecDeque;
@@ -76,6 +84,44 @@ pub enum Placement {
     Keep,
 }
 
+/// Which of get and put the btl's modules offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RdmaOffer {
+    /// Neither: the modules only send.
+    Neither,
+    /// Get only ([`flags::GET`]).
+    Get,
+    /// Put only ([`flags::PUT`]).
+    Put,
+    /// Both.
+    Both,
+}
+
+impl RdmaOffer {
+    fn flags(self) -> u32 {
+        match self {
+            RdmaOffer::Neither => 0,
+            RdmaOffer::Get => flags::GET,
+            RdmaOffer::Put => flags::PUT,
+            RdmaOffer::Both => flags::GET | flags::PUT,
+        }
+    }
+}
+
+/// How the btl answers a get or put.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RdmaAnswer {
+    /// Copies at once and answers `Done`.
+    Done,
+    /// Answers `Queued`, copies on a later progress call, then calls
+    /// `on_rdma_done`.
+    Queued,
+    /// Answers `Queued`; the next progress calls `on_rdma_done` with
+    /// [`RdmaStatus::Failed`] without copying, then reports the peer lost
+    /// (as a btl whose transfer failed does).
+    Fail,
+}
+
 /// The kit btl's behaviour (see the module docs); [`Behaviour::DEFAULT`]
 /// unless a test sets another with [`set_behaviour`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,6 +144,16 @@ pub struct Behaviour {
     pub rndv_eager_limit: usize,
     /// Each module's `max_send_size` (default 65536).
     pub max_send_size: usize,
+    /// Which of get and put the modules offer (default
+    /// [`RdmaOffer::Neither`]).
+    pub rdma: RdmaOffer,
+    /// How get/put answer (default [`RdmaAnswer::Queued`]).
+    pub rdma_answer: RdmaAnswer,
+    /// Each module's `max_rdma_size` when it offers get or put (default
+    /// 256 KiB).
+    pub max_rdma_size: usize,
+    /// Each module's `min_rdma_message` (default 0).
+    pub min_rdma_message: usize,
 }
 
 impl Behaviour {
@@ -112,6 +168,10 @@ impl Behaviour {
         eager_limit: 4096,
         rndv_eager_limit: 4096,
         max_send_size: 65536,
+        rdma: RdmaOffer::Neither,
+        rdma_answer: RdmaAnswer::Queued,
+        max_rdma_size: 256 << 10,
+        min_rdma_message: 0,
     };
 }
 
@@ -148,12 +208,28 @@ pub struct Stats {
     pub dropped: usize,
     /// `on_peer_failed` calls.
     pub peer_failures: usize,
+    /// `get` calls that reached the btl.
+    pub gets: usize,
+    /// `put` calls that reached the btl.
+    pub puts: usize,
+    /// Gets and puts answered `Queued`.
+    pub rdma_queued: usize,
+    /// `on_rdma_done` calls (any status).
+    pub rdma_done: usize,
+    /// Queued gets and puts dropped when the peer failed.
+    pub rdma_dropped: usize,
+    /// Bytes moved by gets and puts.
+    pub rdma_bytes: usize,
 }
 
 impl Stats {
-    /// Payloads the btl holds now (queued, not finished or dropped).
+    /// Payloads and get/put buffers the btl holds now (queued, not
+    /// finished or dropped).
     pub fn outstanding(&self) -> usize {
         self.queued.saturating_sub(self.send_done + self.dropped)
+            + self
+                .rdma_queued
+                .saturating_sub(self.rdma_done + self.rdma_dropped)
     }
 }
 
@@ -180,6 +256,12 @@ static CONTROL: Mutex<Control> = Mutex::new(Control {
         send_done: 0,
         dropped: 0,
         peer_failures: 0,
+        gets: 0,
+        puts: 0,
+        rdma_queued: 0,
+        rdma_done: 0,
+        rdma_dropped: 0,
+        rdma_bytes: 0,
     },
     violations: Vec::new(),
 });
@@ -264,6 +346,18 @@ enum Body {
     Copied(Vec<u8>),
 }
 
+/// A queued get or put.
+enum RdmaOp {
+    /// Copy from `remote` into the pml's buffer.
+    Get { remote: u64, local: GetBuffer },
+    /// Copy the pml's buffer (with its checksum) to `remote`.
+    Put {
+        remote: u64,
+        local: PutBuffer,
+        sum: u64,
+    },
+}
+
 struct Frag {
     header: [u8; MAX_HEADER],
     header_len: usize,
@@ -275,6 +369,8 @@ pub struct Loopback {
     rank: u32,
     card: Vec<u8>,
     queues: Vec<VecDeque<Frag>>,
+    /// Queued gets and puts, per module.
+    rdma: Vec<VecDeque<RdmaOp>>,
     /// Why the peer was lost, once reported.
     failed: Option<String>,
     sends: u64,
@@ -335,21 +431,75 @@ impl Loopback {
 
     fn report_failure(&mut self, reason: String, pml: &Pml<'_>) -> usize {
         let mut dropped = 0;
+        let mut rdma_dropped = 0;
         for (m, q) in self.queues.iter_mut().enumerate() {
             dropped += q
                 .iter()
                 .filter(|f| matches!(f.body, Body::Held { .. }))
                 .count();
             q.clear();
+            rdma_dropped += self.rdma[m].len();
+            self.rdma[m].clear();
             pml.peer_failed(m as u32, self.rank, &reason);
         }
         let modules = self.queues.len();
         count(|s| {
             s.dropped += dropped;
+            s.rdma_dropped += rdma_dropped;
             s.peer_failures += modules;
         });
         self.failed = Some(reason);
         modules
+    }
+}
+
+impl Loopback {
+    /// Whether a get/put may go ahead: a module and endpoint the btl gave
+    /// out (a violation otherwise), and a peer not lost.
+    fn rdma_target_ok(&self, what: &str, module: u32, endpoint: u64) -> bool {
+        if module as usize >= self.queues.len() || endpoint != self.endpoint(module) {
+            violation(format!(
+                "the pml called {what} on module {module}, endpoint {endpoint:#x}, which add_peer never answered"
+            ));
+            count(|s| s.failed += 1);
+            return false;
+        }
+        if self.failed.is_some() {
+            count(|s| s.failed += 1);
+            return false;
+        }
+        true
+    }
+}
+
+/// A get in memory: the peer (this process) published `remote`.
+fn copy_get(remote: u64, local: &mut GetBuffer) {
+    let n = local.len();
+    // SAFETY: `remote` is the address of `n` readable bytes the pml under
+    // test published for its peer, which is this process, and keeps valid
+    // and unchanged until it learns the get finished (the btl contract's
+    // side of the pml); `copy` allows overlap.
+    unsafe { std::ptr::copy(remote as *const u8, local.as_mut_ptr(), n) };
+    count(|s| s.rdma_bytes += n);
+}
+
+/// A put in memory: the peer (this process) published `remote`.
+fn copy_put(local: &PutBuffer, remote: u64) {
+    let n = local.len();
+    // SAFETY: `remote` is the address of `n` writable bytes the pml under
+    // test published for its peer (this process) and writes nothing else
+    // to until it learns the put finished; `copy` allows overlap.
+    unsafe { std::ptr::copy(local.as_ptr(), remote as *mut u8, n) };
+    count(|s| s.rdma_bytes += n);
+}
+
+/// Checks that a queued put's buffer did not change while the btl held it.
+fn check_put(module: u32, local: &PutBuffer, sum: u64) {
+    if checksum(local.as_slice()) != sum {
+        violation(format!(
+            "the pml changed the {}-byte buffer of a put on module {module} while the btl held it (before on_rdma_done)",
+            local.len()
+        ));
     }
 }
 
@@ -374,7 +524,13 @@ impl Btl for Loopback {
                 exclusivity: 1,
                 latency: 0,
                 bandwidth: 1000,
-                flags: flags::SEND,
+                flags: flags::SEND | b.rdma.flags(),
+                max_rdma_size: if b.rdma == RdmaOffer::Neither {
+                    0
+                } else {
+                    b.max_rdma_size
+                },
+                min_rdma_message: b.min_rdma_message,
             })
             .collect();
         count(|s| s.inits += 1);
@@ -383,6 +539,7 @@ impl Btl for Loopback {
                 rank: identity.rank,
                 card,
                 queues: (0..b.modules).map(|_| VecDeque::new()).collect(),
+                rdma: (0..b.modules).map(|_| VecDeque::new()).collect(),
                 failed: None,
                 sends: 0,
                 next_queued: true,
@@ -477,6 +634,55 @@ impl Btl for Loopback {
         }
     }
 
+    fn get(
+        &mut self,
+        module: u32,
+        endpoint: u64,
+        remote: u64,
+        mut local: GetBuffer,
+    ) -> Rdma<GetBuffer> {
+        count(|s| s.gets += 1);
+        if !self.rdma_target_ok("get", module, endpoint) {
+            return Rdma::Failed(local);
+        }
+        match behaviour().rdma_answer {
+            RdmaAnswer::Done => {
+                copy_get(remote, &mut local);
+                Rdma::Done(local)
+            }
+            RdmaAnswer::Queued | RdmaAnswer::Fail => {
+                self.rdma[module as usize].push_back(RdmaOp::Get { remote, local });
+                count(|s| s.rdma_queued += 1);
+                Rdma::Queued
+            }
+        }
+    }
+
+    fn put(
+        &mut self,
+        module: u32,
+        endpoint: u64,
+        remote: u64,
+        local: PutBuffer,
+    ) -> Rdma<PutBuffer> {
+        count(|s| s.puts += 1);
+        if !self.rdma_target_ok("put", module, endpoint) {
+            return Rdma::Failed(local);
+        }
+        match behaviour().rdma_answer {
+            RdmaAnswer::Done => {
+                copy_put(&local, remote);
+                Rdma::Done(local)
+            }
+            RdmaAnswer::Queued | RdmaAnswer::Fail => {
+                let sum = checksum(local.as_slice());
+                self.rdma[module as usize].push_back(RdmaOp::Put { remote, local, sum });
+                count(|s| s.rdma_queued += 1);
+                Rdma::Queued
+            }
+        }
+    }
+
     fn progress(&mut self, pml: &Pml<'_>) -> usize {
         IN_CALLBACKS.store(true, Ordering::Relaxed);
         let (b, failure) = {
@@ -501,6 +707,41 @@ impl Btl for Loopback {
                 self.deliver(m as u32, frag, b.placement, pml);
                 events += 1;
             }
+        }
+        let mut rdma_failed = false;
+        for m in 0..self.rdma.len() {
+            while events < limit {
+                let Some(op) = self.rdma[m].pop_front() else {
+                    break;
+                };
+                if b.rdma_answer == RdmaAnswer::Fail {
+                    rdma_failed = true;
+                    match op {
+                        RdmaOp::Get { local, .. } => pml.get_done(local, RdmaStatus::Failed),
+                        RdmaOp::Put { local, .. } => pml.put_done(local, RdmaStatus::Failed),
+                    }
+                } else {
+                    match op {
+                        RdmaOp::Get { remote, mut local } => {
+                            copy_get(remote, &mut local);
+                            pml.get_done(local, RdmaStatus::Done);
+                        }
+                        RdmaOp::Put { remote, local, sum } => {
+                            check_put(m as u32, &local, sum);
+                            copy_put(&local, remote);
+                            pml.put_done(local, RdmaStatus::Done);
+                        }
+                    }
+                }
+                count(|s| s.rdma_done += 1);
+                events += 1;
+            }
+        }
+        if rdma_failed && self.failed.is_none() {
+            events += self.report_failure(
+                "a get/put of the kit's loopback btl failed (RdmaAnswer::Fail)".to_string(),
+                pml,
+            );
         }
         IN_CALLBACKS.store(false, Ordering::Relaxed);
         events
@@ -562,6 +803,44 @@ unsafe extern "C" fn checked_send(
     }
 }
 
+/// `get` checked for a call from inside a btl callback, then the
+/// generated one.
+unsafe extern "C" fn checked_get(
+    module: u32,
+    endpoint: u64,
+    local: *mut u8,
+    remote: u64,
+    len: usize,
+    cookie: u64,
+) -> RdmaOutcome {
+    if IN_CALLBACKS.load(Ordering::Relaxed) {
+        violation(format!(
+            "the pml called the btl's get ({len} bytes) from inside a btl callback"
+        ));
+    }
+    // SAFETY: the caller's arguments, passed on unchanged to the generated
+    // entry point with the same contract.
+    unsafe { (GENERATED.get)(module, endpoint, local, remote, len, cookie) }
+}
+
+/// `put` checked as [`checked_get`].
+unsafe extern "C" fn checked_put(
+    module: u32,
+    endpoint: u64,
+    local: *const u8,
+    remote: u64,
+    len: usize,
+    cookie: u64,
+) -> RdmaOutcome {
+    if IN_CALLBACKS.load(Ordering::Relaxed) {
+        violation(format!(
+            "the pml called the btl's put ({len} bytes) from inside a btl callback"
+        ));
+    }
+    // SAFETY: as in `checked_get`.
+    unsafe { (GENERATED.put)(module, endpoint, local, remote, len, cookie) }
+}
+
 /// `progress` checked for a call outside the MPI layer's progress round
 /// or from inside a btl callback, then the generated one.
 unsafe extern "C" fn checked_progress() -> usize {
@@ -577,10 +856,12 @@ unsafe extern "C" fn checked_progress() -> usize {
     unsafe { (GENERATED.progress)() }
 }
 
-/// The kit btl's exported table: the generated one, with `send` and
-/// `progress` checked as the module docs say.
+/// The kit btl's exported table: the generated one, with `send`, `get`,
+/// `put` and `progress` checked as the module docs say.
 pub static LOOPBACK: BtlComponentModule = BtlComponentModule {
     send: checked_send,
+    get: checked_get,
+    put: checked_put,
     progress: checked_progress,
     ..table::<Loopback>()
 };

@@ -5,8 +5,8 @@
 //!   its own rank, exported as a table ([`loopback::LOOPBACK`]) with the
 //!   btl adapter; its [`Behaviour`] sets how it answers sends (`Done`,
 //!   `Queued`, `WouldBlock`), where it puts payloads, how much it delivers
-//!   per progress call and how many modules it has, and it fails its peer
-//!   on demand ([`loopback::fail_peer`]). It checks the pml's side of the
+//!   per progress call and how many modules it has, which of get and put
+//!   it offers and how they answer, and it fails its peer on demand ([`loopback::fail_peer`]). It checks the pml's side of the
 //!   btl contract.
 //! - [`KitCore`]: the MPI layer's side — the modex in memory, the progress
 //!   engine in the MPI layer's order (btl progress functions, then the
@@ -49,7 +49,7 @@ pub mod loopback;
 pub mod session;
 
 pub use self::core::KitCore;
-pub use loopback::{Answer, Behaviour, Placement};
+pub use loopback::{Answer, Behaviour, Placement, RdmaAnswer, RdmaOffer};
 pub use oxmpi_plugin_api::testkit as services;
 pub use session::{Buf, Session, DEADLINE, IDENTITY};
 

@@ -233,6 +233,8 @@ impl TcpBtl {
                     latency,
                     bandwidth,
                     flags: flags::SEND,
+                    max_rdma_size: 0,
+                    min_rdma_message: 0,
                 });
             }
         }

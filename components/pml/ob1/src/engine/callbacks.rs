@@ -7,13 +7,14 @@ use std::ptr;
 
 use oxmpi_plugin_api::verbosity;
 
+use super::peers::Link;
 use super::{clause, Engine, Kind, Transport};
 use crate::requests::{Op, Protocol, RecvPhase};
-use crate::wire::{Header, FRAG};
+use crate::wire::{Header, FLAG_PUT, FRAG};
 
 impl<T: Transport> Engine<T> {
     /// An ACK arrived for send `sender`.
-    pub(super) fn on_ack(&mut self, peer: u32, sender: u64, receiver: u64, wanted: u64) {
+    pub(super) fn on_ack(&mut self, peer: u32, sender: u64, receiver: u64, wanted: u64, addr: u64) {
         let Some(r) = self.requests.get_mut(sender) else {
             self.transport.log(
                 verbosity::COMPONENT,
@@ -33,7 +34,7 @@ impl<T: Transport> Engine<T> {
             );
             return;
         };
-        if s.dest != peer || s.protocol != Protocol::Rendezvous || s.acked {
+        if s.dest != peer || s.protocol == Protocol::Eager || s.acked {
             self.transport.log(
                 verbosity::ERROR,
                 &format!("dropped an unexpected ACK from rank {peer} for send {sender:#x}"),
@@ -42,6 +43,15 @@ impl<T: Transport> Engine<T> {
         }
         s.acked = true;
         s.receiver = receiver;
+        // A RGET the receiver could not get: FRAGs from the start.
+        s.protocol = Protocol::Rendezvous;
+        let puts = addr != 0
+            && self.use_rdma
+            && match &self.peers[peer as usize].link {
+                Link::Reachable(route) => route.next_rdma(false).is_some(),
+                _ => false,
+            };
+        s.put_addr = if puts { addr } else { 0 };
         let wanted = usize::try_from(wanted).unwrap_or(usize::MAX).min(s.len);
         s.end = wanted.max(s.first_len);
         s.next = s.first_len;
@@ -186,15 +196,25 @@ impl<T: Transport> Engine<T> {
         };
         match decoded {
             Header::Match(info) => self.incoming(peer, info, Kind::Eager, payload),
-            Header::Rndv { info, sender, .. } => {
-                self.incoming(peer, info, Kind::Rendezvous { sender }, payload)
+            Header::Rndv {
+                info,
+                sender,
+                flags,
+            } => {
+                let put = flags & FLAG_PUT != 0;
+                self.incoming(peer, info, Kind::Rendezvous { sender, put }, payload)
             }
+            Header::Rget {
+                info, sender, addr, ..
+            } => self.incoming(peer, info, Kind::Rget { sender, addr }, payload),
             Header::Ack {
                 sender,
                 receiver,
                 wanted,
-            } => self.on_ack(peer, sender, receiver, wanted),
+                addr,
+            } => self.on_ack(peer, sender, receiver, wanted, addr),
             Header::Frag { receiver, offset } => self.on_frag(peer, receiver, offset, payload),
+            Header::Fin { request, bytes } => self.on_fin(peer, request, bytes),
         }
     }
 

@@ -5,7 +5,7 @@
 use oxmpi_framework_pml::module::{RequestError, RequestStatus, ANY_SOURCE, ANY_TAG};
 use oxmpi_matching::{ContextId, RecvId, Source, Tag};
 
-use super::{clause, tag_text, Engine, Transport};
+use super::{clause, tag_text, Ctrl, Engine, Transport};
 use crate::requests::{Failure, Op, Protocol, RecvPhase};
 
 impl<T: Transport> Engine<T> {
@@ -20,7 +20,8 @@ impl<T: Transport> Engine<T> {
         }
     }
 
-    /// Completes send `h` if nothing of it is left.
+    /// Completes send `h` if nothing of it is left (after puts, once the
+    /// FIN that tells the receiver is queued).
     #[inline]
     pub(super) fn check_send(&mut self, h: u64) {
         let Some(r) = self.requests.get_mut(h) else {
@@ -29,15 +30,22 @@ impl<T: Transport> Engine<T> {
         if r.complete {
             return;
         }
-        let Op::Send(s) = &r.op else {
+        let Op::Send(s) = &mut r.op else {
             return;
         };
-        let done = s.started
-            && s.outstanding == 0
-            && match s.protocol {
-                Protocol::Eager => true,
-                Protocol::Rendezvous => s.acked && s.next >= s.end,
-            };
+        let moved = s.started && s.outstanding == 0 && s.acked && s.next >= s.end;
+        if moved && s.protocol == Protocol::Rendezvous && s.put_addr != 0 && !s.fin_queued {
+            s.fin_queued = true;
+            self.ctrl.push_back(Ctrl::Fin {
+                peer: s.dest,
+                request: s.receiver,
+                bytes: s.end,
+            });
+        }
+        let done = match s.protocol {
+            Protocol::Eager => s.started && s.outstanding == 0,
+            Protocol::Rendezvous | Protocol::Rget => moved,
+        };
         if done {
             r.status = RequestStatus {
                 source: s.dest as i32,

@@ -1,6 +1,6 @@
-//! The protocol engine: requests, matching, the eager and rendezvous
-//! protocols, per-peer btl choice and striping (see the crate docs for the
-//! protocol).
+//! The protocol engine: requests, matching, the eager, rendezvous, RGET
+//! and RPUT protocols, per-peer btl choice and striping (see the crate docs
+//! for the protocol).
 //!
 //! [`Engine`] is a plain struct over a [`Transport`] (the btl entry points,
 //! the modex and logging), so tests run several engines in one process
@@ -9,20 +9,22 @@
 //!
 //! The engine's methods are split by concern: [`peers`] (routes and peer
 //! failure), [`send`] (`isend`, the first fragment, the FRAG pipeline,
-//! ACKs, `progress`), [`recv`] (`irecv`, matching, delivery),
+//! ACKs, `progress`), [`rdma`] (gets, puts and FINs), [`recv`] (`irecv`,
+//! matching, delivery),
 //! [`callbacks`] (the btl callbacks) and [`completion`] (completing
 //! requests; `test`, `free`, `cancel`, `iprobe`, `request_error`).
 
 mod callbacks;
 mod completion;
 mod peers;
+mod rdma;
 mod recv;
 mod send;
 
 use std::collections::VecDeque;
 use std::ptr::NonNull;
 
-use oxmpi_framework_btl::module::{BtlModuleInfo, SendOutcome};
+use oxmpi_framework_btl::module::{BtlModuleInfo, RdmaOutcome, SendOutcome};
 use oxmpi_framework_pml::module::ANY_TAG;
 use oxmpi_matching::Matcher;
 use oxmpi_plugin_api::verbosity;
@@ -64,6 +66,34 @@ pub(crate) trait Transport {
         payload_len: usize,
         cookie: u64,
     ) -> SendOutcome;
+    /// `get` of btl `btl` (see `BtlComponentModule::get`): `len` bytes at
+    /// `remote` of the peer into `local`. The engine passes a live
+    /// receive's buffer and keeps it until the answer is not `Queued`, or
+    /// else until `on_rdma_done` with `cookie` (or the peer's failure).
+    #[allow(clippy::too_many_arguments)]
+    fn get(
+        &mut self,
+        btl: usize,
+        module: u32,
+        endpoint: u64,
+        local: *mut u8,
+        remote: u64,
+        len: usize,
+        cookie: u64,
+    ) -> RdmaOutcome;
+    /// `put` of btl `btl`: `len` bytes of `local` to `remote` of the peer
+    /// (the promise as for `get`).
+    #[allow(clippy::too_many_arguments)]
+    fn put(
+        &mut self,
+        btl: usize,
+        module: u32,
+        endpoint: u64,
+        local: *const u8,
+        remote: u64,
+        len: usize,
+        cookie: u64,
+    ) -> RdmaOutcome;
     /// Logs at the pml framework's verbosity `level`.
     fn log(&self, level: i32, message: &str);
 }
@@ -86,6 +116,9 @@ pub(crate) struct Config {
     /// Fragments of one rendezvous send a btl may hold at once
     /// (`pml_ob1_send_pipeline_depth`, at least 1).
     pub send_pipeline_depth: u32,
+    /// Whether RGET and RPUT may be used when the btls offer get/put
+    /// (`pml_ob1_use_rdma`).
+    pub use_rdma: bool,
 }
 
 /// A module as the engine keeps it.
@@ -114,16 +147,44 @@ pub(crate) struct Stored {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     Eager,
-    Rendezvous { sender: u64 },
+    /// A RNDV; `put`: the sender can put into the receive buffer.
+    Rendezvous {
+        sender: u64,
+        put: bool,
+    },
+    /// A RGET: the sender's buffer is at `addr`.
+    Rget {
+        sender: u64,
+        addr: u64,
+    },
 }
 
-/// An ACK to send.
+/// A control message to send.
 #[derive(Clone, Copy, Debug)]
-struct Ctrl {
-    peer: u32,
-    sender: u64,
-    receiver: u64,
-    wanted: usize,
+enum Ctrl {
+    /// The receiver matched a rendezvous (`addr`: its buffer for puts, or
+    /// 0).
+    Ack {
+        peer: u32,
+        sender: u64,
+        receiver: u64,
+        wanted: usize,
+        addr: u64,
+    },
+    /// The get/puts of a rendezvous finished; `request` is the peer's.
+    Fin {
+        peer: u32,
+        request: u64,
+        bytes: usize,
+    },
+}
+
+impl Ctrl {
+    fn peer(&self) -> u32 {
+        match *self {
+            Ctrl::Ack { peer, .. } | Ctrl::Fin { peer, .. } => peer,
+        }
+    }
 }
 
 enum Push {
@@ -146,7 +207,7 @@ pub(crate) struct Stats {
     pub unexpected: usize,
     /// Sends with work left for `progress`.
     pub active_sends: usize,
-    /// ACKs waiting to be sent.
+    /// ACKs and FINs waiting to be sent.
     pub pending_acks: usize,
 }
 
@@ -180,6 +241,7 @@ pub(crate) struct Engine<T: Transport> {
     rank: u32,
     size: u32,
     depth: u32,
+    use_rdma: bool,
     btls: Vec<BtlEntry>,
     modules: Vec<ModuleEntry>,
     peers: Vec<Peer>,
@@ -235,6 +297,7 @@ impl<T: Transport> Engine<T> {
             rank,
             size,
             depth: config.send_pipeline_depth.max(1),
+            use_rdma: config.use_rdma,
             btls: entries,
             modules,
             peers,

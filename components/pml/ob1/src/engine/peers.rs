@@ -5,6 +5,7 @@
 
 use std::collections::hash_map::HashMap;
 
+use oxmpi_framework_btl::module::flags;
 use oxmpi_framework_pml::module::{RequestError, RequestStatus};
 use oxmpi_matching::RecvId;
 use oxmpi_plugin_api::verbosity;
@@ -26,6 +27,14 @@ pub(crate) struct Lane {
     pub striped: u64,
     /// Its FRAG size (`max_send_size`).
     pub frag: usize,
+    /// Its largest get/put (`max_rdma_size`; 0 when it offers neither).
+    pub rdma: usize,
+    /// Whether it offers get.
+    pub get: bool,
+    /// Whether it offers put.
+    pub put: bool,
+    /// Bytes of gets/puts striped onto this lane so far.
+    pub rdma_striped: u64,
 }
 
 /// The modules used for one peer.
@@ -38,6 +47,13 @@ pub(crate) struct Route {
     /// round-robin).
     pub eager: Vec<usize>,
     eager_next: usize,
+    /// Every lane offers get (RGET may be used).
+    pub all_get: bool,
+    /// Every lane offers put (RPUT may be offered).
+    pub all_put: bool,
+    /// Smallest message moved with get/put (the largest
+    /// `min_rdma_message` of the lanes).
+    pub min_rdma: usize,
 }
 
 impl Route {
@@ -65,6 +81,30 @@ impl Route {
             let score = (l.striped as f64 + l.frag as f64) / l.weight;
             if score < best_score {
                 best = i;
+                best_score = score;
+            }
+        }
+        best
+    }
+}
+
+impl Route {
+    /// The lane for the next get (`get`) or put: among the lanes that
+    /// offer it, the one that would finish it earliest in proportion to
+    /// its weight (as [`Route::next_stripe`]); `None` when none offers it.
+    #[inline]
+    pub(super) fn next_rdma(&self, get: bool) -> Option<usize> {
+        let mut best = None;
+        let mut best_score = f64::INFINITY;
+        for (i, l) in self.lanes.iter().enumerate() {
+            let offers = if get { l.get } else { l.put };
+            if !offers || l.rdma == 0 {
+                continue;
+            }
+            let weight = if l.weight > 0.0 { l.weight } else { 1e-9 };
+            let score = (l.rdma_striped as f64 + l.rdma as f64) / weight;
+            if score < best_score {
+                best = Some(i);
                 best_score = score;
             }
         }
@@ -230,8 +270,19 @@ impl<T: Transport> Engine<T> {
                 },
                 striped: 0,
                 frag: info(m).max_send_size,
+                rdma: info(m).max_rdma_size,
+                get: info(m).flags & flags::GET != 0 && info(m).max_rdma_size > 0,
+                put: info(m).flags & flags::PUT != 0 && info(m).max_rdma_size > 0,
+                rdma_striped: 0,
             })
             .collect();
+        let all_get = lanes.iter().all(|l| l.get);
+        let all_put = lanes.iter().all(|l| l.put);
+        let min_rdma = lanes
+            .iter()
+            .map(|l| info(l.module).min_rdma_message)
+            .max()
+            .unwrap_or(0);
         let fastest = lanes
             .iter()
             .map(|l| info(l.module).latency)
@@ -244,6 +295,9 @@ impl<T: Transport> Engine<T> {
             lanes,
             eager,
             eager_next: 0,
+            all_get,
+            all_put,
+            min_rdma,
         }
     }
 
@@ -307,7 +361,9 @@ impl<T: Transport> Engine<T> {
                     RecvPhase::Posted => {
                         q.source == peer as i32 && self.matcher.cancel_recv(RecvId(h))
                     }
-                    RecvPhase::Rendezvous { peer: p, .. } => p == peer,
+                    RecvPhase::Rendezvous { peer: p, .. } | RecvPhase::Get { peer: p, .. } => {
+                        p == peer
+                    }
                     RecvPhase::Done => false,
                 },
             };
@@ -315,7 +371,7 @@ impl<T: Transport> Engine<T> {
                 self.fail_request(h, peer);
             }
         }
-        self.ctrl.retain(|c| c.peer != peer);
+        self.ctrl.retain(|c| c.peer() != peer);
     }
 
     /// Completes request `h` with `PeerFailed` because of `peer`.
@@ -350,6 +406,13 @@ impl<T: Transport> Engine<T> {
     /// A btl answered `Failed` for a send to `peer` on module `m`.
     pub(super) fn send_failed(&mut self, peer: u32, m: usize) {
         let reason = format!("{} could not send to it", self.modules[m].info.label);
+        self.fail_peer(peer, reason, true);
+    }
+
+    /// A btl answered `Failed` for a get/put (`what`) with `peer` on
+    /// module `m`.
+    pub(super) fn rdma_failed(&mut self, peer: u32, m: usize, what: &str) {
+        let reason = format!("{} could not {what} its memory", self.modules[m].info.label);
         self.fail_peer(peer, reason, true);
     }
 }

@@ -129,20 +129,54 @@ impl<T: Transport> Engine<T> {
                 q.phase = RecvPhase::Done;
                 self.finish(h);
             }
-            Kind::Rendezvous { sender } => {
+            Kind::Rendezvous { .. } | Kind::Rget { .. }
+                if self.peers[envelope.source as usize].failed.is_some() =>
+            {
                 let peer = envelope.source as u32;
-                if self.peers[peer as usize].failed.is_some() {
-                    r.status.count = n;
-                    r.status.error = RequestError::PeerFailed;
-                    r.failure = Failure::PeerFailed { peer };
+                r.status.count = n;
+                r.status.error = RequestError::PeerFailed;
+                r.failure = Failure::PeerFailed { peer };
+                q.phase = RecvPhase::Done;
+                self.finish(h);
+            }
+            Kind::Rget { sender, addr } => {
+                let peer = envelope.source as u32;
+                if wanted == 0 {
+                    self.ctrl.push_back(Ctrl::Fin {
+                        peer,
+                        request: sender,
+                        bytes: 0,
+                    });
                     q.phase = RecvPhase::Done;
                     self.finish(h);
                 } else {
-                    self.ctrl.push_back(Ctrl {
+                    q.phase = RecvPhase::Get {
+                        peer,
+                        sender,
+                        remote: addr,
+                        wanted,
+                        next: 0,
+                        outstanding: 0,
+                    };
+                    self.active.push_back(h);
+                }
+            }
+            Kind::Rendezvous { sender, put } => {
+                let peer = envelope.source as u32;
+                {
+                    // The sender puts the rest when it can and the receive
+                    // still expects bytes after the first ones.
+                    let addr = if put && self.use_rdma && n < wanted {
+                        q.buf as u64
+                    } else {
+                        0
+                    };
+                    self.ctrl.push_back(Ctrl::Ack {
                         peer,
                         sender,
                         receiver: h,
                         wanted,
+                        addr,
                     });
                     if n >= wanted {
                         q.phase = RecvPhase::Done;
@@ -169,6 +203,7 @@ impl<T: Transport> Engine<T> {
             && match kind {
                 Kind::Eager => payload.len() == len,
                 Kind::Rendezvous { .. } => payload.len() <= len,
+                Kind::Rget { .. } => payload.is_empty(),
             };
         if !consistent {
             self.transport.log(
@@ -188,7 +223,7 @@ impl<T: Transport> Engine<T> {
             tag: info.tag,
             sequence: info.sequence,
             len,
-            sync: matches!(kind, Kind::Rendezvous { .. }),
+            sync: kind != Kind::Eager,
         };
         if self
             .matcher

@@ -9,9 +9,9 @@ use oxmpi_framework_pml::module::{RequestError, SendArgs, SendMode, ANY_TAG};
 use oxmpi_plugin_api::verbosity;
 
 use super::peers::Link;
-use super::{clause, nonnull, Engine, Push, Transport};
-use crate::requests::{Failure, Op, Protocol, RecvPhase, Request, SendReq};
-use crate::wire::{Header, MatchInfo, FLAG_SYNC};
+use super::{clause, nonnull, Ctrl, Engine, Push, Transport};
+use crate::requests::{Op, Protocol, Request, SendReq};
+use crate::wire::{Header, MatchInfo, FLAG_PUT, FLAG_SYNC};
 
 impl<T: Transport> Engine<T> {
     /// Starts a send (`PmlModule::isend`): the request handle, or the
@@ -68,11 +68,16 @@ impl<T: Transport> Engine<T> {
         let lane = route.next_eager();
         let info = &self.modules[route.lanes[lane].module].info;
         let sync = args.mode == SendMode::Synchronous;
+        // RDMA for what the send pipeline would move in FRAGs.
+        let rdma = self.use_rdma && args.len > info.rndv_eager_limit && args.len >= route.min_rdma;
         let (protocol, first_len) = if !sync && args.len <= info.eager_limit {
             (Protocol::Eager, args.len)
+        } else if rdma && route.all_get {
+            (Protocol::Rget, 0)
         } else {
             (Protocol::Rendezvous, args.len.min(info.rndv_eager_limit))
         };
+        let offer_put = protocol == Protocol::Rendezvous && rdma && route.all_put;
         let sequence = {
             let next = peer.sequences.entry(args.context).or_insert(0);
             let s = *next;
@@ -96,6 +101,9 @@ impl<T: Transport> Engine<T> {
             end: args.len,
             next: first_len,
             outstanding: 0,
+            put_addr: 0,
+            fin_queued: false,
+            offer_put,
         })));
         if !self.start(h) {
             self.active.push_back(h);
@@ -127,8 +135,14 @@ impl<T: Transport> Engine<T> {
             Protocol::Eager => Header::Match(info),
             Protocol::Rendezvous => Header::Rndv {
                 info,
+                flags: if s.sync { FLAG_SYNC } else { 0 } | if s.offer_put { FLAG_PUT } else { 0 },
+                sender: h,
+            },
+            Protocol::Rget => Header::Rget {
+                info,
                 flags: if s.sync { FLAG_SYNC } else { 0 },
                 sender: h,
+                addr: s.buf as u64,
             },
         };
         let mut bytes = [0u8; 64];
@@ -225,33 +239,24 @@ impl<T: Transport> Engine<T> {
         }
     }
 
-    /// Sends queued ACKs; returns how many went out.
+    /// Sends queued ACKs and FINs; returns how many went out.
     pub(super) fn flush_ctrl(&mut self) -> usize {
         let mut sent = 0;
         while let Some(&c) = self.ctrl.front() {
-            if self.peers[c.peer as usize].failed.is_some() {
+            let peer = c.peer();
+            if self.peers[peer as usize].failed.is_some() {
                 self.ctrl.pop_front();
                 continue;
             }
-            if let Err(sentence) = self.resolve(c.peer) {
+            if let Err(sentence) = self.resolve(peer) {
                 self.ctrl.pop_front();
-                self.transport.log(verbosity::COMPONENT, &sentence);
-                if let Some(r) = self.requests.get_mut(c.receiver) {
-                    if !r.complete {
-                        r.status.error = RequestError::Other;
-                        r.failure = Failure::Message(format!(
-                            "receive of a message from rank {} failed: its rendezvous cannot be answered: {sentence}",
-                            c.peer
-                        ));
-                        if let Op::Recv(q) = &mut r.op {
-                            q.phase = RecvPhase::Done;
-                        }
-                        self.finish(c.receiver);
-                    }
+                match c {
+                    Ctrl::Ack { receiver, .. } => self.unanswerable(receiver, peer, &sentence),
+                    Ctrl::Fin { .. } => self.transport.log(verbosity::COMPONENT, &sentence),
                 }
                 continue;
             }
-            let Link::Reachable(route) = &mut self.peers[c.peer as usize].link else {
+            let Link::Reachable(route) = &mut self.peers[peer as usize].link else {
                 self.ctrl.pop_front();
                 continue;
             };
@@ -259,10 +264,23 @@ impl<T: Transport> Engine<T> {
             let lane = &route.lanes[li];
             let m = &self.modules[lane.module];
             let mut bytes = [0u8; 64];
-            let n = Header::Ack {
-                sender: c.sender,
-                receiver: c.receiver,
-                wanted: c.wanted as u64,
+            let n = match c {
+                Ctrl::Ack {
+                    sender,
+                    receiver,
+                    wanted,
+                    addr,
+                    ..
+                } => Header::Ack {
+                    sender,
+                    receiver,
+                    wanted: wanted as u64,
+                    addr,
+                },
+                Ctrl::Fin { request, bytes, .. } => Header::Fin {
+                    request,
+                    bytes: bytes as u64,
+                },
             }
             .encode(&mut bytes);
             let outcome = self.transport.send(
@@ -283,7 +301,7 @@ impl<T: Transport> Engine<T> {
                 SendOutcome::Failed => {
                     self.ctrl.pop_front();
                     let module = lane.module;
-                    self.send_failed(c.peer, module);
+                    self.send_failed(peer, module);
                 }
             }
         }
@@ -306,8 +324,18 @@ impl<T: Transport> Engine<T> {
             if r.complete {
                 continue;
             }
-            let Op::Send(s) = &r.op else {
-                continue;
+            let s = match &r.op {
+                Op::Send(s) => s,
+                Op::Recv(_) => {
+                    // A receive issuing gets.
+                    let (why, issued) = self.push_gets(h);
+                    events += issued;
+                    match why {
+                        Push::Blocked | Push::Waiting => self.active.push_back(h),
+                        Push::Finished => {}
+                    }
+                    continue;
+                }
             };
             if !s.started {
                 if self.start(h) {
@@ -319,7 +347,11 @@ impl<T: Transport> Engine<T> {
                 continue;
             }
             if s.protocol == Protocol::Rendezvous && s.acked {
-                let (why, sent) = self.push_frags(h);
+                let (why, sent) = if s.put_addr != 0 {
+                    self.push_puts(h)
+                } else {
+                    self.push_frags(h)
+                };
                 events += sent;
                 match why {
                     Push::Blocked | Push::Waiting => self.active.push_back(h),

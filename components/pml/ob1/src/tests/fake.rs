@@ -13,8 +13,9 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 
-use oxmpi_framework_btl::module::{BtlModuleInfo, SendOutcome, MAX_HEADER};
+use oxmpi_framework_btl::module::{BtlModuleInfo, RdmaOutcome, SendOutcome, MAX_HEADER};
 use oxmpi_framework_pml::module::{RecvArgs, RequestStatus, SendArgs, SendMode};
+use oxmpi_plugin_api::verbosity;
 
 use super::alloc::{counted, uncounted};
 use crate::engine::{BtlDesc, Config, Engine, Transport};
@@ -209,6 +210,44 @@ impl Transport for FakeTransport {
         uncounted(|| self.send_inner(btl, module, endpoint, header, payload, payload_len, cookie))
     }
 
+    fn get(
+        &mut self,
+        _btl: usize,
+        _module: u32,
+        _endpoint: u64,
+        _local: *mut u8,
+        _remote: u64,
+        _len: usize,
+        _cookie: u64,
+    ) -> RdmaOutcome {
+        // The fake modules offer no get (their flags are SEND only): the
+        // engine must never ask.
+        self.net.borrow_mut().logs.push((
+            self.rank,
+            verbosity::ERROR,
+            "the engine called get on a fake module without GET".to_string(),
+        ));
+        RdmaOutcome::Failed
+    }
+
+    fn put(
+        &mut self,
+        _btl: usize,
+        _module: u32,
+        _endpoint: u64,
+        _local: *const u8,
+        _remote: u64,
+        _len: usize,
+        _cookie: u64,
+    ) -> RdmaOutcome {
+        self.net.borrow_mut().logs.push((
+            self.rank,
+            verbosity::ERROR,
+            "the engine called put on a fake module without PUT".to_string(),
+        ));
+        RdmaOutcome::Failed
+    }
+
     fn log(&self, level: i32, message: &str) {
         uncounted(|| {
             if let Ok(mut net) = self.net.try_borrow_mut() {
@@ -336,6 +375,8 @@ pub(crate) fn module(label: &str, exclusivity: u32, latency: u32, bandwidth: u32
         latency,
         bandwidth,
         flags: oxmpi_framework_btl::module::flags::SEND,
+        max_rdma_size: 0,
+        min_rdma_message: 0,
     }
 }
 
@@ -366,6 +407,7 @@ impl World {
                 Engine::new(
                     Config {
                         send_pipeline_depth: depth,
+                        use_rdma: true,
                     },
                     rank,
                     size,

@@ -20,7 +20,8 @@ fn parameter_declarations_are_valid_for_the_core() {
         Ob1Params::default(),
         Ob1Params {
             priority: 20,
-            send_pipeline_depth: 8
+            send_pipeline_depth: 8,
+            use_rdma: true,
         }
     );
     for decl in Ob1Params::DECLS {
@@ -36,6 +37,7 @@ fn parameter_declarations_are_valid_for_the_core() {
         [
             ("priority", ParamType::Int, "20"),
             ("send_pipeline_depth", ParamType::Int, "8"),
+            ("use_rdma", ParamType::Bool, "true"),
         ]
     );
 }

@@ -7,7 +7,7 @@ use super::{
 };
 use crate::handle::PmlHandle;
 use crate::module::{RecvArgs, RequestError, SendArgs, SendMode};
-use crate::testkit::loopback;
+use crate::testkit::loopback::{self, RdmaAnswer, RdmaOffer};
 use crate::testkit::session::{Session, IDENTITY};
 use oxmpi_plugin_api::testkit;
 
@@ -237,6 +237,97 @@ pub(super) fn peer_failure_mid_transfer(subject: &Subject) {
             "{at}: {what}: request_error gave no sentence"
         );
         s.pml().free(req);
+    }
+    check_guard(&s, rb, len, &at);
+    end(s, &at);
+}
+
+/// A 4 MiB message to itself over a btl offering `offer`: the receive,
+/// the send and the session (the send's completion is not awaited).
+fn big_transfer(s: &mut Session, at: &str, len: usize) -> (u64, u64, super::Buf) {
+    let (big, _) = message(s, len, 11);
+    let rb = recv_buffer(s, len);
+    let recv = s.irecv(rb, len, 0, 3, 0).expect("irecv");
+    let send = s
+        .isend(big, 0, 3, 0, SendMode::Standard)
+        .unwrap_or_else(|(k, e)| panic!("{at}: isend refused ({k:?}): {e}"));
+    (recv, send, rb)
+}
+
+/// Both requests of a transfer complete with `PeerFailed` and a sentence.
+fn both_fail(s: &mut Session, at: &str, recv: u64, send: u64) {
+    for (req, what) in [(recv, "the receive"), (send, "the send")] {
+        let st = s.wait(req, &format!("{at}: {what}"));
+        assert_eq!(
+            st.error,
+            RequestError::PeerFailed,
+            "{at}: {what} completed with {st:?}"
+        );
+        assert!(
+            !s.pml().request_error(req).trim().is_empty(),
+            "{at}: {what}: request_error gave no sentence"
+        );
+        s.pml().free(req);
+    }
+}
+
+/// Check 6: The btl fails the peer while gets (or puts) of a 4 MiB
+/// message are under way, finishing one per progress call.
+pub(super) fn peer_failure_during_rdma(subject: &Subject, offer: RdmaOffer) {
+    let at = format!(
+        "pml {} (peer failure during a transfer, btl offers {offer:?} and finishes one per progress)",
+        subject.component
+    );
+    let behaviour = Behaviour {
+        rdma: offer,
+        rdma_answer: RdmaAnswer::Queued,
+        max_rdma_size: 64 << 10,
+        deliver_per_progress: 1,
+        ..Behaviour::DEFAULT
+    };
+    let mut s = start(subject, behaviour, &at);
+    let len = 4 << 20;
+    let (recv, send, rb) = big_transfer(&mut s, &at, len);
+    s.wait_until(&format!("{at}: part of the message moved"), |_| {
+        let st = loopback::stats();
+        st.rdma_done + st.delivered >= 6
+    });
+    assert_eq!(
+        s.pml().test(recv),
+        None,
+        "{at}: the 4 MiB receive completed after a few operations"
+    );
+    loopback::fail_peer("the kit cut the loopback cable (fault 7433)");
+    both_fail(&mut s, &at, recv, send);
+    check_guard(&s, rb, len, &at);
+    end(s, &at);
+}
+
+/// Check 6: A btl whose gets (or puts) fail: `on_rdma_done` with a failed
+/// status, then the peer reported lost.
+pub(super) fn failed_rdma(subject: &Subject, offer: RdmaOffer) {
+    let at = format!(
+        "pml {} (btl offers {offer:?}, every get/put fails)",
+        subject.component
+    );
+    let behaviour = Behaviour {
+        rdma: offer,
+        rdma_answer: RdmaAnswer::Fail,
+        ..Behaviour::DEFAULT
+    };
+    let mut s = start(subject, behaviour, &at);
+    let len = 1 << 20;
+    let (recv, send, rb) = big_transfer(&mut s, &at, len);
+    s.rounds(4);
+    if loopback::stats().rdma_queued == 0 {
+        // The pml does not use get/put: the message arrives by sends.
+        let st = s.wait(recv, &format!("{at}: the receive"));
+        check_status(st, 3, len, RequestError::None, &at);
+        check_sent(s.wait(send, &at), &at);
+        s.pml().free(recv);
+        s.pml().free(send);
+    } else {
+        both_fail(&mut s, &at, recv, send);
     }
     check_guard(&s, rb, len, &at);
     end(s, &at);
