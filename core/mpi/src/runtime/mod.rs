@@ -22,6 +22,9 @@
 //!   acknowledgements still queued in a btl reach their peers, which may
 //!   be waiting for them), and shuts the components down once every rank
 //!   has arrived.
+//! - [`Runtime::job_dir`]: the job's private directory for files its
+//!   processes share (mpirun's `OXMPI_JOB_DIR`, or a singleton's own, made
+//!   on first use and removed at finalize and at exit).
 
 mod error;
 mod init;
