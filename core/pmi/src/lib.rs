@@ -8,6 +8,8 @@
 //! - [`client`]: [`PmiClient`], what a rank uses (put, barrier, get, abort,
 //!   finalize), including the singleton case.
 //! - [`launch`]: the environment variables that connect the two.
+//! - [`jobdir`]: the job's private session directory (created, handed to
+//!   the ranks in `OXMPI_JOB_DIR`, removed when the job ends).
 //! - [`kvs`]: the job's key-value space and its limits.
 //! - [`mapping`]: the `PMI_process_mapping` value (which node runs which
 //!   rank).
@@ -74,6 +76,7 @@ pub mod client;
 pub mod error;
 pub mod frame;
 pub mod identity;
+pub mod jobdir;
 pub mod kvs;
 pub mod launch;
 pub mod local;

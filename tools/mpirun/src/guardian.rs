@@ -6,11 +6,25 @@
 //! ([`crate::supervisor`]) also stops its rank and everything the rank
 //! started when mpirun dies, so killing mpirun and the guardian together
 //! leaves nothing behind either.
+//!
+//! It also knows the job directory (given at fork): when mpirun dies, the
+//! guardian removes it once the ranks are gone, so no file of the job is
+//! left behind either.
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::{fork, pipe2, ForkResult, Pid};
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// How long the guardian waits for the ranks' process groups to be gone
+/// before it removes the job directory anyway.
+const GROUPS_GONE_LIMIT: Duration = Duration::from_secs(3);
+/// How long after the first removal the guardian removes the job
+/// directory again, in case a process the supervisors were still stopping
+/// (one that left its rank's process group) wrote into it meanwhile.
+const SECOND_SWEEP: Duration = Duration::from_millis(600);
 
 /// mpirun's handle on its guardian.
 pub struct Guardian {
@@ -18,8 +32,9 @@ pub struct Guardian {
     pid: i32,
 }
 
-/// Forks the guardian. Call before any thread exists.
-pub fn start() -> Result<Guardian, String> {
+/// Forks the guardian, which removes `job_dir` (with everything in it) if
+/// mpirun dies. Call before any thread exists.
+pub fn start(job_dir: Option<PathBuf>) -> Result<Guardian, String> {
     let (read_end, write_end) = pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .map_err(|e| format!("cannot create the guardian pipe: {e}"))?;
     // SAFETY: fork is sound in a single-threaded process (no lock can be
@@ -29,7 +44,7 @@ pub fn start() -> Result<Guardian, String> {
     match unsafe { fork() } {
         Ok(ForkResult::Child) => {
             drop(write_end);
-            guard(read_end)
+            guard(read_end, job_dir)
         }
         Ok(ForkResult::Parent { child }) => {
             drop(read_end);
@@ -69,7 +84,7 @@ impl Guardian {
     }
 }
 
-fn guard(pipe: OwnedFd) -> ! {
+fn guard(pipe: OwnedFd, job_dir: Option<PathBuf>) -> ! {
     // SAFETY: prctl(PR_SET_NAME) reads the NUL-terminated static name;
     // setting SIG_IGN installs no handler code; open reads a static
     // NUL-terminated path; dup2 onto 0, 1 and 2 replaces standard streams
@@ -121,6 +136,20 @@ fn guard(pipe: OwnedFd) -> ! {
     std::thread::sleep(std::time::Duration::from_millis(500));
     for &g in &groups {
         let _ = killpg(Pid::from_raw(g), Signal::SIGKILL);
+    }
+    if let Some(dir) = job_dir {
+        // Once no rank can write into it any more.
+        let start = Instant::now();
+        while groups
+            .iter()
+            .any(|&g| killpg(Pid::from_raw(g), None).is_ok())
+            && start.elapsed() < GROUPS_GONE_LIMIT
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = oxmpi_pmi::jobdir::remove_tree(&dir);
+        std::thread::sleep(SECOND_SWEEP);
+        let _ = oxmpi_pmi::jobdir::remove_tree(&dir);
     }
     exit_child(0)
 }

@@ -273,6 +273,11 @@ pub fn main() -> ExitCode {
     ExitCode::from(launch_and_run(&cli, &mca, &job, stdin_target, timeout, topology, plan) as u8)
 }
 
+/// Test-only: the exact path of the job directory, instead of one named
+/// after the user, mpirun's pid and the job id (so a test can place
+/// something at it beforehand). The same checks apply.
+const TEST_JOB_DIR_VAR: &str = "OXMPI_TEST_JOB_DIR";
+
 fn launch_and_run(
     cli: &Cli,
     mca: &Mca,
@@ -301,7 +306,34 @@ fn launch_and_run(
         },
         None => output::Sink::terminal(cli.tag_output),
     };
-    let guardian = match guardian::start() {
+    // Every job gets its own id and secret (transports authenticate peers
+    // with it) and its own private directory, removed when the job ends.
+    let identity = match oxmpi_pmi::identity::JobIdentity::generate() {
+        Ok(identity) => identity,
+        Err(message) => {
+            eprintln!("mpirun: error: {message}");
+            return 1;
+        }
+    };
+    let job_dir_path = match std::env::var_os(TEST_JOB_DIR_VAR) {
+        Some(path) if !path.is_empty() => std::path::PathBuf::from(path),
+        _ => oxmpi_pmi::jobdir::default_path(identity.job_id),
+    };
+    let Some(job_dir_text) = job_dir_path.to_str().map(str::to_owned) else {
+        eprintln!(
+            "mpirun: error: the job directory {} is not valid UTF-8; set TMPDIR to a directory whose path is",
+            job_dir_path.display()
+        );
+        return 1;
+    };
+    let job_dir = match oxmpi_pmi::jobdir::JobDir::create(&job_dir_path) {
+        Ok(dir) => dir,
+        Err(message) => {
+            eprintln!("mpirun: error: {message}");
+            return 1;
+        }
+    };
+    let guardian = match guardian::start(Some(job_dir_path.clone())) {
         Ok(g) => Some(g),
         Err(e) => {
             eprintln!("mpirun: warning: {e}; if mpirun is killed, ranks may be left running");
@@ -332,19 +364,14 @@ fn launch_and_run(
         sink,
         signals,
         guardian,
+        Some(job_dir),
         host,
         timeout,
         forward_stdin,
     );
     let mut env = forwarded_env(mca);
-    // Every job gets its own id and secret; transports authenticate peers with it.
-    match oxmpi_pmi::identity::JobIdentity::generate() {
-        Ok(identity) => env.extend(identity.to_env()),
-        Err(message) => {
-            eprintln!("mpirun: error: {message}");
-            return 1;
-        }
-    }
+    env.extend(identity.to_env());
+    env.push((oxmpi_pmi::jobdir::JOB_DIR_VAR.to_string(), job_dir_text));
     // Every supervisor is forked before any report is awaited, so ranks
     // exec in parallel; the reports are then taken in rank order.
     let mut pending = Vec::with_capacity(job.procs.len());
@@ -381,5 +408,11 @@ fn launch_and_run(
     if let Some(message) = failure {
         runner.fail(report::Failure::Launch { message });
     }
+    // Directories of earlier jobs whose mpirun and guardian were both
+    // killed, while the ranks start.
+    oxmpi_pmi::jobdir::sweep_stale(
+        job_dir_path.parent().unwrap_or(std::path::Path::new("/")),
+        Some(&job_dir_path),
+    );
     runner.run()
 }

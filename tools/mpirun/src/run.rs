@@ -179,6 +179,7 @@ pub struct Runner {
     sink: Sink,
     signals: SignalFd,
     guardian: Option<Guardian>,
+    job_dir: Option<oxmpi_pmi::jobdir::JobDir>,
     host: String,
     failure: Option<Failure>,
     /// Ranks killed by a signal mpirun did not send, after the first
@@ -195,13 +196,16 @@ pub struct Runner {
 }
 
 impl Runner {
-    /// A runner for started ranks.
+    /// A runner for started ranks. It removes `job_dir` when the job ends
+    /// (before it dismisses the guardian, which removes it if mpirun dies
+    /// first).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         server: PmiServer,
         sink: Sink,
         signals: SignalFd,
         guardian: Option<Guardian>,
+        job_dir: Option<oxmpi_pmi::jobdir::JobDir>,
         host: String,
         timeout: Option<f64>,
         forward_stdin: bool,
@@ -212,6 +216,7 @@ impl Runner {
             sink,
             signals,
             guardian,
+            job_dir,
             host,
             failure: None,
             also: Vec::new(),
@@ -334,6 +339,14 @@ impl Runner {
             self.flush_output();
         }
         self.sink.flush();
+        // Every supervisor was reaped, and a supervisor ends only after
+        // every process its rank started: nothing writes into the job
+        // directory any more.
+        if let Some(dir) = self.job_dir.take() {
+            if let Err(e) = dir.remove() {
+                eprintln!("mpirun: warning: {e}");
+            }
+        }
         if let Some(g) = self.guardian.take() {
             g.dismiss();
         }

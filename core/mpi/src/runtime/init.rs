@@ -342,5 +342,7 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
         },
         frameworks: Mutex::new(Some((btl_fw, pml_fw))),
         program,
+        job_id: identity.job_id,
+        job_dir: std::sync::OnceLock::new(),
     })
 }

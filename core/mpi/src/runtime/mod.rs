@@ -22,9 +22,13 @@
 //!   acknowledgements still queued in a btl reach their peers, which may
 //!   be waiting for them), and shuts the components down once every rank
 //!   has arrived.
+//! - [`Runtime::job_dir`]: the job's private directory for files its
+//!   processes share (mpirun's `OXMPI_JOB_DIR`, or a singleton's own, made
+//!   on first use and removed at finalize and at exit).
 
 mod error;
 mod init;
+mod jobdir;
 
 pub use error::{Error, ErrorClass};
 pub use oxmpi_framework_pml::module::SendMode;
@@ -147,6 +151,9 @@ pub struct Runtime {
     unused_btls: Option<String>,
     frameworks: Mutex<Option<(OpenFramework<'static>, OpenFramework<'static>)>>,
     program: String,
+    job_id: u64,
+    /// Found (or, for a singleton, made) on first use.
+    job_dir: OnceLock<Result<std::path::PathBuf, String>>,
 }
 
 // SAFETY: every use of `state` and of the pml and btl entry points goes
@@ -719,6 +726,32 @@ impl Runtime {
         std::process::exit(code)
     }
 
+    /// The job directory: a private directory (mode 0700) of this job,
+    /// where components keep the files its processes share (shared-memory
+    /// segments); everything in it is removed when the job ends. Under
+    /// mpirun it is `OXMPI_JOB_DIR`, made by mpirun; a singleton makes its
+    /// own on the first call (under `/dev/shm`, else the temporary
+    /// directory) and removes it at finalize and at exit. Later calls
+    /// return the same path.
+    ///
+    /// # Errors
+    /// `Finalized` after finalize; `Other` when the directory given by the
+    /// launcher cannot be used (not a private directory of this user), when
+    /// a job of several processes has none (a launcher other than mpirun),
+    /// or when a singleton's cannot be created. The message says which.
+    pub fn job_dir(&self) -> Result<&std::path::Path, Error> {
+        if PHASE.load(Ordering::Acquire) == PHASE_FINALIZED {
+            return Err(Error::new(
+                ErrorClass::Finalized,
+                "oxmpi is finalized; the job directory is gone",
+            ));
+        }
+        self.job_dir
+            .get_or_init(|| jobdir::resolve(self.size, self.job_id))
+            .as_deref()
+            .map_err(|e| Error::new(ErrorClass::Other, e.clone()))
+    }
+
     /// Finalizes: waits for detached sends, synchronizes every rank through
     /// the launcher while still making progress, and shuts the components
     /// down. No MPI call may follow.
@@ -761,6 +794,8 @@ impl Runtime {
             btl.close();
         }
         drop(state);
-        barrier.and(done)
+        // A singleton's own directory; mpirun removes a job's.
+        let removed = jobdir::remove_own().map_err(|e| Error::new(ErrorClass::Other, e));
+        barrier.and(done).and(removed)
     }
 }
