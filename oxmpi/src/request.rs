@@ -257,7 +257,11 @@ impl LocalScope<'_> {
             .filter(|&id| id != 0)
             .map(RequestId)
             .collect();
-        ids.extend(self.lock().drain());
+        // Exclusive access: no locking.
+        let overflow = self.overflow.get_mut().unwrap_or_else(|e| e.into_inner());
+        if overflow.live() > 0 {
+            ids.extend(overflow.drain());
+        }
         ids
     }
 
