@@ -182,15 +182,30 @@ impl Registry {
 /// allocating (more go to its overflow registry).
 const INLINE_SLOTS: usize = 4;
 
+/// A number no other live thread has: the address of a thread-local (in
+/// the program's own TLS block, so reading it costs no call).
+#[inline]
+fn thread_mark() -> usize {
+    thread_local! {
+        static MARK: u8 = const { 0 };
+    }
+    MARK.with(|m| m as *const u8 as usize)
+}
+
 /// The scope [`scope`] passes to its closure; requests made with it are
 /// waited for when the scope ends. `'a` is the lifetime buffers are
 /// borrowed for (it outlives the call to [`scope`]).
 ///
-/// The first [`INLINE_SLOTS`] pending requests sit in atomic slots (a
-/// request id, or 0 for a free slot: the pml never answers 0): recording
-/// one takes one compare-and-swap, forgetting it one store; only beyond
-/// them (or for an id of 0) a locked registry is used.
+/// The first [`INLINE_SLOTS`] pending requests made on the thread that
+/// created the scope sit in atomic slots (a request id, or 0 for a free
+/// slot: the pml never answers 0). Only that thread fills a free slot, and
+/// only the request recorded in a slot empties it, so recording takes a
+/// load and a store, forgetting one store, and no read-modify-write.
+/// Requests made on other threads, beyond the slots, or with an id of 0
+/// go to a locked registry.
 pub struct LocalScope<'a> {
+    /// The creating thread ([`thread_mark`]).
+    creator: usize,
     inline: [AtomicU64; INLINE_SLOTS],
     overflow: Mutex<Registry>,
     // Invariant in 'a (a scope cannot be made to accept shorter borrows),
@@ -209,6 +224,7 @@ impl std::fmt::Debug for LocalScope<'_> {
 impl LocalScope<'_> {
     fn new() -> Self {
         LocalScope {
+            creator: thread_mark(),
             inline: [const { AtomicU64::new(0) }; INLINE_SLOTS],
             overflow: Mutex::new(Registry::default()),
             _buffers: PhantomData,
@@ -223,14 +239,14 @@ impl LocalScope<'_> {
 
     /// Records `id`; the slot number to release it with.
     fn record(&self, id: RequestId) -> usize {
-        if id.0 != 0 {
+        if id.0 != 0 && thread_mark() == self.creator {
             for (i, slot) in self.inline.iter().enumerate() {
-                // Acquire: a slot freed by another thread's release is
-                // reused only after that release.
-                if slot
-                    .compare_exchange(0, id.0, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-                {
+                // Only this thread (the creator) fills a free slot, so a
+                // slot seen free stays free until the store below. Acquire:
+                // a slot emptied on another thread is reused only after
+                // that release.
+                if slot.load(Ordering::Acquire) == 0 {
+                    slot.store(id.0, Ordering::Release);
                     return i;
                 }
             }
@@ -638,20 +654,49 @@ mod tests {
     }
 
     #[test]
-    fn concurrent_records_never_share_a_slot() {
+    fn requests_of_other_threads_go_to_the_registry() {
         let mut scope = LocalScope::new();
+        let here = scope.record(RequestId(1));
+        let there = std::thread::scope(|t| t.spawn(|| scope.record(RequestId(2))).join().unwrap());
+        assert_eq!(here, 0);
+        assert_eq!(there, INLINE_SLOTS);
+        // Released on another thread, an inline slot is free again here.
+        std::thread::scope(|t| t.spawn(|| scope.forget(here)).join().unwrap());
+        assert_eq!(scope.record(RequestId(3)), 0);
+        assert_eq!(scope.drain(), vec![RequestId(3), RequestId(2)]);
+    }
+
+    #[test]
+    fn concurrent_records_never_share_a_slot() {
+        // The creating thread (inline slots) and three others (the
+        // registry) at once; the creator's slots are emptied on another
+        // thread too.
+        let mut scope = LocalScope::new();
+        let work = |scope: &LocalScope<'_>, k: u64| {
+            for i in 0..2_000u64 {
+                let id = RequestId(1 + k * 10_000 + i);
+                let slot = scope.record(id);
+                if i % 3 != 0 {
+                    scope.forget(slot);
+                }
+            }
+        };
         std::thread::scope(|t| {
-            for k in 0..4u64 {
-                let scope = &scope;
-                t.spawn(move || {
-                    for i in 0..2_000u64 {
-                        let id = RequestId(1 + k * 10_000 + i);
-                        let slot = scope.record(id);
-                        if i % 3 != 0 {
-                            scope.forget(slot);
-                        }
-                    }
-                });
+            let (tx, rx) = std::sync::mpsc::channel::<usize>();
+            let scope = &scope;
+            for k in 0..3u64 {
+                t.spawn(move || work(scope, k));
+            }
+            t.spawn(move || {
+                for slot in rx {
+                    scope.forget(slot);
+                }
+            });
+            work(scope, 3);
+            // Requests recorded here and released by another thread.
+            for i in 0..2_000u64 {
+                let slot = scope.record(RequestId(40_000 + i));
+                tx.send(slot).unwrap();
             }
         });
         // Every third id of each thread was kept, each exactly once.
