@@ -420,10 +420,23 @@ impl<'a, S: Scope<'a>> Request<'a, S> {
         &mut self,
         result: Result<oxmpi_mpi_core::Status, oxmpi_mpi_core::Error>,
     ) -> Result<Status, Error> {
+        let outcome = self.finish(result);
+        self.outcome = Some(outcome.clone());
+        outcome
+    }
+
+    /// Releases the scope's record of a request MPI has released and
+    /// turns MPI's answer into the outcome (without keeping it: for
+    /// callers that consume the request).
+    #[inline]
+    fn finish(
+        &mut self,
+        result: Result<oxmpi_mpi_core::Status, oxmpi_mpi_core::Error>,
+    ) -> Result<Status, Error> {
         if let Some(slot) = self.slot.take() {
             self.scope.release(slot);
         }
-        let outcome = match result {
+        match result {
             Ok(status) => {
                 let status = Status::from(status);
                 match self.kind {
@@ -443,9 +456,7 @@ impl<'a, S: Scope<'a>> Request<'a, S> {
                 }
             }
             Err(e) => Err(Error::from(e)),
-        };
-        self.outcome = Some(outcome.clone());
-        outcome
+        }
     }
 
     /// Blocks until the operation completes and returns its status (for a
@@ -458,14 +469,15 @@ impl<'a, S: Scope<'a>> Request<'a, S> {
     /// `ThreadLevel` if this thread may not call MPI now (the request is
     /// then still pending, and its scope waits for it).
     pub fn wait(mut self) -> Result<Status, Error> {
-        if let Some(outcome) = &self.outcome {
-            return outcome.clone();
+        if let Some(outcome) = self.outcome.take() {
+            return outcome;
         }
         match self.runtime.wait(self.id) {
             // Refused (another thread's turn): MPI still holds the request,
             // and its scope waits for it.
             Err(e) if still_held(&e) => Err(e.into()),
-            result => self.complete(result),
+            // The request is consumed: the outcome is returned, not kept.
+            result => self.finish(result),
         }
     }
 
