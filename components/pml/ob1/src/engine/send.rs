@@ -78,12 +78,7 @@ impl<T: Transport> Engine<T> {
             (Protocol::Rendezvous, args.len.min(info.rndv_eager_limit))
         };
         let offer_put = protocol == Protocol::Rendezvous && rdma && route.all_put;
-        let sequence = {
-            let next = peer.sequences.entry(args.context).or_insert(0);
-            let s = *next;
-            *next += 1;
-            s
-        };
+        let sequence = peer.next_sequence(args.context);
         let h = self.requests.insert_with(|| {
             Request::new(Op::Send(SendReq {
                 buf: args.buf,
