@@ -75,14 +75,14 @@ use crate::point_to_point::Status;
 use crate::ErrorClass;
 use oxmpi_mpi_core::{RequestId, Runtime};
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 pub(crate) mod private {
-    use oxmpi_mpi_core::{RequestId, Runtime};
+    use oxmpi_mpi_core::RequestId;
 
     /// A request MPI still holds (only this crate can make one).
     pub struct Pending {
-        pub(crate) runtime: &'static Runtime,
         pub(crate) id: RequestId,
     }
 
@@ -137,7 +137,6 @@ fn still_held(e: &oxmpi_mpi_core::Error) -> bool {
 /// The requests a [`LocalScope`] waits for: a slab of pending ids.
 #[derive(Default)]
 pub(crate) struct Registry {
-    runtime: Option<&'static Runtime>,
     slots: Vec<Option<RequestId>>,
     free: Vec<usize>,
     live: usize,
@@ -179,11 +178,36 @@ impl Registry {
     }
 }
 
+/// How many requests a [`LocalScope`] keeps without locking or
+/// allocating (more go to its overflow registry).
+const INLINE_SLOTS: usize = 4;
+
+/// A number no other live thread has: the address of a thread-local (in
+/// the program's own TLS block, so reading it costs no call).
+#[inline]
+fn thread_mark() -> usize {
+    thread_local! {
+        static MARK: u8 = const { 0 };
+    }
+    MARK.with(|m| m as *const u8 as usize)
+}
+
 /// The scope [`scope`] passes to its closure; requests made with it are
 /// waited for when the scope ends. `'a` is the lifetime buffers are
 /// borrowed for (it outlives the call to [`scope`]).
+///
+/// The first [`INLINE_SLOTS`] pending requests made on the thread that
+/// created the scope sit in atomic slots (a request id, or 0 for a free
+/// slot: the pml never answers 0). Only that thread fills a free slot, and
+/// only the request recorded in a slot empties it, so recording takes a
+/// load and a store, forgetting one store, and no read-modify-write.
+/// Requests made on other threads, beyond the slots, or with an id of 0
+/// go to a locked registry.
 pub struct LocalScope<'a> {
-    registry: Mutex<Registry>,
+    /// The creating thread ([`thread_mark`]).
+    creator: usize,
+    inline: [AtomicU64; INLINE_SLOTS],
+    overflow: Mutex<Registry>,
     // Invariant in 'a (a scope cannot be made to accept shorter borrows),
     // and Send + Sync.
     _buffers: PhantomData<fn(&'a ()) -> &'a ()>,
@@ -192,7 +216,7 @@ pub struct LocalScope<'a> {
 impl std::fmt::Debug for LocalScope<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalScope")
-            .field("pending", &self.lock().live())
+            .field("pending", &self.pending())
             .finish()
     }
 }
@@ -200,7 +224,9 @@ impl std::fmt::Debug for LocalScope<'_> {
 impl LocalScope<'_> {
     fn new() -> Self {
         LocalScope {
-            registry: Mutex::new(Registry::default()),
+            creator: thread_mark(),
+            inline: [const { AtomicU64::new(0) }; INLINE_SLOTS],
+            overflow: Mutex::new(Registry::default()),
             _buffers: PhantomData,
         }
     }
@@ -208,22 +234,75 @@ impl LocalScope<'_> {
     fn lock(&self) -> MutexGuard<'_, Registry> {
         // Registry updates cannot leave it inconsistent, so a poisoned
         // lock is reused.
-        self.registry.lock().unwrap_or_else(|e| e.into_inner())
+        self.overflow.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records `id`; the slot number to release it with.
+    fn record(&self, id: RequestId) -> usize {
+        if id.0 != 0 && thread_mark() == self.creator {
+            for (i, slot) in self.inline.iter().enumerate() {
+                // Only this thread (the creator) fills a free slot, so a
+                // slot seen free stays free until the store below. Acquire:
+                // a slot emptied on another thread is reused only after
+                // that release.
+                if slot.load(Ordering::Acquire) == 0 {
+                    slot.store(id.0, Ordering::Release);
+                    return i;
+                }
+            }
+        }
+        INLINE_SLOTS + self.lock().insert(id)
+    }
+
+    /// Forgets the request recorded in `slot`.
+    fn forget(&self, slot: usize) {
+        match self.inline.get(slot) {
+            // Only the request that owns the slot releases it, so a store
+            // is enough (Release: pairs with `record`'s acquire).
+            Some(s) => s.store(0, Ordering::Release),
+            None => self.lock().remove(slot - INLINE_SLOTS),
+        }
+    }
+
+    /// The pending requests, inline slots first, leaving the scope empty.
+    fn drain(&mut self) -> Vec<RequestId> {
+        let mut ids: Vec<RequestId> = self
+            .inline
+            .iter_mut()
+            .map(|s| std::mem::take(s.get_mut()))
+            .filter(|&id| id != 0)
+            .map(RequestId)
+            .collect();
+        // Exclusive access: no locking.
+        let overflow = self.overflow.get_mut().unwrap_or_else(|e| e.into_inner());
+        if overflow.live() > 0 {
+            ids.extend(overflow.drain());
+        }
+        ids
     }
 
     /// The number of requests of this scope that MPI still holds.
     pub fn pending(&self) -> usize {
-        self.lock().live()
+        let inline = self
+            .inline
+            .iter()
+            .filter(|s| s.load(Ordering::Acquire) != 0)
+            .count();
+        inline + self.lock().live()
     }
 }
 
 impl Drop for LocalScope<'_> {
     fn drop(&mut self) {
-        let (runtime, ids) = {
-            let mut registry = self.lock();
-            (registry.runtime, registry.drain())
+        let ids = self.drain();
+        if ids.is_empty() {
+            return;
+        }
+        // The process's one runtime; none after finalize, which has
+        // released every request (nothing to wait for then).
+        let Some(runtime) = oxmpi_mpi_core::runtime() else {
+            return;
         };
-        let Some(runtime) = runtime else { return };
         if std::thread::panicking() {
             // Receives nobody will match must not hold up the unwinding.
             for &id in &ids {
@@ -238,14 +317,14 @@ impl Drop for LocalScope<'_> {
 }
 
 impl ScopeImpl for &LocalScope<'_> {
+    #[inline]
     fn register(&self, pending: Pending) -> Slot {
-        let mut registry = self.lock();
-        registry.runtime = Some(pending.runtime);
-        Slot(registry.insert(pending.id))
+        Slot(self.record(pending.id))
     }
 
+    #[inline]
     fn release(&self, slot: Slot) {
-        self.lock().remove(slot.0);
+        self.forget(slot.0);
     }
 
     fn detach_dropped(&self) -> bool {
@@ -324,7 +403,7 @@ impl<'a, S: Scope<'a>> std::fmt::Debug for Request<'a, S> {
 impl<'a, S: Scope<'a>> Request<'a, S> {
     /// Wraps a request MPI just accepted and records it in its scope.
     pub(crate) fn new(runtime: &'static Runtime, id: RequestId, scope: S, kind: Kind) -> Self {
-        let slot = scope.register(Pending { runtime, id });
+        let slot = scope.register(Pending { id });
         Request {
             runtime,
             id,
@@ -341,10 +420,23 @@ impl<'a, S: Scope<'a>> Request<'a, S> {
         &mut self,
         result: Result<oxmpi_mpi_core::Status, oxmpi_mpi_core::Error>,
     ) -> Result<Status, Error> {
+        let outcome = self.finish(result);
+        self.outcome = Some(outcome.clone());
+        outcome
+    }
+
+    /// Releases the scope's record of a request MPI has released and
+    /// turns MPI's answer into the outcome (without keeping it: for
+    /// callers that consume the request).
+    #[inline]
+    fn finish(
+        &mut self,
+        result: Result<oxmpi_mpi_core::Status, oxmpi_mpi_core::Error>,
+    ) -> Result<Status, Error> {
         if let Some(slot) = self.slot.take() {
             self.scope.release(slot);
         }
-        let outcome = match result {
+        match result {
             Ok(status) => {
                 let status = Status::from(status);
                 match self.kind {
@@ -364,9 +456,7 @@ impl<'a, S: Scope<'a>> Request<'a, S> {
                 }
             }
             Err(e) => Err(Error::from(e)),
-        };
-        self.outcome = Some(outcome.clone());
-        outcome
+        }
     }
 
     /// Blocks until the operation completes and returns its status (for a
@@ -379,14 +469,15 @@ impl<'a, S: Scope<'a>> Request<'a, S> {
     /// `ThreadLevel` if this thread may not call MPI now (the request is
     /// then still pending, and its scope waits for it).
     pub fn wait(mut self) -> Result<Status, Error> {
-        if let Some(outcome) = &self.outcome {
-            return outcome.clone();
+        if let Some(outcome) = self.outcome.take() {
+            return outcome;
         }
         match self.runtime.wait(self.id) {
             // Refused (another thread's turn): MPI still holds the request,
             // and its scope waits for it.
             Err(e) if still_held(&e) => Err(e.into()),
-            result => self.complete(result),
+            // The request is consumed: the outcome is returned, not kept.
+            result => self.finish(result),
         }
     }
 
@@ -531,18 +622,106 @@ mod tests {
     #[test]
     fn forgotten_slots_stay_pending_until_the_scope_ends() {
         // A request that is never released (mem::forget of a Request)
-        // leaves its id in the registry, which the scope's drop waits for.
-        let scope = LocalScope::new();
-        {
-            let mut registry = scope.lock();
-            let _forgotten = registry.insert(RequestId(1));
-            let released = registry.insert(RequestId(2));
-            registry.remove(released);
-        }
+        // keeps its slot, which the scope's drop waits for.
+        let mut scope = LocalScope::new();
+        let _forgotten = scope.record(RequestId(1));
+        let released = scope.record(RequestId(2));
+        scope.forget(released);
         assert_eq!(scope.pending(), 1);
-        assert_eq!(scope.lock().drain(), vec![RequestId(1)]);
-        // No runtime was registered, so dropping waits for nothing.
+        assert_eq!(scope.drain(), vec![RequestId(1)]);
+        assert_eq!(scope.pending(), 0);
+        // Nothing pending, so dropping waits for nothing.
         drop(scope);
+    }
+
+    #[test]
+    fn inline_slots_overflow_into_the_registry_and_are_reused() {
+        let mut scope = LocalScope::new();
+        let slots: Vec<usize> = (1..=6).map(|i| scope.record(RequestId(i))).collect();
+        assert_eq!(slots, vec![0, 1, 2, 3, INLINE_SLOTS, INLINE_SLOTS + 1]);
+        // Id 0 (never a pml handle) still gets recorded, in the registry.
+        let zero = scope.record(RequestId(0));
+        assert_eq!(zero, INLINE_SLOTS + 2);
+        assert_eq!(scope.pending(), 7);
+        scope.forget(1);
+        scope.forget(INLINE_SLOTS);
+        assert_eq!(scope.pending(), 5);
+        assert_eq!(
+            scope.record(RequestId(7)),
+            1,
+            "a freed inline slot is reused"
+        );
+        assert_eq!(
+            scope.drain(),
+            vec![
+                RequestId(1),
+                RequestId(7),
+                RequestId(3),
+                RequestId(4),
+                RequestId(6),
+                RequestId(0)
+            ]
+        );
+        assert_eq!(scope.pending(), 0);
+    }
+
+    #[test]
+    fn requests_of_other_threads_go_to_the_registry() {
+        let mut scope = LocalScope::new();
+        let here = scope.record(RequestId(1));
+        let there = std::thread::scope(|t| t.spawn(|| scope.record(RequestId(2))).join().unwrap());
+        assert_eq!(here, 0);
+        assert_eq!(there, INLINE_SLOTS);
+        // Released on another thread, an inline slot is free again here.
+        std::thread::scope(|t| t.spawn(|| scope.forget(here)).join().unwrap());
+        assert_eq!(scope.record(RequestId(3)), 0);
+        assert_eq!(scope.drain(), vec![RequestId(3), RequestId(2)]);
+    }
+
+    #[test]
+    fn concurrent_records_never_share_a_slot() {
+        // The creating thread (inline slots) and three others (the
+        // registry) at once; the creator's slots are emptied on another
+        // thread too.
+        let mut scope = LocalScope::new();
+        let work = |scope: &LocalScope<'_>, k: u64| {
+            for i in 0..2_000u64 {
+                let id = RequestId(1 + k * 10_000 + i);
+                let slot = scope.record(id);
+                if i % 3 != 0 {
+                    scope.forget(slot);
+                }
+            }
+        };
+        std::thread::scope(|t| {
+            let (tx, rx) = std::sync::mpsc::channel::<usize>();
+            let scope = &scope;
+            for k in 0..3u64 {
+                t.spawn(move || work(scope, k));
+            }
+            t.spawn(move || {
+                for slot in rx {
+                    scope.forget(slot);
+                }
+            });
+            work(scope, 3);
+            // Requests recorded here and released by another thread.
+            for i in 0..2_000u64 {
+                let slot = scope.record(RequestId(40_000 + i));
+                tx.send(slot).unwrap();
+            }
+        });
+        // Every third id of each thread was kept, each exactly once.
+        let mut kept = scope.drain();
+        kept.sort_by_key(|id| id.0);
+        let want: Vec<RequestId> = (0..4u64)
+            .flat_map(|k| {
+                (0..2_000u64)
+                    .filter(|i| i % 3 == 0)
+                    .map(move |i| RequestId(1 + k * 10_000 + i))
+            })
+            .collect();
+        assert_eq!(kept, want);
     }
 
     #[test]

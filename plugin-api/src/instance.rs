@@ -119,6 +119,11 @@ impl<T: Send> Instance<T> {
     /// Every [`EntryError`] but `AlreadyInitialized`.
     #[inline]
     pub fn call<R>(&self, what: &str, f: impl FnOnce(&mut T) -> R) -> Result<R, EntryError> {
+        // The body's value is written to `out` and only a unit result
+        // travels back through the exclusion and the guard: nesting `R` in
+        // their results made the compiler store it in pieces and reload it
+        // whole, a store-forwarding stall on every entry.
+        let mut out = None;
         let outcome = self.slot.enter(|slot| {
             let Some(installed) = slot.as_mut() else {
                 return Err(EntryError::NotInitialized);
@@ -127,14 +132,24 @@ impl<T: Send> Instance<T> {
                 return Err(EntryError::Stopped(first.clone()));
             }
             let value = &mut installed.value;
-            match guard::call(|| Ok(f(value))).into_result() {
-                Ok(r) => Ok(r),
+            let ran = guard::call(|| {
+                out = Some(f(value));
+                Ok(())
+            });
+            match ran.into_result() {
+                Ok(()) => Ok(()),
                 Err(panic) => Err(poison(installed, what, panic.kind, panic.message.as_str())),
             }
         });
-        match outcome {
-            Ok(r) => r,
-            Err(Reentered) => Err(EntryError::Reentered),
+        match (outcome, out) {
+            (Ok(Ok(())), Some(r)) => Ok(r),
+            (Ok(Err(e)), _) => Err(e),
+            (Err(Reentered), _) => Err(EntryError::Reentered),
+            // The guard answers Ok only after the body returned, which set
+            // `out`.
+            (Ok(Ok(())), None) => Err(EntryError::Panicked(
+                "the entry returned no value (an internal error of the instance)".to_string(),
+            )),
         }
     }
 

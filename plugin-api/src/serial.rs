@@ -6,12 +6,31 @@
 //! Every framework contract says the caller never enters a component twice
 //! at once (the MPI layer's lock) and that a component never calls back
 //! into its caller from an entry point that does not allow it. `Serialized`
-//! does not trust that: each entry takes an exclusive flag with one atomic
-//! swap (a few nanoseconds, no system call, never waits) and an entry that
-//! finds the flag taken — a nested call on the same thread, or a second
-//! thread — gets [`Reentered`] instead of a second `&mut` to the state. The
-//! check holds in every build profile, so no contract violation by a caller
-//! can make the component alias its state.
+//! does not trust that: an entry that finds the state entered — a nested
+//! call on the same thread, or a second thread — gets [`Reentered`]
+//! instead of a second `&mut` to the state. The check holds in every build
+//! profile, so no contract violation by a caller can make the component
+//! alias its state.
+//!
+//! **Cost.** An atomic read-modify-write per entry costs more than the
+//! rest of a small entry point, and almost every entry of a process comes
+//! from one thread (the one that initialized MPI). So the state is
+//! *biased* to the first thread that enters it, its *owner*: the owner
+//! enters with plain atomic loads and stores (its own `owner_in` flag, then
+//! a check that no other thread holds the `lock`), and any other thread
+//! takes the `lock` with an atomic swap and then checks the owner's flag.
+//! The two sides form a Dekker-style exclusion (each writes its flag, then
+//! reads the other's), which needs a full memory fence between the write
+//! and the read on both sides; the owner's fence is made by the other side
+//! on its behalf with the Linux `membarrier` system call (private
+//! expedited: every running thread of the process executes a full fence),
+//! so the owner pays only a compiler fence. After [`UNBIAS_AFTER`] entries
+//! from other threads (a program calling MPI from several threads), the
+//! bias is given up for good — `owner` becomes [`UNBIASED`], after a
+//! second `membarrier` that makes every later owner entry see it — and
+//! every thread takes the `lock` (one swap, no system call). Where
+//! `membarrier` is not available (another OS, or refused by the kernel),
+//! the state is never biased.
 //!
 //! The framework adapters (`oxmpi_framework_btl::adapter`,
 //! `oxmpi_framework_pml::adapter`) wrap every entry point in
@@ -20,19 +39,36 @@
 
 use std::cell::UnsafeCell;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU32, AtomicUsize, Ordering};
+
+/// `owner` before the first entry.
+const UNOWNED: usize = 0;
+/// `owner` once the bias is given up (or could not be set up).
+const UNBIASED: usize = usize::MAX;
+/// Entries from threads other than the owner after which the bias is
+/// given up.
+pub const UNBIAS_AFTER: u32 = 64;
 
 /// A value entered by one caller at a time; see the module documentation.
 pub struct Serialized<T> {
-    busy: AtomicBool,
+    /// The thread biased to ([`thread_id`]), [`UNOWNED`] or [`UNBIASED`].
+    owner: AtomicUsize,
+    /// Whether the owner is entering or inside; written by the owner only.
+    owner_in: AtomicBool,
+    /// Taken (swap) by entries from other threads.
+    lock: AtomicBool,
+    /// Entries through `lock` while biased (read and written under it).
+    foreign: AtomicU32,
     value: UnsafeCell<Option<T>>,
 }
 
 // SAFETY: the value is only reached through `enter`, which hands out one
-// `&mut` at a time (the `busy` flag is taken with an acquiring swap and
-// released with a releasing store, so it is a non-blocking mutual
-// exclusion and orders the value's memory between threads); `T: Send`
-// because the value may be entered from several threads in turn.
+// `&mut` at a time: the owner holds `owner_in` and has seen `lock` free,
+// or another thread holds `lock` and has seen `owner_in` clear after a
+// process-wide fence (see the module documentation and `enter`); the
+// releasing stores that end an entry and the acquiring loads and swap that
+// begin one order the value's memory between threads. `T: Send` because
+// the value may be entered from several threads in turn.
 unsafe impl<T: Send> Sync for Serialized<T> {}
 
 /// An entry found the state already entered (see [`Serialized`]).
@@ -49,7 +85,7 @@ impl fmt::Display for Reentered {
 
 impl std::error::Error for Reentered {}
 
-/// Releases the flag when an entry ends, also when it unwinds.
+/// Releases a flag when an entry ends, also when it unwinds.
 struct Exit<'a>(&'a AtomicBool);
 
 impl Drop for Exit<'_> {
@@ -59,11 +95,133 @@ impl Drop for Exit<'_> {
     }
 }
 
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+mod os {
+    #[cfg(test)]
+    use std::ffi::c_ulong;
+    use std::ffi::{c_int, c_long};
+    use std::sync::atomic::{AtomicU8, Ordering};
+
+    extern "C" {
+        #[cfg(test)]
+        fn pthread_self() -> c_ulong;
+        fn syscall(number: c_long, ...) -> c_long;
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    const SYS_MEMBARRIER: c_long = 324;
+    #[cfg(target_arch = "aarch64")]
+    const SYS_MEMBARRIER: c_long = 283;
+    const MEMBARRIER_CMD_PRIVATE_EXPEDITED: c_int = 1 << 3;
+    const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: c_int = 1 << 4;
+
+    /// A number that no other live thread of the process has, never 0 or
+    /// `usize::MAX`: the thread pointer, which the x86-64 TLS ABI makes the
+    /// first word of the thread's control block (`%fs:0`, what
+    /// `pthread_self` answers) and which aarch64 keeps in `tpidr_el0`. Read
+    /// inline: a call to `pthread_self` through the shared library's PLT
+    /// costs about as much as the rest of the owner's entry.
+    #[inline]
+    pub(super) fn thread_id() -> usize {
+        let tp: usize;
+        // SAFETY: reads the word at the thread pointer, which the TLS ABI
+        // keeps valid (pointing to itself) for the thread's life; no other
+        // memory or flags are touched.
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            std::arch::asm!("mov {}, fs:0", out(reg) tp, options(nostack, readonly, preserves_flags, pure))
+        };
+        // SAFETY: reads a register.
+        #[cfg(target_arch = "aarch64")]
+        unsafe {
+            std::arch::asm!("mrs {}, tpidr_el0", out(reg) tp, options(nostack, nomem, preserves_flags, pure))
+        };
+        tp
+    }
+
+    /// `pthread_self`, to check [`thread_id`] against (tests).
+    #[cfg(test)]
+    pub(super) fn pthread_id() -> usize {
+        // SAFETY: `pthread_self` has no preconditions.
+        unsafe { pthread_self() as usize }
+    }
+
+    /// 0: not tried yet, 1: usable, 2: not available.
+    static HEAVY: AtomicU8 = AtomicU8::new(0);
+
+    /// Registers this process for `heavy_fence` once; whether it can be
+    /// used.
+    #[cold]
+    pub(super) fn heavy_fence_available() -> bool {
+        match HEAVY.load(Ordering::Acquire) {
+            1 => true,
+            2 => false,
+            _ => {
+                // SAFETY: the membarrier system call with a command and
+                // two zero arguments touches no memory of ours.
+                let ok = unsafe {
+                    syscall(
+                        SYS_MEMBARRIER,
+                        MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+                        0 as c_int,
+                        0 as c_int,
+                    )
+                } == 0;
+                HEAVY.store(if ok { 1 } else { 2 }, Ordering::Release);
+                ok
+            }
+        }
+    }
+
+    /// Makes every running thread of the process execute a full memory
+    /// fence before this returns (threads not running pass one when they
+    /// are scheduled). False if the kernel refused (then nothing is
+    /// ordered).
+    pub(super) fn heavy_fence() -> bool {
+        // SAFETY: as in `heavy_fence_available`; the process registered
+        // (the owner is set only after `heavy_fence_available` said so).
+        unsafe {
+            syscall(
+                SYS_MEMBARRIER,
+                MEMBARRIER_CMD_PRIVATE_EXPEDITED,
+                0 as c_int,
+                0 as c_int,
+            ) == 0
+        }
+    }
+}
+
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
+mod os {
+    /// Without a heavy fence nothing is biased, so any value does.
+    #[inline]
+    pub(super) fn thread_id() -> usize {
+        1
+    }
+
+    pub(super) fn heavy_fence_available() -> bool {
+        false
+    }
+
+    pub(super) fn heavy_fence() -> bool {
+        false
+    }
+}
+
 impl<T> Serialized<T> {
     /// An empty state (`None` until the component's `init` fills it).
     pub const fn new() -> Self {
         Serialized {
-            busy: AtomicBool::new(false),
+            owner: AtomicUsize::new(UNOWNED),
+            owner_in: AtomicBool::new(false),
+            lock: AtomicBool::new(false),
+            foreign: AtomicU32::new(0),
             value: UnsafeCell::new(None),
         }
     }
@@ -75,20 +233,112 @@ impl<T> Serialized<T> {
     /// [`Reentered`] when another entry is running (then `f` is not run).
     #[inline]
     pub fn enter<R>(&self, f: impl FnOnce(&mut Option<T>) -> R) -> Result<R, Reentered> {
-        if self.busy.swap(true, Ordering::Acquire) {
+        let me = os::thread_id();
+        if self.owner.load(Ordering::Relaxed) != me {
+            return self.enter_locked(me, f);
+        }
+        // The owner's side. Only this thread writes `owner_in`, so a set
+        // flag is this thread's own entry: a nested call.
+        if self.owner_in.load(Ordering::Relaxed) {
             return Err(Reentered);
         }
-        let _exit = Exit(&self.busy);
-        // SAFETY: the swap above took the flag, so no other `&mut` to the
-        // value exists until `_exit` releases it after `f` returns (or
-        // unwinds).
+        self.owner_in.store(true, Ordering::Relaxed);
+        // The other side's `membarrier` stands for a full fence here: a
+        // thread that took `lock` and then fenced either sees `owner_in`
+        // set, or its `lock` (and a later `owner`) is seen by the loads
+        // below. The compiler must not move them above the store.
+        compiler_fence(Ordering::SeqCst);
+        // Acquire: pairs with the release of `lock` by the last other
+        // thread that entered (and keeps the `owner` load after it).
+        let locked = self.lock.load(Ordering::Acquire);
+        if locked || self.owner.load(Ordering::Relaxed) != me {
+            self.owner_in.store(false, Ordering::Release);
+            if locked {
+                return Err(Reentered);
+            }
+            // The bias was given up meanwhile.
+            return self.enter_locked(me, f);
+        }
+        let _exit = Exit(&self.owner_in);
+        // SAFETY: this thread set `owner_in` and then saw `lock` free and
+        // itself still the owner; any other thread takes `lock` and then,
+        // after a process-wide fence, finds `owner_in` set and backs out
+        // (or, with the bias given up, this thread saw `UNBIASED` instead).
+        // So no other `&mut` to the value exists until `_exit` clears
+        // `owner_in` after `f` returns (or unwinds).
+        let value = unsafe { &mut *self.value.get() };
+        Ok(f(value))
+    }
+
+    /// An entry by a thread other than the owner (or with no bias).
+    #[cold]
+    #[inline(never)]
+    fn enter_locked<R>(
+        &self,
+        me: usize,
+        f: impl FnOnce(&mut Option<T>) -> R,
+    ) -> Result<R, Reentered> {
+        if self.lock.swap(true, Ordering::Acquire) {
+            return Err(Reentered);
+        }
+        let _exit = Exit(&self.lock);
+        match self.owner.load(Ordering::Relaxed) {
+            UNBIASED => {}
+            UNOWNED => {
+                // The first entry: no owner ever ran, so none can be
+                // inside. Bias to this thread if the owner's fences can be
+                // made for it.
+                let next = if os::heavy_fence_available() {
+                    me
+                } else {
+                    UNBIASED
+                };
+                self.owner.store(next, Ordering::Relaxed);
+            }
+            _ => {
+                fence(Ordering::SeqCst);
+                if !os::heavy_fence() {
+                    // Cannot happen once registered; refuse rather than
+                    // guess.
+                    return Err(Reentered);
+                }
+                fence(Ordering::SeqCst);
+                // After the process-wide fence the owner's `owner_in` store
+                // is visible if it came before its check of `lock` (which
+                // then saw it taken, or will); otherwise the owner sees
+                // `lock` taken. Acquire: pairs with the owner's last exit.
+                if self.owner_in.load(Ordering::Acquire) {
+                    return Err(Reentered);
+                }
+                let foreign = self.foreign.load(Ordering::Relaxed) + 1;
+                self.foreign.store(foreign, Ordering::Relaxed);
+                if foreign >= UNBIAS_AFTER {
+                    // Give the bias up. The second fence makes `UNBIASED`
+                    // visible to every owner entry that checks `owner`
+                    // after it; one that checked before saw `lock` taken
+                    // (it was taken before the first fence) and backs out.
+                    let owner = self.owner.swap(UNBIASED, Ordering::Relaxed);
+                    fence(Ordering::SeqCst);
+                    if !os::heavy_fence() {
+                        // Keep the bias (an owner that saw `UNBIASED`
+                        // only backs out to the locked path).
+                        self.owner.store(owner, Ordering::Relaxed);
+                        return Err(Reentered);
+                    }
+                }
+            }
+        }
+        // SAFETY: this thread holds `lock` (the swap above), and the owner,
+        // if any, is not inside and cannot enter while `lock` is held (see
+        // `enter`), so no other `&mut` to the value exists until `_exit`
+        // releases `lock` after `f` returns (or unwinds).
         let value = unsafe { &mut *self.value.get() };
         Ok(f(value))
     }
 
     /// Whether an entry is running now (for diagnostics and tests).
     pub fn is_entered(&self) -> bool {
-        self.busy.load(Ordering::Relaxed)
+        self.owner_in.load(Ordering::Relaxed) || self.lock.load(Ordering::Relaxed)
     }
 }
 
@@ -121,6 +371,111 @@ mod tests {
         let caught = std::panic::catch_unwind(|| S.enter(|_| panic!("inside")));
         assert!(caught.is_err());
         assert_eq!(S.enter(|v| v.replace(3)), Ok(None));
+    }
+
+    #[test]
+    fn the_owner_and_a_few_foreign_entries_never_overlap() {
+        // Fewer successful foreign entries than UNBIAS_AFTER: the owner
+        // stays biased (plain stores) against the locked, fenced side.
+        static S: Serialized<u64> = Serialized::new();
+        S.enter(|v| *v = Some(0)).unwrap();
+        let owner_entries = 200_000u64;
+        let foreign = std::thread::spawn(|| {
+            let mut done = 0u64;
+            while done < u64::from(UNBIAS_AFTER) - 1 {
+                if S.enter(|v| {
+                    let n = v.as_mut().unwrap();
+                    let seen = *n;
+                    std::hint::spin_loop();
+                    *n = seen + 1;
+                })
+                .is_ok()
+                {
+                    done += 1;
+                }
+            }
+            done
+        });
+        let mut done = 0;
+        while done < owner_entries {
+            if S.enter(|v| {
+                let n = v.as_mut().unwrap();
+                let seen = *n;
+                std::hint::spin_loop();
+                *n = seen + 1;
+            })
+            .is_ok()
+            {
+                done += 1;
+            }
+        }
+        let foreign_done = foreign.join().unwrap();
+        assert_eq!(S.enter(|v| *v), Ok(Some(owner_entries + foreign_done)));
+        assert!(!S.is_entered());
+    }
+
+    #[test]
+    fn threads_taking_turns_are_never_refused_and_the_bias_is_given_up() {
+        // Serialized use from several threads (an outside lock, as the MPI
+        // layer's at Multiple): no refusal before or after the bias goes.
+        static S: Serialized<u64> = Serialized::new();
+        static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        S.enter(|v| *v = Some(0)).unwrap();
+        let rounds = 2 * u64::from(UNBIAS_AFTER);
+        let threads: Vec<_> = (0..3)
+            .map(|_| {
+                std::thread::spawn(move || {
+                    for _ in 0..rounds {
+                        let _turn = TURN.lock().unwrap();
+                        S.enter(|v| *v.as_mut().unwrap() += 1).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for _ in 0..rounds {
+            let _turn = TURN.lock().unwrap();
+            S.enter(|v| *v.as_mut().unwrap() += 1).unwrap();
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(S.enter(|v| *v), Ok(Some(4 * rounds)));
+        if os::heavy_fence_available() {
+            assert_eq!(S.owner.load(Ordering::Relaxed), UNBIASED);
+        }
+        // Nested entries are still refused after the bias is gone.
+        assert_eq!(S.enter(|_| S.enter(|_| ())), Ok(Err(Reentered)));
+    }
+
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    #[test]
+    fn the_thread_id_is_pthread_self_and_differs_between_threads() {
+        let mine = os::thread_id();
+        assert_eq!(mine, os::pthread_id());
+        assert_ne!(mine, 0);
+        let other = std::thread::scope(|t| t.spawn(os::thread_id).join().unwrap());
+        assert_ne!(other, mine);
+    }
+
+    #[test]
+    fn the_first_entry_biases_to_its_thread_and_nesting_is_refused_on_both_paths() {
+        static S: Serialized<u32> = Serialized::new();
+        S.enter(|v| {
+            *v = Some(1);
+            // Nested inside the first (locked) entry.
+            assert_eq!(S.enter(|_| ()), Err(Reentered));
+        })
+        .unwrap();
+        if os::heavy_fence_available() {
+            assert_eq!(S.owner.load(Ordering::Relaxed), os::thread_id());
+        }
+        // Nested inside an owner (plain-store) entry.
+        assert_eq!(S.enter(|_| S.enter(|_| ())), Ok(Err(Reentered)));
+        // Another thread while the owner is inside.
+        let refused =
+            S.enter(|_| std::thread::scope(|t| t.spawn(|| S.enter(|_| ())).join().unwrap()));
+        assert_eq!(refused, Ok(Err(Reentered)));
+        assert!(!S.is_entered());
     }
 
     #[test]

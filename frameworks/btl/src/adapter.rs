@@ -541,17 +541,23 @@ unsafe extern "C" fn send<B: Exported>(
         // during the call (the interface contract).
         unsafe { std::slice::from_raw_parts(header, header_len) }
     };
-    let token = Payload {
-        ptr: payload,
-        len: payload_len,
-        cookie,
-    };
-    match B::instance().call("send", |a| a.btl.send(module, endpoint, header, token)) {
-        Ok(Sent::Done(_)) => SendOutcome::Done,
-        Ok(Sent::Queued) => SendOutcome::Queued,
-        Ok(Sent::WouldBlock(_)) => SendOutcome::WouldBlock,
-        Ok(Sent::Failed(_)) | Err(_) => SendOutcome::Failed,
-    }
+    // The token is built inside the entry and only the outcome comes
+    // back: built outside, it was stored in words and reloaded in wider
+    // pieces when moved into the closure (a store-forwarding stall).
+    let sent = B::instance().call("send", |a| {
+        let token = Payload {
+            ptr: payload,
+            len: payload_len,
+            cookie,
+        };
+        match a.btl.send(module, endpoint, header, token) {
+            Sent::Done(_) => SendOutcome::Done,
+            Sent::Queued => SendOutcome::Queued,
+            Sent::WouldBlock(_) => SendOutcome::WouldBlock,
+            Sent::Failed(_) => SendOutcome::Failed,
+        }
+    });
+    sent.unwrap_or(SendOutcome::Failed)
 }
 
 #[cold]

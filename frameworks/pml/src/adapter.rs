@@ -470,11 +470,15 @@ unsafe extern "C" fn isend<P: Exported>(
     // SAFETY: the MPI layer keeps the buffer valid and unchanged until the
     // request completes (the interface contract), which is `isend`'s
     // requirement.
-    match P::instance().call("isend", |p| unsafe { p.isend(args) }) {
-        Ok(Ok(handle)) => {
+    let started = P::instance().call("isend", |p| match unsafe { p.isend(args) } {
+        Ok(handle) => {
             *request = handle;
-            true
+            Ok(())
         }
+        Err(refused) => Err(refused),
+    });
+    match started {
+        Ok(Ok(())) => true,
         Ok(Err((k, why))) => {
             *kind = k;
             *error = why.into();
@@ -495,11 +499,15 @@ unsafe extern "C" fn irecv<P: Exported>(
 ) -> bool {
     // SAFETY: the MPI layer keeps the buffer valid and untouched until the
     // request completes (the interface contract), `irecv`'s requirement.
-    match P::instance().call("irecv", |p| unsafe { p.irecv(args) }) {
-        Ok(Ok(handle)) => {
+    let posted = P::instance().call("irecv", |p| match unsafe { p.irecv(args) } {
+        Ok(handle) => {
             *request = handle;
-            true
+            Ok(())
         }
+        Err(why) => Err(why),
+    });
+    match posted {
+        Ok(Ok(())) => true,
         Ok(Err(why)) => {
             *error = why.into();
             false
@@ -512,12 +520,17 @@ unsafe extern "C" fn irecv<P: Exported>(
 }
 
 unsafe extern "C" fn test<P: Exported>(request: u64, status: &mut RequestStatus) -> bool {
-    match P::instance().call("test", |p| p.test(request)) {
-        Ok(Some(st)) => {
+    // The status is written where the caller wants it from inside the
+    // entry, so only a flag travels back through the guard's layers.
+    let answered = P::instance().call("test", |p| match p.test(request) {
+        Some(st) => {
             *status = st;
             true
         }
-        Ok(None) => false,
+        None => false,
+    });
+    match answered {
+        Ok(done) => done,
         Err(_) => {
             *status = BROKEN;
             true

@@ -190,23 +190,33 @@ fn split(handle: u64) -> (usize, u32) {
 impl Requests {
     /// Stores a request; returns its handle (never 0).
     #[inline]
+    #[cfg(test)]
     pub(crate) fn insert(&mut self, req: Request) -> u64 {
+        self.insert_with(|| req)
+    }
+
+    /// Stores the request `make` builds, building it in its slot (a
+    /// request is large: built elsewhere and moved, it costs a `memcpy`);
+    /// returns its handle (never 0).
+    #[inline(always)]
+    pub(crate) fn insert_with(&mut self, make: impl FnOnce() -> Request) -> u64 {
         self.live += 1;
         let index = match self.free.pop() {
-            Some(i) => {
-                self.slots[i as usize].req = Some(req);
-                i
-            }
+            Some(i) => i,
             None => {
                 let i = u32::try_from(self.slots.len()).expect("more than 2^32 live requests");
                 self.slots.push(Slot {
                     generation: 1,
-                    req: Some(req),
+                    req: None,
                 });
                 i
             }
         };
-        (u64::from(self.slots[index as usize].generation) << 32) | u64::from(index)
+        let slot = &mut self.slots[index as usize];
+        // A free slot holds `None` (nothing to drop), so the request is
+        // written in place.
+        slot.req.get_or_insert_with(make);
+        (u64::from(slot.generation) << 32) | u64::from(index)
     }
 
     /// The request with this handle, if it is live.

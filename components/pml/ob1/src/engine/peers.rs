@@ -131,9 +131,15 @@ pub(super) struct Peer {
     /// The reason is a placeholder ("a send failed") until the btl's
     /// `on_peer_failed` gives the real one.
     pub(super) failed_provisional: bool,
-    /// Next sequence number per context, for messages to this peer.
-    pub(super) sequences: HashMap<u32, u64, rustc_hash::FxBuildHasher>,
+    /// Next sequence number of contexts `0..LOW_CONTEXTS` (the predefined
+    /// communicators), for messages to this peer: no lookup per send.
+    low_sequences: [u64; LOW_CONTEXTS],
+    /// Next sequence number of the other contexts.
+    sequences: HashMap<u32, u64, rustc_hash::FxBuildHasher>,
 }
+
+/// Contexts whose sequence numbers a [`Peer`] keeps in an array.
+const LOW_CONTEXTS: usize = 2;
 
 impl Peer {
     /// A peer not resolved yet.
@@ -142,8 +148,22 @@ impl Peer {
             link: Link::Unresolved,
             failed: None,
             failed_provisional: false,
+            low_sequences: [0; LOW_CONTEXTS],
             sequences: HashMap::default(),
         }
+    }
+
+    /// The sequence number of the next message to this peer on `context`
+    /// (0, 1, 2, … per context).
+    #[inline]
+    pub(super) fn next_sequence(&mut self, context: u32) -> u64 {
+        let next = match self.low_sequences.get_mut(context as usize) {
+            Some(next) => next,
+            None => self.sequences.entry(context).or_insert(0),
+        };
+        let s = *next;
+        *next += 1;
+        s
     }
 }
 
@@ -414,5 +434,20 @@ impl<T: Transport> Engine<T> {
     pub(super) fn rdma_failed(&mut self, peer: u32, m: usize, what: &str) {
         let reason = format!("{} could not {what} its memory", self.modules[m].info.label);
         self.fail_peer(peer, reason, true);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Peer;
+
+    #[test]
+    fn sequence_numbers_count_per_context_in_the_array_and_the_map() {
+        let mut p = Peer::new();
+        let got: Vec<u64> = [0, 0, 1, 7, 0, 7, 1, u32::MAX, 7]
+            .iter()
+            .map(|&c| p.next_sequence(c))
+            .collect();
+        assert_eq!(got, vec![0, 1, 0, 0, 2, 1, 1, 0, 2]);
     }
 }

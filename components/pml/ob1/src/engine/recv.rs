@@ -35,13 +35,15 @@ impl<T: Transport> Engine<T> {
                 self.rank, args.len
             ));
         }
-        let h = self.requests.insert(Request::new(Op::Recv(RecvReq {
-            buf: args.buf,
-            capacity: args.len,
-            source: args.source,
-            tag: args.tag,
-            phase: RecvPhase::Posted,
-        })));
+        let h = self.requests.insert_with(|| {
+            Request::new(Op::Recv(RecvReq {
+                buf: args.buf,
+                capacity: args.len,
+                source: args.source,
+                tag: args.tag,
+                phase: RecvPhase::Posted,
+            }))
+        });
         let posted = PostedRecv {
             context: ContextId(args.context),
             source: Source::from_raw(args.source),

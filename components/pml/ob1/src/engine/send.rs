@@ -78,33 +78,30 @@ impl<T: Transport> Engine<T> {
             (Protocol::Rendezvous, args.len.min(info.rndv_eager_limit))
         };
         let offer_put = protocol == Protocol::Rendezvous && rdma && route.all_put;
-        let sequence = {
-            let next = peer.sequences.entry(args.context).or_insert(0);
-            let s = *next;
-            *next += 1;
-            s
-        };
-        let h = self.requests.insert(Request::new(Op::Send(SendReq {
-            buf: args.buf,
-            len: args.len,
-            dest,
-            tag: args.tag,
-            context: args.context,
-            sync,
-            sequence,
-            protocol,
-            lane,
-            first_len,
-            started: false,
-            acked: false,
-            receiver: 0,
-            end: args.len,
-            next: first_len,
-            outstanding: 0,
-            put_addr: 0,
-            fin_queued: false,
-            offer_put,
-        })));
+        let sequence = peer.next_sequence(args.context);
+        let h = self.requests.insert_with(|| {
+            Request::new(Op::Send(SendReq {
+                buf: args.buf,
+                len: args.len,
+                dest,
+                tag: args.tag,
+                context: args.context,
+                sync,
+                sequence,
+                protocol,
+                lane,
+                first_len,
+                started: false,
+                acked: false,
+                receiver: 0,
+                end: args.len,
+                next: first_len,
+                outstanding: 0,
+                put_addr: 0,
+                fin_queued: false,
+                offer_put,
+            }))
+        });
         if !self.start(h) {
             self.active.push_back(h);
         }
