@@ -30,7 +30,11 @@
 //! second `membarrier` that makes every later owner entry see it — and
 //! every thread takes the `lock` (one swap, no system call). Where
 //! `membarrier` is not available (another OS, or refused by the kernel),
-//! the state is never biased.
+//! the state is never biased. A process that forks after the state was
+//! biased keeps the bias in the child, where the `membarrier` registration
+//! may not hold: there, entries from threads other than the owner are
+//! refused (never admitted unsafely); MPI processes do not fork after
+//! initialization.
 //!
 //! The framework adapters (`oxmpi_framework_btl::adapter`,
 //! `oxmpi_framework_pml::adapter`) wrap every entry point in
@@ -100,21 +104,11 @@ impl Drop for Exit<'_> {
     any(target_arch = "x86_64", target_arch = "aarch64")
 ))]
 mod os {
-    #[cfg(test)]
-    use std::ffi::c_ulong;
-    use std::ffi::{c_int, c_long};
+    use libc::{c_int, syscall, SYS_membarrier as SYS_MEMBARRIER};
     use std::sync::atomic::{AtomicU8, Ordering};
 
-    extern "C" {
-        #[cfg(test)]
-        fn pthread_self() -> c_ulong;
-        fn syscall(number: c_long, ...) -> c_long;
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    const SYS_MEMBARRIER: c_long = 324;
-    #[cfg(target_arch = "aarch64")]
-    const SYS_MEMBARRIER: c_long = 283;
+    // The membarrier commands (linux/membarrier.h), which the libc crate
+    // does not define.
     const MEMBARRIER_CMD_PRIVATE_EXPEDITED: c_int = 1 << 3;
     const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: c_int = 1 << 4;
 
@@ -146,7 +140,7 @@ mod os {
     #[cfg(test)]
     pub(super) fn pthread_id() -> usize {
         // SAFETY: `pthread_self` has no preconditions.
-        unsafe { pthread_self() as usize }
+        unsafe { libc::pthread_self() as usize }
     }
 
     /// 0: not tried yet, 1: usable, 2: not available.
