@@ -150,7 +150,7 @@ impl Btl for TcpBtl {
     /// ([`TcpBtl::new`]).
     fn init(context: &ComponentContext, identity: &JobIdentity) -> Result<Started<Self>, String> {
         let cfg = Config::read(context)?;
-        let candidates = discover::recent_interfaces()
+        let candidates = discover::interfaces_for_init()
             .map_err(|e| format!("cannot list the network interfaces: {e}"))?;
         match TcpBtl::new(cfg, *identity, *context, &candidates) {
             Ok(btl) => {

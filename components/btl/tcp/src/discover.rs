@@ -5,36 +5,40 @@ use std::collections::HashMap;
 use std::io;
 use std::net::IpAddr;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use oxmpi_netif::interfaces::{Interface, DEFAULT_BANDWIDTH_MBPS};
 
 use crate::sys;
 
-/// How long a listing stays fresh for [`recent_interfaces`].
-const FRESH_FOR: Duration = Duration::from_secs(1);
+/// The listing the query made, left for the `init` that follows it.
+static QUERIED: Mutex<Option<Vec<Interface>>> = Mutex::new(None);
 
-/// The listing [`recent_interfaces`] made last, and when.
-static LAST_LISTING: Mutex<Option<(Instant, Vec<Interface>)>> = Mutex::new(None);
-
-/// [`local_interfaces`], reusing a listing made less than a second ago:
-/// a rank lists the interfaces in the component's query and again in its
-/// `init` a few milliseconds later, and each listing costs two netlink
-/// dumps and a read of every device's link speed.
+/// [`local_interfaces`], for the component's query, whose listing the
+/// next [`interfaces_for_init`] takes instead of listing again (a listing
+/// costs two netlink dumps and a read of every device's link speed, and
+/// the query runs milliseconds before `init`).
 ///
 /// # Errors
 ///
 /// The `getifaddrs` error, if it fails.
-pub fn recent_interfaces() -> io::Result<Vec<Interface>> {
-    let mut last = LAST_LISTING.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((at, list)) = last.as_ref() {
-        if at.elapsed() < FRESH_FOR {
-            return Ok(list.clone());
-        }
-    }
+pub fn interfaces_for_query() -> io::Result<Vec<Interface>> {
     let list = local_interfaces()?;
-    *last = Some((Instant::now(), list.clone()));
+    *QUERIED.lock().unwrap_or_else(|e| e.into_inner()) = Some(list.clone());
     Ok(list)
+}
+
+/// The query's listing if one is waiting (taken: a later `init` lists
+/// again), otherwise [`local_interfaces`].
+///
+/// # Errors
+///
+/// The `getifaddrs` error, if it fails.
+pub fn interfaces_for_init() -> io::Result<Vec<Interface>> {
+    let queried = QUERIED.lock().unwrap_or_else(|e| e.into_inner()).take();
+    match queried {
+        Some(list) => Ok(list),
+        None => local_interfaces(),
+    }
 }
 
 /// Every IPv4 and IPv6 address of every device, in the order

@@ -201,7 +201,7 @@ pub struct Component;
 /// `Failed` for a bad include/exclude setting (both set, a bad item),
 /// `NotAvailable` when no interface is usable or none can be listed.
 pub fn query_with(cfg: &Config) -> Result<QueryReply, ComponentError> {
-    let candidates = discover::recent_interfaces().map_err(|e| {
+    let candidates = discover::interfaces_for_query().map_err(|e| {
         ComponentError::not_available(format!("cannot list the network interfaces: {e}"))
     })?;
     match btl::select_interfaces(cfg, &candidates, None) {
