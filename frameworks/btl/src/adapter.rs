@@ -22,7 +22,7 @@
 //!   ([`Rdma::Queued`]) until they hand it to [`Pml::get_done`] /
 //!   [`Pml::put_done`]. The generated entry points call them only for a
 //!   module whose description offers the operation ([`flags::GET`] /
-//!   [`flags::PUT`](crate::module::flags::PUT)), with 1 to
+//!   [`flags::PUT`]), with 1 to
 //!   `max_rdma_size` bytes and a non-null buffer; anything else is refused
 //!   (`Failed`, logged) without reaching the btl.
 
@@ -39,7 +39,7 @@ mod rdma;
 #[cfg(doc)]
 use crate::module::flags;
 use rdma::RdmaLimits;
-pub use rdma::{GetBuffer, PutBuffer, Rdma};
+pub use rdma::{GetBuffer, Rdma};
 
 /// What a btl component implements (one value per process, created by
 /// [`Btl::init`]). Every method is called with exclusive access; see the
@@ -82,7 +82,7 @@ pub trait Btl: Send + Sized + 'static {
 
     /// Writes `local` at `remote` in the peer's memory (see [`Rdma`]).
     /// Called only for a module described with
-    /// [`flags::PUT`](crate::module::flags::PUT). Default: refused
+    /// [`flags::PUT`]. Default: refused
     /// (`Failed`), for a btl that offers no put.
     fn put(
         &mut self,
@@ -145,27 +145,56 @@ pub struct Adapted<B> {
 // thread calls `progress` (the framework contract).
 unsafe impl<B: Send> Send for Adapted<B> {}
 
-/// The payload of one send: valid and unchanged while this token exists
-/// (the pml keeps it so until the btl answers `Done`/`WouldBlock`/`Failed`
-/// or calls `on_send_done`, which is what giving the token back means).
-pub struct Payload {
+/// The pml's bytes lent to the btl to read, valid and unchanged while
+/// the token exists: the payload of a send ([`Payload`]) or the local
+/// buffer of a put ([`PutBuffer`]). The kind `K` keeps the two apart, so
+/// a payload cannot finish a put or the reverse.
+pub struct Lent<K> {
     ptr: *const u8,
     len: usize,
     cookie: u64,
+    _kind: PhantomData<fn() -> K>,
 }
+
+/// The kind of [`Payload`].
+pub enum ForSend {}
+
+/// The kind of [`PutBuffer`].
+pub enum ForPut {}
+
+/// The payload of one send: valid and unchanged while this token exists
+/// (the pml keeps it so until the btl answers `Done`/`WouldBlock`/`Failed`
+/// or calls `on_send_done`, which is what giving the token back means).
+pub type Payload = Lent<ForSend>;
+
+/// What a put reads: `len()` bytes of the pml's, valid and unchanged while
+/// the token exists (until the btl answers, or gives it back through
+/// [`Pml::put_done`]).
+pub type PutBuffer = Lent<ForPut>;
 
 // SAFETY: the token is a read-only view of memory the pml keeps valid
 // while it exists; moving it to another thread does not change that.
-unsafe impl Send for Payload {}
+unsafe impl<K> Send for Lent<K> {}
 
-impl Payload {
+impl<K> Lent<K> {
+    /// The token the generated entry point makes from its arguments.
+    #[inline]
+    pub(crate) fn new(ptr: *const u8, len: usize, cookie: u64) -> Self {
+        Lent {
+            ptr,
+            len,
+            cookie,
+            _kind: PhantomData,
+        }
+    }
+
     /// Length in bytes.
     #[inline]
     pub fn len(&self) -> usize {
         self.len
     }
 
-    /// Whether the payload is empty.
+    /// Whether the bytes are empty.
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
@@ -183,15 +212,16 @@ impl Payload {
     }
 
     /// The first byte's address (for gathered system calls such as
-    /// `sendmsg`; the bytes stay valid while the token exists).
+    /// `sendmsg` or `process_vm_writev`; the bytes stay valid while the
+    /// token exists).
     #[inline]
     pub fn as_ptr(&self) -> *const u8 {
         self.ptr
     }
 
     /// A token for `len` bytes at `ptr`, finished with `cookie` (the test
-    /// kit's stand-in for the generated `send`, which makes the tokens a
-    /// btl sees).
+    /// kit's stand-in for the generated `send` or `put`, which make the
+    /// tokens a btl sees).
     ///
     /// # Safety
     ///
@@ -199,8 +229,8 @@ impl Payload {
     /// valid and unchanged while the token exists.
     #[doc(hidden)]
     #[cfg(any(test, feature = "testkit"))]
-    pub unsafe fn from_raw(ptr: *const u8, len: usize, cookie: u64) -> Payload {
-        Payload { ptr, len, cookie }
+    pub unsafe fn from_raw(ptr: *const u8, len: usize, cookie: u64) -> Self {
+        Lent::new(ptr, len, cookie)
     }
 }
 
@@ -545,11 +575,7 @@ unsafe extern "C" fn send<B: Exported>(
     // back: built outside, it was stored in words and reloaded in wider
     // pieces when moved into the closure (a store-forwarding stall).
     let sent = B::instance().call("send", |a| {
-        let token = Payload {
-            ptr: payload,
-            len: payload_len,
-            cookie,
-        };
+        let token = Payload::new(payload, payload_len, cookie);
         match a.btl.send(module, endpoint, header, token) {
             Sent::Done(_) => SendOutcome::Done,
             Sent::Queued => SendOutcome::Queued,

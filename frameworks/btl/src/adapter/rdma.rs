@@ -1,10 +1,10 @@
 //! The RDMA side of the safe btl interface: the tokens for the pml's local
-//! buffer of a get ([`GetBuffer`]) or put ([`PutBuffer`]), what
+//! buffer of a get ([`GetBuffer`]; a put's is a [`PutBuffer`]), what
 //! [`Btl::get`](super::Btl::get) and [`Btl::put`](super::Btl::put) answer
 //! ([`Rdma`]), and the generated `get`/`put` entry points, which refuse a
 //! call the module's description does not allow without reaching the btl.
 
-use super::{Adapted, Exported};
+use super::{Adapted, Exported, PutBuffer};
 use crate::module::{flags, BtlModuleInfo, RdmaOutcome};
 use oxmpi_plugin_api::verbosity;
 
@@ -65,64 +65,6 @@ impl GetBuffer {
     #[cfg(any(test, feature = "testkit"))]
     pub unsafe fn from_raw(ptr: *mut u8, len: usize, cookie: u64) -> GetBuffer {
         GetBuffer { ptr, len, cookie }
-    }
-}
-
-/// What a put reads: `len()` bytes of the pml's, valid and unchanged while
-/// the token exists (as for [`GetBuffer`], until the btl answers or gives
-/// it back through [`Pml::put_done`](super::Pml::put_done)).
-pub struct PutBuffer {
-    pub(super) ptr: *const u8,
-    pub(super) len: usize,
-    pub(super) cookie: u64,
-}
-
-// SAFETY: a read-only view of memory the pml keeps valid while the token
-// exists.
-unsafe impl Send for PutBuffer {}
-
-impl PutBuffer {
-    /// Length in bytes (at least 1).
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the buffer is empty (never, for a token the adapter made).
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The bytes.
-    #[inline]
-    pub fn as_slice(&self) -> &[u8] {
-        if self.len == 0 {
-            return &[];
-        }
-        // SAFETY: non-null with `len` readable bytes (checked when the
-        // token was made), unchanged while the token exists.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-
-    /// The first byte's address (for a system call such as
-    /// `process_vm_writev`).
-    #[inline]
-    pub fn as_ptr(&self) -> *const u8 {
-        self.ptr
-    }
-
-    /// A token for `len` readable bytes at `ptr`, finished with `cookie`
-    /// (the test kit's stand-in for the generated `put`).
-    ///
-    /// # Safety
-    ///
-    /// `ptr` is non-null (when `len > 0`) and readable for `len` bytes,
-    /// valid and unchanged while the token exists.
-    #[doc(hidden)]
-    #[cfg(any(test, feature = "testkit"))]
-    pub unsafe fn from_raw(ptr: *const u8, len: usize, cookie: u64) -> PutBuffer {
-        PutBuffer { ptr, len, cookie }
     }
 }
 
@@ -234,11 +176,7 @@ pub(super) unsafe extern "C" fn put<B: Exported>(
     len: usize,
     cookie: u64,
 ) -> RdmaOutcome {
-    let token = PutBuffer {
-        ptr: local,
-        len,
-        cookie,
-    };
+    let token = PutBuffer::new(local, len, cookie);
     let answer = B::instance().call("put", |a: &mut Adapted<B>| {
         match refusal(&a.rdma, "put", flags::PUT, module, local.is_null(), len) {
             Some(why) => Err(why),
