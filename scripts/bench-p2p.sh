@@ -54,49 +54,9 @@ cargo build --release -q -p oxmpi-bench-p2p --no-default-features --bin raw_tcp 
     note "raw_tcp did not build (cargo output below); its columns stay empty"
     tail -n 20 "$work/build-raw.log" >&2
 }
-have_ox=1
-components=()
-for f in components/*/*/Cargo.toml; do
-    components+=(-p "$(sed -n 's/^name = "\(.*\)"/\1/p' "$f" | head -n 1)")
-done
-# Default targets (the components' cdylibs, the programs), then the
-# oxmpi crate's examples (hello).
-if ! { cargo build --release -q -p oxmpi-mpirun -p oxmpi-bench-p2p "${components[@]}" &&
-        cargo build --release -q -p oxmpi --examples; } 2>"$work/build-ox.log"; then
-    have_ox=
-    note "the oxmpi side did not build (mpirun, the oxmpi crate and its examples, the components,"
-    note "oxmpi_pt2pt); its columns stay empty. First errors:"
-    grep -m 5 -A 3 '^error' "$work/build-ox.log" >&2 || tail -n 20 "$work/build-ox.log" >&2
-fi
-# mpirun finds the components next to itself only in <checkout>/target; with
-# another CARGO_TARGET_DIR point it there.
-if [ "$(cd "$tgt" 2>/dev/null && pwd -P)" != "$(pwd -P)/target" ] && [ -z "${OXMPI_MCA_mca_base_component_path:-}" ]; then
-    export OXMPI_MCA_mca_base_component_path=$rel
-fi
-
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-have_ompi=
-if command -v mpicc.openmpi >/dev/null && command -v mpirun.openmpi >/dev/null; then
-    if mpicc.openmpi -O2 -o "$work/pt2pt.openmpi" bench/p2p/c/pt2pt.c 2>"$work/cc-ompi.log" &&
-        mpicc.openmpi -O2 -o "$work/hello.openmpi" bench/p2p/c/hello.c 2>>"$work/cc-ompi.log"; then
-        have_ompi=1
-    else
-        note "mpicc.openmpi failed:"; cat "$work/cc-ompi.log" >&2
-    fi
-else
-    note "Open MPI not found (mpicc.openmpi, mpirun.openmpi; Debian: openmpi-bin libopenmpi-dev); its columns stay empty"
-fi
-have_mpich=
-if command -v mpicc.mpich >/dev/null && command -v mpiexec.mpich >/dev/null; then
-    if mpicc.mpich -O2 -o "$work/pt2pt.mpich" bench/p2p/c/pt2pt.c 2>"$work/cc-mpich.log" &&
-        mpicc.mpich -O2 -o "$work/hello.mpich" bench/p2p/c/hello.c 2>>"$work/cc-mpich.log"; then
-        have_mpich=1
-    else
-        note "mpicc.mpich failed:"; cat "$work/cc-mpich.log" >&2
-    fi
-else
-    note "MPICH not found (mpicc.mpich, mpiexec.mpich; Debian: mpich libmpich-dev); its columns stay empty"
-fi
+. scripts/bench-common.sh
+bench_build_oxmpi -p oxmpi --examples
+bench_build_c pt2pt hello
 
 # --- point-to-point ---------------------------------------------------------
 tcp_mca=(--mca btl self,tcp --mca btl_tcp_if_include lo)

@@ -64,44 +64,9 @@ cargo build --release -q -p oxmpi-bench-p2p --no-default-features --bin shm_floo
     note "shm_floor did not build (cargo output below); the floor columns stay empty"
     tail -n 20 "$work/build-floor.log" >&2
 }
-have_ox=1
-components=()
-for f in components/*/*/Cargo.toml; do
-    components+=(-p "$(sed -n 's/^name = "\(.*\)"/\1/p' "$f" | head -n 1)")
-done
-if ! cargo build --release -q -p oxmpi-mpirun -p oxmpi-bench-p2p "${components[@]}" 2>"$work/build-ox.log"; then
-    have_ox=
-    note "the oxmpi side did not build (mpirun, the components, oxmpi_pt2pt, oxmpi_selfsend);"
-    note "its columns stay empty. First errors:"
-    grep -m 5 -A 3 '^error' "$work/build-ox.log" >&2 || tail -n 20 "$work/build-ox.log" >&2
-fi
-# mpirun finds the components next to itself only in <checkout>/target; with
-# another CARGO_TARGET_DIR point it there.
-if [ "$(cd "$tgt" 2>/dev/null && pwd -P)" != "$(pwd -P)/target" ] && [ -z "${OXMPI_MCA_mca_base_component_path:-}" ]; then
-    export OXMPI_MCA_mca_base_component_path=$rel
-fi
-
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-have_ompi=
-if command -v mpicc.openmpi >/dev/null && command -v mpirun.openmpi >/dev/null; then
-    if mpicc.openmpi -O2 -o "$work/pt2pt.openmpi" bench/p2p/c/pt2pt.c 2>"$work/cc-ompi.log"; then
-        have_ompi=1
-    else
-        note "mpicc.openmpi failed:"; cat "$work/cc-ompi.log" >&2
-    fi
-else
-    note "Open MPI not found (mpicc.openmpi, mpirun.openmpi; Debian: openmpi-bin libopenmpi-dev); its columns stay empty"
-fi
-have_mpich=
-if command -v mpicc.mpich >/dev/null && command -v mpiexec.mpich >/dev/null; then
-    if mpicc.mpich -O2 -o "$work/pt2pt.mpich" bench/p2p/c/pt2pt.c 2>"$work/cc-mpich.log"; then
-        have_mpich=1
-    else
-        note "mpicc.mpich failed:"; cat "$work/cc-mpich.log" >&2
-    fi
-else
-    note "MPICH not found (mpicc.mpich, mpiexec.mpich; Debian: mpich libmpich-dev); its columns stay empty"
-fi
+. scripts/bench-common.sh
+bench_build_oxmpi
+bench_build_c pt2pt
 
 # --- runs -------------------------------------------------------------------
 ox_mca=(--mca btl "$ox_btl")
