@@ -80,7 +80,8 @@ use crate::handle::BtlHandle;
 use crate::module::{flags, BtlComponentModule, SendOutcome, MAX_HEADER};
 use oxmpi_plugin_api::{testkit, ParamValue};
 
-/// The payload sizes every btl carries in the suite.
+/// The payload sizes the suite sends (those up to a module's largest
+/// fragment, and that one).
 pub const SIZES: [usize; 7] = [0, 1, 63, 64, 4096, 65536, 1 << 20];
 
 /// Small sends queued in one burst, without progress in between.
@@ -387,6 +388,19 @@ fn peers_are_resolved_or_refused<B: Btl>(subject: &Subject, with_table: bool) {
     c.assert_clean(&format!("{name}: add_peer"));
 }
 
+/// The payload sizes of [`SIZES`] module 0 of `modules` carries (a pml
+/// never sends a fragment larger than a module's largest limit: eager,
+/// rendezvous or pipelined), and that largest size itself.
+fn sizes_within(modules: &[crate::module::BtlModuleInfo]) -> Vec<usize> {
+    let m = &modules[0];
+    let largest = m.eager_limit.max(m.rndv_eager_limit).max(m.max_send_size);
+    let mut sizes: Vec<usize> = SIZES.iter().copied().filter(|&n| n <= largest).collect();
+    if !sizes.contains(&largest) && largest < *SIZES.last().expect("sizes") {
+        sizes.push(largest);
+    }
+    sizes
+}
+
 /// Resolves every pair on module 0: `endpoints[a][b]`.
 fn connect_all<B: Btl>(subject: &Subject, c: &mut Cluster<'_, B>) -> Vec<Vec<u64>> {
     let mut endpoints = vec![vec![u64::MAX; subject.ranks as usize]; subject.ranks as usize];
@@ -422,7 +436,8 @@ fn payloads_arrive<B: Btl>(subject: &Subject, with_table: bool, placement: Optio
             None => "alternating",
         }
     );
-    let payloads: Vec<Vec<u8>> = SIZES.iter().map(|&n| pattern(n, n as u32)).collect();
+    let sizes = sizes_within(cluster::<B>(subject, with_table).modules(0));
+    let payloads: Vec<Vec<u8>> = sizes.iter().map(|&n| pattern(n, n as u32)).collect();
     let mut c = cluster::<B>(subject, with_table);
     let endpoints = connect_all(subject, &mut c);
     for r in 0..subject.ranks {
@@ -430,7 +445,7 @@ fn payloads_arrive<B: Btl>(subject: &Subject, with_table: bool, placement: Optio
             Some(p) => c.recorder(r).set_default_placement(p),
             None => c
                 .recorder(r)
-                .place_next((0..2 * SIZES.len() * subject.ranks as usize).map(|i| {
+                .place_next((0..2 * sizes.len() * subject.ranks as usize).map(|i| {
                     if i % 2 == 0 {
                         Placement::Destination
                     } else {
@@ -471,7 +486,7 @@ fn payloads_arrive<B: Btl>(subject: &Subject, with_table: bool, placement: Optio
         let stream = c.stream(a, 0, ep).expect("the pair sent");
         assert_eq!(
             c.recorder(b).received(stream),
-            2 * SIZES.len() as u64,
+            2 * sizes.len() as u64,
             "{what}: rank {b} received a different number of fragments from rank {a}"
         );
         let from_a: Vec<_> = c
@@ -482,7 +497,7 @@ fn payloads_arrive<B: Btl>(subject: &Subject, with_table: bool, placement: Optio
             .collect();
         assert_eq!(
             from_a.len(),
-            2 * SIZES.len(),
+            2 * sizes.len(),
             "{what}: fragments recorded at rank {b}"
         );
         for (f, expect) in from_a.iter().zip(payloads.iter().chain(&payloads)) {
@@ -530,6 +545,19 @@ fn headers_and_bursts_arrive<B: Btl>(subject: &Subject) {
             accepted(subject, &format!("rank {a}: a {len}-byte header"), outcome);
         }
     }
+    // Unstamped sends a btl answered Done leave nothing for `drain` to
+    // wait for: wait for the fragments themselves.
+    let pairs = subject.pairs();
+    c.pump("every header length", |c| {
+        pairs.iter().all(|&(a, b)| {
+            c.recorder(b)
+                .fragments()
+                .iter()
+                .filter(|f| f.peer == a)
+                .count()
+                > MAX_HEADER
+        })
+    });
     c.drain();
     c.assert_clean(&format!("{name}: header lengths"));
     for (a, b) in subject.pairs() {
@@ -545,7 +573,7 @@ fn headers_and_bursts_arrive<B: Btl>(subject: &Subject) {
             .collect();
         assert!(
             got == want,
-            "{name}: headers of 0 to {MAX_HEADER} bytes from rank {a} to rank {b} did not arrive intact and in order"
+            "{name}: headers of 0 to {MAX_HEADER} bytes from rank {a} to rank {b} did not arrive intact and in order: got {:?}", got.iter().map(|(h, p)| (h.len(), p.len())).collect::<Vec<_>>()
         );
     }
     // A burst: every send queued before any progress.

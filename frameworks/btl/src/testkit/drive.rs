@@ -47,6 +47,22 @@ pub fn identity(rank: u32, size: u32) -> JobIdentity {
     }
 }
 
+/// The identity of `rank` in cluster job `job` (each cluster is a job of
+/// its own, so a btl that names shared files after its job keeps two
+/// clusters of one test apart).
+fn cluster_identity(job: u64, rank: u32, size: u32) -> JobIdentity {
+    JobIdentity {
+        job_id: job,
+        ..identity(rank, size)
+    }
+}
+
+/// A job id no other cluster of this process has.
+fn next_job() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    0x7e57_0000 + NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 enum Engine<B> {
     Table(BtlHandle),
     Value(Option<B>),
@@ -137,7 +153,8 @@ impl<B: Btl> Rank<B> {
 }
 
 impl<'p, B: Btl> Cluster<'p, B> {
-    /// `ranks` values of `B` (ranks 0… of a job of that size), each
+    /// `ranks` values of `B` (ranks 0… of a job of that size, with a job
+    /// id of its own), each
     /// initialized with the fake services' parameters for `component`.
     ///
     /// # Errors
@@ -150,10 +167,12 @@ impl<'p, B: Btl> Cluster<'p, B> {
             streams: Vec::new(),
             _payloads: PhantomData,
         };
+        let job = next_job();
         for rank in 0..ranks {
-            cluster
-                .ranks
-                .push(start_value::<B>(component, identity(rank, ranks))?);
+            cluster.ranks.push(start_value::<B>(
+                component,
+                cluster_identity(job, rank, ranks),
+            )?);
         }
         Ok(cluster)
     }
@@ -175,13 +194,17 @@ impl<'p, B: Btl> Cluster<'p, B> {
             streams: Vec::new(),
             _payloads: PhantomData,
         };
-        cluster
-            .ranks
-            .push(start_table::<B>(table, component, identity(0, ranks))?);
+        let job = next_job();
+        cluster.ranks.push(start_table::<B>(
+            table,
+            component,
+            cluster_identity(job, 0, ranks),
+        )?);
         for rank in 1..ranks {
-            cluster
-                .ranks
-                .push(start_value::<B>(component, identity(rank, ranks))?);
+            cluster.ranks.push(start_value::<B>(
+                component,
+                cluster_identity(job, rank, ranks),
+            )?);
         }
         Ok(cluster)
     }

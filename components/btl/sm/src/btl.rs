@@ -1,0 +1,613 @@
+//! The sm btl's state and its [`Btl`] implementation: sends through fast
+//! boxes or fragment buffers and receive queues, get and put through
+//! cross-memory attach, progress that polls this process's boxes and
+//! queue, and the attaching (then unlinking) of the node's segments.
+
+use crate::card::{node_identity, Card};
+use crate::fbox::{record_len, FboxIn, FboxOut, Polled};
+use crate::params::{Config, Mechanism};
+use crate::place::Place;
+use crate::segment::{path_of, Segment, Sizes};
+use crate::{cma, fifo};
+use oxmpi_framework_btl::adapter::{
+    Arrived, Btl, GetBuffer, Payload, Pml, PutBuffer, Rdma, Sent, Started,
+};
+use oxmpi_framework_btl::module::JobIdentity;
+use oxmpi_plugin_api::{verbosity, ComponentContext, Params as _};
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::Ordering;
+
+/// The only module's index.
+pub const MODULE: u32 = 0;
+
+/// Progress calls between two tries to attach the segments of the node's
+/// processes not attached yet.
+const ATTACH_EVERY: u32 = 256;
+
+/// One rank of the job, as this process sees it.
+#[derive(Default)]
+struct Peer {
+    /// Its segment, once attached.
+    segment: Option<Segment>,
+    /// This process's fast box in its segment.
+    out: Option<FboxOut>,
+    /// No fast box is left in its segment.
+    no_fbox: bool,
+    /// Fragments sent to it through its queue.
+    queued: u32,
+    /// The last fragment buffer sent to it, while it may be undelivered:
+    /// until it is, later fragments go through the queue too (order).
+    last_frag: Option<u32>,
+    /// Index in `SmBtl::inbound` of its fast box in this process's
+    /// segment.
+    inbound: Option<usize>,
+    /// Why it was lost, once it is.
+    failed: Option<String>,
+}
+
+/// The sm btl between calls (see the crate docs).
+pub struct SmBtl {
+    rank: u32,
+    job: u64,
+    place: Place,
+    node: String,
+    own: Segment,
+    single_copy: bool,
+    /// The probe word peers read (with single copy).
+    probe: Option<cma::Probe>,
+    fbox_threshold: u32,
+    poll_batch: u32,
+    /// Indexed by rank.
+    peers: Vec<Peer>,
+    /// Segments of other processes attached.
+    attached: u32,
+    /// Progress calls since the last try to attach the rest.
+    attach_tick: u32,
+    /// Fast boxes of this segment looked at (claimed or not).
+    fbox_seen: u32,
+    /// The fast boxes other processes write to this one.
+    inbound: Vec<FboxIn>,
+    /// The receive queue's consumer position.
+    fifo_head: u64,
+    /// Where the search for a free fragment buffer starts.
+    next_frag: u32,
+    /// The rank + 1 each fragment buffer was last sent to (0: none).
+    frag_peer: Vec<u32>,
+    /// Peers lost, to report from the next progress call.
+    to_report: Vec<u32>,
+    /// Where fast box keys come from.
+    keys: std::collections::hash_map::RandomState,
+}
+
+impl SmBtl {
+    /// A fresh random 64-bit value.
+    fn random(&self, salt: u64) -> u64 {
+        let mut h = self.keys.build_hasher();
+        h.write_u64(salt);
+        h.write_u32(self.rank);
+        h.finish()
+    }
+
+    /// Maps rank `r`'s segment if it exists and is ready; true once it is
+    /// mapped. The process that completes the set of attachers unlinks
+    /// the file.
+    fn attach(&mut self, r: u32) -> Result<bool, String> {
+        let peer = &mut self.peers[r as usize];
+        if peer.segment.is_some() {
+            return Ok(true);
+        }
+        let path = path_of(&self.place.dir, self.job, r);
+        let Some(segment) = Segment::attach(&path)? else {
+            return Ok(false);
+        };
+        if segment.rank() != r {
+            return Err(format!(
+                "{} belongs to rank {}, not to rank {r}",
+                path.display(),
+                segment.rank()
+            ));
+        }
+        let before = segment.attached().fetch_add(1, Ordering::AcqRel);
+        if let Some(local) = self.place.local_size {
+            if before + 2 == local {
+                // Every other process of the node has it mapped: the name
+                // is no longer needed, and a crash cannot leave it behind.
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+        peer.segment = Some(segment);
+        self.attached += 1;
+        Ok(true)
+    }
+
+    /// Tries to attach every segment of the node not attached yet.
+    fn attach_rest(&mut self) {
+        for r in 0..self.peers.len() as u32 {
+            if r != self.rank && self.peers[r as usize].segment.is_none() {
+                let _ = self.attach(r);
+            }
+        }
+    }
+
+    /// Whether some segment of the node is still to be attached.
+    fn attaching(&self) -> bool {
+        self.place
+            .local_size
+            .is_some_and(|local| self.attached + 1 < local)
+    }
+
+    /// Opens the fast boxes claimed in this process's segment since the
+    /// last look.
+    fn discover_fboxes(&mut self) {
+        let count = self.own.sizes().fbox_count;
+        let claimed = self.own.fbox_claimed().load(Ordering::Acquire).min(count);
+        while self.fbox_seen < claimed {
+            let Some(inbound) = FboxIn::open(&self.own, self.fbox_seen) else {
+                return; // its sender is still writing the claim
+            };
+            let sender = inbound.sender;
+            if let Some(peer) = self.peers.get_mut(sender as usize) {
+                peer.inbound = Some(self.inbound.len());
+                self.inbound.push(inbound);
+            }
+            self.fbox_seen += 1;
+        }
+    }
+
+    /// Delivers the records of inbound fast box `k` (at most `limit`).
+    fn drain_fbox(&mut self, pml: &Pml<'_>, k: usize, limit: u32) -> usize {
+        let mut events = 0;
+        while events < limit as usize {
+            let inbound = &mut self.inbound[k];
+            match inbound.poll(&self.own) {
+                Polled::Empty => break,
+                Polled::Record {
+                    offset,
+                    header,
+                    payload,
+                } => {
+                    let (index, sender) = (inbound.index, inbound.sender);
+                    let h = self.own.fbox_bytes(index, offset, header);
+                    let p = self.own.fbox_bytes(index, offset + header, payload);
+                    deliver(pml, sender, h, p);
+                    self.inbound[k].consume(&self.own, header, payload);
+                    events += 1;
+                }
+                Polled::Damaged => {
+                    let sender = inbound.sender;
+                    self.lose(
+                        sender,
+                        format!("rank {sender}'s fast box in this process's shared segment holds a record that does not fit it (the segment is damaged)"),
+                    );
+                    break;
+                }
+            }
+        }
+        events
+    }
+
+    /// Delivers the fragment a queue entry names: first whatever its
+    /// sender put in its fast box before it (order), then the fragment.
+    fn deliver_queued(&mut self, pml: &Pml<'_>, entry: u64) -> usize {
+        let (sender, frag) = ((entry >> 32) as u32, entry as u32);
+        if sender as usize >= self.peers.len() || sender == self.rank {
+            self.own_damage(format!(
+                "the receive queue names rank {sender}, which is not a peer"
+            ));
+            return 0;
+        }
+        let mut events = 0;
+        if self.peers[sender as usize].inbound.is_none() {
+            self.discover_fboxes();
+        }
+        if let Some(k) = self.peers[sender as usize].inbound {
+            events += self.drain_fbox(pml, k, u32::MAX);
+        }
+        match self.attach(sender) {
+            Ok(true) => {}
+            Ok(false) | Err(_) => {
+                self.lose(
+                    sender,
+                    format!(
+                        "rank {sender} queued a fragment but its shared segment cannot be mapped"
+                    ),
+                );
+                return events;
+            }
+        }
+        let Some(segment) = &self.peers[sender as usize].segment else {
+            return events;
+        };
+        if frag >= segment.sizes().frag_count {
+            self.lose(
+                sender,
+                format!(
+                    "rank {sender} queued fragment buffer {frag}, which its segment does not have"
+                ),
+            );
+            return events;
+        }
+        match segment.frag_contents(frag) {
+            Some((header, payload)) => deliver(pml, sender, header, payload),
+            None => {
+                self.lose(
+                    sender,
+                    format!("rank {sender}'s fragment buffer {frag} is damaged"),
+                );
+                return events;
+            }
+        }
+        segment.frag_busy(frag).store(0, Ordering::Release);
+        events + 1
+    }
+
+    /// Marks `peer` lost for `why` (reported from the next progress).
+    fn lose(&mut self, peer: u32, why: String) {
+        if let Some(p) = self.peers.get_mut(peer as usize) {
+            if p.failed.is_none() {
+                p.failed = Some(why);
+                self.to_report.push(peer);
+            }
+        }
+    }
+
+    /// This process's receive queue holds an entry no peer can have
+    /// written: the segment is damaged, and every peer that may have
+    /// written to it is lost.
+    #[cold]
+    fn own_damage(&mut self, why: String) {
+        for peer in 0..self.peers.len() as u32 {
+            if peer != self.rank && self.peers[peer as usize].segment.is_some() {
+                self.lose(
+                    peer,
+                    format!("this process's shared segment is damaged ({why})"),
+                );
+            }
+        }
+    }
+
+    /// A free fragment buffer of this process's, marked busy for `peer`.
+    fn take_frag(&mut self, peer: u32) -> Option<u32> {
+        let count = self.own.sizes().frag_count;
+        for step in 0..count {
+            let i = (self.next_frag + step) % count;
+            if self.own.frag_busy(i).load(Ordering::Acquire) != 0 {
+                continue;
+            }
+            let previous = self.frag_peer[i as usize];
+            if previous != 0 {
+                let p = &mut self.peers[previous as usize - 1];
+                if p.last_frag == Some(i) {
+                    p.last_frag = None;
+                }
+            }
+            self.own.frag_busy(i).store(1, Ordering::Relaxed);
+            self.frag_peer[i as usize] = peer + 1;
+            self.next_frag = (i + 1) % count;
+            return Some(i);
+        }
+        None
+    }
+
+    /// The pid of the peer of `endpoint`, if it is a live, attached peer.
+    fn pid_of(&self, endpoint: u64) -> Option<u32> {
+        let p = self.peers.get(endpoint as usize)?;
+        if p.failed.is_some() {
+            return None;
+        }
+        p.segment.as_ref().map(Segment::pid)
+    }
+
+    /// A get or put through cross-memory attach that failed: the peer is
+    /// lost.
+    fn rdma_failed(&mut self, endpoint: u64, what: &str, e: std::io::Error) {
+        let peer = endpoint as u32;
+        let why = match e.raw_os_error() {
+            Some(libc::ESRCH) => format!("rank {peer}'s process is gone (the {what} through cross-memory attach found no process)"),
+            _ => format!("a {what} of rank {peer}'s memory through cross-memory attach failed: {e}"),
+        };
+        self.lose(peer, why);
+    }
+}
+
+impl Drop for SmBtl {
+    fn drop(&mut self) {
+        // Normally gone already (unlinked once every local process had
+        // attached); not when some never attached.
+        let _ = std::fs::remove_file(self.own.path());
+    }
+}
+
+/// Hands one fragment to the pml: at the destination it names, or in
+/// place.
+#[inline]
+fn deliver(pml: &Pml<'_>, sender: u32, header: &[u8], payload: &[u8]) {
+    match pml.header(MODULE, sender, header, payload.len()) {
+        Some(mut dest) => {
+            dest.write_at(0, payload);
+            pml.fragment(MODULE, sender, header, Arrived::Placed(dest));
+        }
+        None => pml.fragment(MODULE, sender, header, Arrived::Bytes(payload)),
+    }
+}
+
+impl Btl for SmBtl {
+    fn init(context: &ComponentContext, identity: &JobIdentity) -> Result<Started<Self>, String> {
+        let config = Config::read(context)?;
+        let place = match Place::of_process(identity) {
+            Ok(place) => place,
+            Err(why) => return Ok(Started::NothingUsable(why)),
+        };
+        let single_copy = match config.single_copy_mechanism {
+            Mechanism::None => false,
+            Mechanism::Cma => match cma::enable() {
+                Ok(()) => true,
+                Err(why) => {
+                    context.log(
+                        verbosity::WARN,
+                        &format!("single copy through cross-memory attach is not available here ({why}); large messages move through the shared segment instead, as with btl_sm_single_copy_mechanism = none"),
+                    );
+                    false
+                }
+            },
+        };
+        let (info, notice) = config.module_info(single_copy)?;
+        if let Some(notice) = notice {
+            context.log(verbosity::WARN, &notice);
+        }
+        let sizes = Sizes {
+            fifo_cells: config.fifo_size,
+            fbox_count: config.fbox_max,
+            fbox_size: config.fbox_size as u32,
+            frag_count: config.free_list_max,
+            frag_size: config.btl.max_send_size as u32,
+        };
+        let own = Segment::create(
+            &path_of(&place.dir, identity.job_id, identity.rank),
+            identity.rank,
+            sizes,
+        )?;
+        let keys = std::collections::hash_map::RandomState::new();
+        let mut state = SmBtl {
+            rank: identity.rank,
+            job: identity.job_id,
+            place,
+            node: node_identity(),
+            own,
+            single_copy,
+            probe: None,
+            fbox_threshold: config.fbox_threshold,
+            poll_batch: config.poll_batch,
+            peers: (0..identity.size).map(|_| Peer::default()).collect(),
+            attached: 0,
+            attach_tick: 0,
+            fbox_seen: 0,
+            inbound: Vec::new(),
+            fifo_head: 0,
+            next_frag: 0,
+            frag_peer: vec![0; config.free_list_max as usize],
+            to_report: Vec::new(),
+            keys,
+        };
+        if single_copy {
+            let value = state.random(0x9e37_79b9);
+            state.probe = Some(cma::Probe::new(value));
+        }
+        context.log(
+            verbosity::INFO,
+            &format!(
+                "rank {}: segment {} ({} fast boxes of {} B, {} queue entries, {} fragment buffers of {} B), {} for large messages",
+                identity.rank,
+                state.own.path().display(),
+                sizes.fbox_count,
+                sizes.fbox_size,
+                sizes.fifo_cells,
+                sizes.frag_count,
+                sizes.frag_size,
+                if single_copy { "one copy through cross-memory attach" } else { "fragments through the segment" }
+            ),
+        );
+        Ok(Started::Ready(state, vec![info]))
+    }
+
+    fn contact_card(&self) -> Vec<u8> {
+        Card {
+            node: self.node.clone(),
+            probe_address: self.probe.as_ref().map_or(0, cma::Probe::address),
+            probe_value: self.probe.as_ref().map_or(0, cma::Probe::value),
+        }
+        .encode()
+    }
+
+    fn add_peer(&mut self, module: u32, peer: u32, card: &[u8]) -> Result<u64, String> {
+        if module != MODULE {
+            return Err(format!(
+                "sm has one module (index {MODULE}); there is no module {module}"
+            ));
+        }
+        if peer == self.rank {
+            return Err(
+                "sm does not carry a process's messages to itself (the self btl does)".into(),
+            );
+        }
+        if peer as usize >= self.peers.len() {
+            return Err(format!(
+                "rank {peer} is not in this job of {} ranks",
+                self.peers.len()
+            ));
+        }
+        let card = Card::decode(card)?;
+        if card.node != self.node {
+            let host = card.node.split('/').next().unwrap_or_default();
+            return Err(format!("rank {peer} runs on another node ({host})"));
+        }
+        if !self.attach(peer)? {
+            return Err(format!(
+                "rank {peer} runs on this node, but its shared segment {} is missing (the process ended, or its job directory differs)",
+                path_of(&self.place.dir, self.job, peer).display()
+            ));
+        }
+        if self.single_copy {
+            if card.probe_address == 0 {
+                return Err(format!(
+                    "rank {peer} does not use single copy while this process does; set btl_sm_single_copy_mechanism to the same value for every rank"
+                ));
+            }
+            let pid = self.pid_of(u64::from(peer)).unwrap_or_default();
+            cma::check_peer(pid, card.probe_address, card.probe_value).map_err(|e| {
+                format!("{e}; set btl_sm_single_copy_mechanism = none for every rank to copy through the segment instead")
+            })?;
+        } else if card.probe_address != 0 {
+            return Err(format!(
+                "rank {peer} uses single copy while this process does not; set btl_sm_single_copy_mechanism to the same value for every rank"
+            ));
+        }
+        Ok(u64::from(peer))
+    }
+
+    #[inline]
+    fn send(&mut self, _module: u32, endpoint: u64, header: &[u8], payload: Payload) -> Sent {
+        let rank = self.rank;
+        let Some(p) = self.peers.get_mut(endpoint as usize) else {
+            return Sent::Failed(payload);
+        };
+        if p.failed.is_some() {
+            return Sent::Failed(payload);
+        }
+        let Some(segment) = &p.segment else {
+            let why =
+                format!("the pml sent to sm endpoint {endpoint}, which add_peer never returned");
+            self.lose(endpoint as u32, why);
+            return Sent::Failed(payload);
+        };
+        let bytes = payload.as_slice();
+        if let Some(out) = &mut p.out {
+            let len = record_len(header.len(), bytes.len());
+            let in_order = match p.last_frag {
+                None => true,
+                Some(f) => self.own.frag_busy(f).load(Ordering::Acquire) == 0,
+            };
+            if in_order {
+                p.last_frag = None;
+                if out.takes(len) && out.write(segment, header, bytes, len) {
+                    return Sent::Done(payload);
+                }
+            }
+        }
+        let peer = endpoint as u32;
+        if bytes.len() > self.own.sizes().frag_size as usize {
+            let why = format!(
+                "the pml sent a fragment of {} bytes to rank {peer}, more than btl_sm_max_send_size ({} bytes)",
+                bytes.len(),
+                self.own.sizes().frag_size
+            );
+            self.lose(peer, why);
+            return Sent::Failed(payload);
+        }
+        let Some(frag) = self.take_frag(peer) else {
+            return Sent::WouldBlock(payload);
+        };
+        self.own.frag_fill(frag, header, bytes);
+        let p = &mut self.peers[peer as usize];
+        let segment = p.segment.as_ref().expect("checked above");
+        if !fifo::push(segment, u64::from(rank) << 32 | u64::from(frag)) {
+            self.own.frag_busy(frag).store(0, Ordering::Relaxed);
+            return Sent::WouldBlock(payload);
+        }
+        p.last_frag = Some(frag);
+        p.queued = p.queued.saturating_add(1);
+        if p.out.is_none() && !p.no_fbox && p.queued >= self.fbox_threshold {
+            let key = self.random(u64::from(peer) << 32 | u64::from(frag));
+            let p = &mut self.peers[peer as usize];
+            let segment = p.segment.as_ref().expect("checked above");
+            p.out = FboxOut::claim(segment, rank, key);
+            p.no_fbox = p.out.is_none();
+        }
+        Sent::Done(payload)
+    }
+
+    fn get(
+        &mut self,
+        _module: u32,
+        endpoint: u64,
+        remote: u64,
+        mut local: GetBuffer,
+    ) -> Rdma<GetBuffer> {
+        let Some(pid) = self.pid_of(endpoint) else {
+            return Rdma::Failed(local);
+        };
+        let len = local.len();
+        match cma::read(pid, local.as_mut_ptr(), len, remote) {
+            Ok(()) => Rdma::Done(local),
+            Err(e) => {
+                self.rdma_failed(endpoint, "get", e);
+                Rdma::Failed(local)
+            }
+        }
+    }
+
+    fn put(
+        &mut self,
+        _module: u32,
+        endpoint: u64,
+        remote: u64,
+        local: PutBuffer,
+    ) -> Rdma<PutBuffer> {
+        let Some(pid) = self.pid_of(endpoint) else {
+            return Rdma::Failed(local);
+        };
+        match cma::write(pid, local.as_ptr(), local.len(), remote) {
+            Ok(()) => Rdma::Done(local),
+            Err(e) => {
+                self.rdma_failed(endpoint, "put", e);
+                Rdma::Failed(local)
+            }
+        }
+    }
+
+    #[inline]
+    fn progress(&mut self, pml: &Pml<'_>) -> usize {
+        let mut events = 0;
+        if self.attaching() {
+            self.attach_tick = self.attach_tick.wrapping_add(1);
+            if self.attach_tick % ATTACH_EVERY == 1 {
+                self.attach_rest();
+            }
+        }
+        if self.fbox_seen < self.own.sizes().fbox_count
+            && self.own.fbox_claimed().load(Ordering::Relaxed) > self.fbox_seen
+        {
+            self.discover_fboxes();
+        }
+        for k in 0..self.inbound.len() {
+            events += self.drain_fbox(pml, k, self.poll_batch);
+        }
+        for _ in 0..self.poll_batch {
+            match fifo::pop(&self.own, &mut self.fifo_head) {
+                Some(entry) => events += self.deliver_queued(pml, entry),
+                None => break,
+            }
+        }
+        if !self.to_report.is_empty() {
+            for peer in std::mem::take(&mut self.to_report) {
+                if let Some(why) = &self.peers[peer as usize].failed {
+                    pml.peer_failed(MODULE, peer, why);
+                    events += 1;
+                }
+            }
+        }
+        events
+    }
+
+    fn stop_after_internal_error(&mut self, pml: &Pml<'_>, message: &str) {
+        for (peer, p) in self.peers.iter().enumerate() {
+            if p.segment.is_some() && peer as u32 != self.rank {
+                pml.peer_failed(
+                    MODULE,
+                    peer as u32,
+                    &format!("the sm btl stopped after an internal error: {message}"),
+                );
+            }
+        }
+    }
+}

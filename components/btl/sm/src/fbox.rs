@@ -1,0 +1,280 @@
+//! Fast boxes: a ring in the receiver's segment that one sender writes
+//! and the receiver polls, for small fragments.
+//!
+//! A record at absolute position `p` (a multiple of 16; its offset in the
+//! ring is `p % size`) is a tag word, a lengths word (header bytes in the
+//! low half, payload bytes in the high half), the header and the payload,
+//! padded to 16 bytes. The sender writes everything but the tag, then the
+//! tag (release); the receiver polls the tag word at its position
+//! (acquire), so a record costs the receiver one cache-line transfer when
+//! it fits in a line. The tag mixes `p` with the box's random key: words
+//! an earlier lap left, header or payload bytes included, do not read as a
+//! record (the chance is 2^-64). A record that does not fit before the
+//! ring's end is preceded by a skip record whose lengths word is all ones.
+//! The receiver publishes its consumed position after each record; the
+//! sender reads it only when its last copy says the ring is full.
+
+use crate::segment::{Segment, FRAG_HEADER};
+use std::sync::atomic::Ordering;
+
+/// Bytes of a record before its header: tag and lengths.
+const HEAD: usize = 16;
+
+/// The lengths word of a skip record.
+const SKIP: u64 = u64::MAX;
+
+/// The tag of the record at `pos` in a box with `key` (never 0).
+#[inline]
+fn tag(key: u64, pos: u64) -> u64 {
+    let t = (pos + 1).wrapping_mul(key | 1) ^ key.rotate_left(29);
+    t.max(1)
+}
+
+/// Bytes a fragment takes in a ring.
+#[inline]
+pub fn record_len(header: usize, payload: usize) -> usize {
+    (HEAD + header + payload).next_multiple_of(16)
+}
+
+/// The sender's side of one fast box.
+pub struct FboxOut {
+    index: u32,
+    key: u64,
+    pos: u64,
+    consumed: u64,
+    size: usize,
+}
+
+impl FboxOut {
+    /// Claims a fast box in `segment` (the receiver's) for sender `rank`,
+    /// with a fresh random key; `None` when every box is taken.
+    pub fn claim(segment: &Segment, rank: u32, key: u64) -> Option<FboxOut> {
+        let sizes = segment.sizes();
+        if sizes.fbox_count == 0 {
+            return None;
+        }
+        let index = segment.fbox_claimed().fetch_add(1, Ordering::Relaxed);
+        if index >= sizes.fbox_count {
+            return None;
+        }
+        segment.fbox_key(index).store(key, Ordering::Relaxed);
+        segment.fbox_owner(index).store(rank + 1, Ordering::Release);
+        Some(FboxOut {
+            index,
+            key,
+            pos: 0,
+            consumed: 0,
+            size: sizes.fbox_size as usize,
+        })
+    }
+
+    /// Whether a record of `len` bytes goes through the box at all (at
+    /// most half the ring, so large fragments cannot starve small ones).
+    #[inline]
+    pub fn takes(&self, len: usize) -> bool {
+        len <= self.size / 2
+    }
+
+    /// Writes one record of `len` bytes ([`record_len`]); false when the
+    /// ring has no room (nothing is written).
+    #[inline]
+    pub fn write(&mut self, segment: &Segment, header: &[u8], payload: &[u8], len: usize) -> bool {
+        let mut off = (self.pos % self.size as u64) as usize;
+        let wrap = if off + len > self.size {
+            self.size - off
+        } else {
+            0
+        };
+        if (self.pos - self.consumed) as usize + wrap + len > self.size {
+            self.consumed = segment.fbox_consumed(self.index).load(Ordering::Acquire);
+            if (self.pos - self.consumed) as usize + wrap + len > self.size {
+                return false;
+            }
+        }
+        let i = self.index;
+        if wrap > 0 {
+            segment.fbox_word(i, off + 8).store(SKIP, Ordering::Relaxed);
+            segment
+                .fbox_word(i, off)
+                .store(tag(self.key, self.pos), Ordering::Release);
+            self.pos += wrap as u64;
+            off = 0;
+        }
+        segment.fbox_write(i, off + HEAD, header);
+        segment.fbox_write(i, off + HEAD + header.len(), payload);
+        segment.fbox_word(i, off + 8).store(
+            header.len() as u64 | (payload.len() as u64) << 32,
+            Ordering::Relaxed,
+        );
+        segment
+            .fbox_word(i, off)
+            .store(tag(self.key, self.pos), Ordering::Release);
+        self.pos += len as u64;
+        true
+    }
+}
+
+/// What the receiver found in a box.
+pub enum Polled {
+    /// No new record.
+    Empty,
+    /// A record: where its header starts in the ring, and its lengths.
+    Record {
+        /// Offset of the header in the ring.
+        offset: usize,
+        /// Header bytes.
+        header: usize,
+        /// Payload bytes.
+        payload: usize,
+    },
+    /// A record whose lengths do not fit the box (a damaged segment).
+    Damaged,
+}
+
+/// The receiver's side of one fast box.
+pub struct FboxIn {
+    /// The box's index in the receiver's segment.
+    pub index: u32,
+    /// The sender's rank.
+    pub sender: u32,
+    key: u64,
+    pos: u64,
+    size: usize,
+}
+
+impl FboxIn {
+    /// The receiver's side of box `index` of its own `segment`, once its
+    /// sender published its owner word; `None` while the claim is not
+    /// finished.
+    pub fn open(segment: &Segment, index: u32) -> Option<FboxIn> {
+        let owner = segment.fbox_owner(index).load(Ordering::Acquire);
+        (owner != 0).then(|| FboxIn {
+            index,
+            sender: owner - 1,
+            key: segment.fbox_key(index).load(Ordering::Relaxed),
+            pos: 0,
+            size: segment.sizes().fbox_size as usize,
+        })
+    }
+
+    /// Looks at the next record (skipping to the ring's start over a skip
+    /// record).
+    #[inline]
+    pub fn poll(&mut self, segment: &Segment) -> Polled {
+        loop {
+            let off = (self.pos % self.size as u64) as usize;
+            if segment.fbox_word(self.index, off).load(Ordering::Acquire) != tag(self.key, self.pos)
+            {
+                return Polled::Empty;
+            }
+            let lens = segment
+                .fbox_word(self.index, off + 8)
+                .load(Ordering::Relaxed);
+            if lens == SKIP {
+                self.pos += (self.size - off) as u64;
+                continue;
+            }
+            let (header, payload) = ((lens & 0xffff_ffff) as usize, (lens >> 32) as usize);
+            if header > FRAG_HEADER || off + record_len(header, payload) > self.size {
+                return Polled::Damaged;
+            }
+            return Polled::Record {
+                offset: off + HEAD,
+                header,
+                payload,
+            };
+        }
+    }
+
+    /// Moves past the record [`FboxIn::poll`] returned (with these lengths)
+    /// and gives its room back to the sender.
+    #[inline]
+    pub fn consume(&mut self, segment: &Segment, header: usize, payload: usize) {
+        self.pos += record_len(header, payload) as u64;
+        segment
+            .fbox_consumed(self.index)
+            .store(self.pos, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::segment::Sizes;
+
+    fn segment(dir: &std::path::Path) -> Segment {
+        let sizes = Sizes {
+            fifo_cells: 16,
+            fbox_count: 2,
+            fbox_size: 256,
+            frag_count: 1,
+            frag_size: 64,
+        };
+        Segment::create(&dir.join("b"), 0, sizes).unwrap()
+    }
+
+    #[test]
+    fn records_wrap_and_come_out_whole_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = segment(dir.path());
+        let mut out = FboxOut::claim(&s, 5, 0x1234_5678_9abc_def1).unwrap();
+        let mut inn = FboxIn::open(&s, out.index).unwrap();
+        assert_eq!(inn.sender, 5);
+        for n in 0..500usize {
+            let header = [n as u8; 7];
+            let payload: Vec<u8> = (0..n % 90).map(|i| (i + n) as u8).collect();
+            let len = record_len(header.len(), payload.len());
+            assert!(out.takes(len));
+            assert!(
+                out.write(&s, &header, &payload, len),
+                "room after the reader caught up"
+            );
+            match inn.poll(&s) {
+                Polled::Record {
+                    offset,
+                    header: h,
+                    payload: p,
+                } => {
+                    assert_eq!(s.fbox_bytes(inn.index, offset, h), &header);
+                    assert_eq!(s.fbox_bytes(inn.index, offset + h, p), &payload[..]);
+                    inn.consume(&s, h, p);
+                }
+                _ => panic!("record {n} missing"),
+            }
+            assert!(matches!(inn.poll(&s), Polled::Empty));
+        }
+    }
+
+    #[test]
+    fn a_full_ring_refuses_until_the_reader_consumes() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = segment(dir.path());
+        let mut out = FboxOut::claim(&s, 1, 99).unwrap();
+        let mut inn = FboxIn::open(&s, out.index).unwrap();
+        let len = record_len(8, 40);
+        let mut written = 0;
+        while out.write(&s, &[1; 8], &[2; 40], len) {
+            written += 1;
+        }
+        assert_eq!(written, 256 / len);
+        let Polled::Record {
+            header, payload, ..
+        } = inn.poll(&s)
+        else {
+            panic!()
+        };
+        inn.consume(&s, header, payload);
+        assert!(out.write(&s, &[1; 8], &[2; 40], len));
+    }
+
+    #[test]
+    fn claims_past_the_count_find_no_box() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = segment(dir.path());
+        let a = FboxOut::claim(&s, 1, 7).unwrap();
+        let b = FboxOut::claim(&s, 2, 8).unwrap();
+        assert_ne!(a.index, b.index);
+        assert!(FboxOut::claim(&s, 3, 9).is_none());
+        assert_eq!(FboxIn::open(&s, b.index).unwrap().sender, 2);
+    }
+}

@@ -1,0 +1,427 @@
+//! One process's shared segment: a file `sm-<job id>-<rank>` in the job
+//! directory,
+//! mapped by its owner and by every process of the node that talks to it.
+//!
+//! The layout (offsets in bytes; every part starts on a 64-byte line):
+//!
+//! | part | what | written by |
+//! |---|---|---|
+//! | line 0 | [`Header`]: magic (stored last), owner rank and pid, the sizes below | owner, once |
+//! | line 1 | `attached`: processes that mapped the segment | attachers |
+//! | line 2 | `fbox_claimed`: fast boxes handed out | senders |
+//! | line 3 | `fifo_tail`: the receive queue's next free position | senders |
+//! | queue | `fifo_cells` cells of 16 bytes (sequence, value) | senders, owner |
+//! | fast boxes | `fbox_count` × (control line + `fbox_size` bytes) | one sender each, owner |
+//! | fragments | `frag_count` × (line of state + 64-byte header + `frag_size`) | owner, then one receiver |
+//!
+//! The sizes are read back from the header when a peer attaches, so
+//! processes whose parameters differ still agree on each other's layout.
+//! A new file's pages are zero (tmpfs and regular files alike), which is
+//! every counter's and flag's initial value; only the queue's sequence
+//! numbers are written before the magic.
+//!
+//! This file holds the component's raw shared-memory accesses; the
+//! protocols on top ([`crate::fifo`], [`crate::fbox`], the fragment
+//! buffers) use its safe accessors.
+
+use memmap2::MmapRaw;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// Bytes of one cache line, the alignment of every part.
+pub const LINE: usize = 64;
+
+/// The magic of a ready segment (stored last, with release ordering).
+const MAGIC: u64 = u64::from_le_bytes(*b"oxmpism1");
+
+/// Bytes of the state line at the start of each fragment buffer.
+const FRAG_STATE: usize = LINE;
+
+/// Bytes kept for the header of a fragment in a fragment buffer.
+pub const FRAG_HEADER: usize = 64;
+
+/// The sizes of a segment's parts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sizes {
+    /// Cells of the receive queue (a power of two).
+    pub fifo_cells: u32,
+    /// Number of fast boxes.
+    pub fbox_count: u32,
+    /// Bytes of each fast box's ring (a multiple of 64).
+    pub fbox_size: u32,
+    /// Number of fragment buffers.
+    pub frag_count: u32,
+    /// Payload bytes of each fragment buffer.
+    pub frag_size: u32,
+}
+
+/// Offsets of the parts, from [`Sizes`].
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    sizes: Sizes,
+    fifo: usize,
+    fboxes: usize,
+    fbox_stride: usize,
+    frags: usize,
+    frag_stride: usize,
+    total: usize,
+}
+
+impl Layout {
+    fn new(sizes: Sizes) -> Option<Layout> {
+        let fifo = 4 * LINE;
+        let fboxes = fifo.checked_add((sizes.fifo_cells as usize).checked_mul(16)?)?;
+        let fbox_stride = LINE.checked_add(sizes.fbox_size as usize)?;
+        let frags = fboxes.checked_add((sizes.fbox_count as usize).checked_mul(fbox_stride)?)?;
+        let frag_stride =
+            (FRAG_STATE + FRAG_HEADER + sizes.frag_size as usize).next_multiple_of(LINE);
+        let total = frags.checked_add((sizes.frag_count as usize).checked_mul(frag_stride)?)?;
+        Some(Layout {
+            sizes,
+            fifo,
+            fboxes,
+            fbox_stride,
+            frags,
+            frag_stride,
+            total,
+        })
+    }
+}
+
+/// Line 0 of a segment.
+#[repr(C)]
+struct Header {
+    magic: AtomicU64,
+    rank: u32,
+    pid: u32,
+    sizes: [u32; 5],
+}
+
+/// A mapped segment (the owner's or a peer's).
+pub struct Segment {
+    map: MmapRaw,
+    layout: Layout,
+    rank: u32,
+    pid: u32,
+    path: PathBuf,
+}
+
+// SAFETY: the mapping is shared memory every access to which goes through
+// atomics or through the protocols' hand-over rules (a buffer is written
+// by one side, then handed over with release/acquire ordering); the value
+// holds no thread-bound state.
+unsafe impl Send for Segment {}
+
+/// The path of rank `rank`'s segment of job `job` in `dir`.
+pub fn path_of(dir: &Path, job: u64, rank: u32) -> PathBuf {
+    dir.join(format!("sm-{job:x}-{rank}"))
+}
+
+impl Segment {
+    /// Creates this process's segment at `path` (mode 0600, which must not
+    /// exist) with `sizes`, for `rank`.
+    ///
+    /// # Errors
+    ///
+    /// The sizes overflow, or the file cannot be created, sized or mapped;
+    /// the message names the file.
+    pub fn create(path: &Path, rank: u32, sizes: Sizes) -> Result<Segment, String> {
+        let layout = Layout::new(sizes)
+            .ok_or_else(|| format!("the shared segment's sizes overflow ({sizes:?})"))?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| format!("cannot create the shared segment {}: {e}", path.display()))?;
+        let fail = |what: &str, e: std::io::Error| {
+            let _ = std::fs::remove_file(path);
+            format!(
+                "cannot {what} the shared segment {} ({} bytes): {e}",
+                path.display(),
+                layout.total
+            )
+        };
+        file.set_len(layout.total as u64)
+            .map_err(|e| fail("size", e))?;
+        let map = MmapRaw::map_raw(&file).map_err(|e| fail("map", e))?;
+        let pid = std::process::id();
+        let segment = Segment {
+            map,
+            layout,
+            rank,
+            pid,
+            path: path.to_path_buf(),
+        };
+        // SAFETY: the file is new and mapped only here; nothing else reads
+        // the header before the magic is stored below, and line 0 is
+        // aligned and large enough for `Header`.
+        unsafe {
+            let header = segment.map.as_mut_ptr().cast::<Header>();
+            (*header).rank = rank;
+            (*header).pid = pid;
+            (*header).sizes = [
+                sizes.fifo_cells,
+                sizes.fbox_count,
+                sizes.fbox_size,
+                sizes.frag_count,
+                sizes.frag_size,
+            ];
+        }
+        for i in 0..sizes.fifo_cells as usize {
+            segment.fifo_cell(i).0.store(i as u64, Ordering::Relaxed);
+        }
+        segment.header().magic.store(MAGIC, Ordering::Release);
+        Ok(segment)
+    }
+
+    /// Maps the segment at `path`: `Ok(None)` while it does not exist or
+    /// is not ready yet (its owner is still creating it).
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be opened or mapped for another reason, or its
+    /// header does not describe its size (not a segment of this version).
+    pub fn attach(path: &Path) -> Result<Option<Segment>, String> {
+        let file = match OpenOptions::new().read(true).write(true).open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(format!(
+                    "cannot open the shared segment {}: {e}",
+                    path.display()
+                ))
+            }
+        };
+        Self::map_ready(&file, path)
+    }
+
+    fn map_ready(file: &File, path: &Path) -> Result<Option<Segment>, String> {
+        let len = file
+            .metadata()
+            .map_err(|e| format!("cannot read the size of {}: {e}", path.display()))?
+            .len() as usize;
+        if len < LINE {
+            return Ok(None);
+        }
+        let map = MmapRaw::map_raw(file)
+            .map_err(|e| format!("cannot map the shared segment {}: {e}", path.display()))?;
+        // SAFETY: the mapping has at least one line, aligned (page
+        // aligned); the magic is an atomic.
+        let header = unsafe { &*map.as_ptr().cast::<Header>() };
+        if header.magic.load(Ordering::Acquire) != MAGIC {
+            return Ok(None);
+        }
+        let [fifo_cells, fbox_count, fbox_size, frag_count, frag_size] = header.sizes;
+        let sizes = Sizes {
+            fifo_cells,
+            fbox_count,
+            fbox_size,
+            frag_count,
+            frag_size,
+        };
+        let layout = Layout::new(sizes)
+            .filter(|l| {
+                l.total == len && fifo_cells.is_power_of_two() && (fbox_size as usize).is_multiple_of(LINE)
+            })
+            .ok_or_else(|| {
+                format!(
+                    "{} is not a shared segment of this oxmpi version (its header describes {sizes:?} in {len} bytes)",
+                    path.display()
+                )
+            })?;
+        Ok(Some(Segment {
+            rank: header.rank,
+            pid: header.pid,
+            map,
+            layout,
+            path: path.to_path_buf(),
+        }))
+    }
+
+    fn header(&self) -> &Header {
+        // SAFETY: line 0 is the header (checked or written at mapping).
+        unsafe { &*self.map.as_ptr().cast::<Header>() }
+    }
+
+    /// The atomic at `offset`, which is in bounds and 8-aligned.
+    fn u64_at(&self, offset: usize) -> &AtomicU64 {
+        debug_assert!(offset.is_multiple_of(8) && offset + 8 <= self.layout.total);
+        // SAFETY: in bounds and aligned (every caller computes `offset`
+        // from the layout); shared words are only accessed atomically.
+        unsafe { &*self.map.as_ptr().add(offset).cast::<AtomicU64>() }
+    }
+
+    /// The atomic at `offset`, which is in bounds and 4-aligned.
+    fn u32_at(&self, offset: usize) -> &AtomicU32 {
+        debug_assert!(offset.is_multiple_of(4) && offset + 4 <= self.layout.total);
+        // SAFETY: as in `u64_at`.
+        unsafe { &*self.map.as_ptr().add(offset).cast::<AtomicU32>() }
+    }
+
+    /// The owner's rank.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// The owner's process id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The sizes of the parts.
+    pub fn sizes(&self) -> Sizes {
+        self.layout.sizes
+    }
+
+    /// Processes that mapped the segment (the owner not counted).
+    pub fn attached(&self) -> &AtomicU32 {
+        self.u32_at(LINE)
+    }
+
+    /// Fast boxes handed out (may pass `fbox_count`: the claims that
+    /// found none left).
+    pub fn fbox_claimed(&self) -> &AtomicU32 {
+        self.u32_at(2 * LINE)
+    }
+
+    /// The receive queue's next free position.
+    pub fn fifo_tail(&self) -> &AtomicU64 {
+        self.u64_at(3 * LINE)
+    }
+
+    /// Cell `i` of the receive queue: its sequence and value.
+    pub fn fifo_cell(&self, i: usize) -> (&AtomicU64, &AtomicU64) {
+        debug_assert!(i < self.layout.sizes.fifo_cells as usize);
+        let at = self.layout.fifo + i * 16;
+        (self.u64_at(at), self.u64_at(at + 8))
+    }
+
+    fn fbox_base(&self, i: u32) -> usize {
+        debug_assert!(i < self.layout.sizes.fbox_count);
+        self.layout.fboxes + i as usize * self.layout.fbox_stride
+    }
+
+    /// Fast box `i`'s owner (its sender's rank + 1; 0 while unclaimed).
+    pub fn fbox_owner(&self, i: u32) -> &AtomicU32 {
+        self.u32_at(self.fbox_base(i))
+    }
+
+    /// Fast box `i`'s key: mixed into every record's tag, so bytes left by
+    /// an earlier lap never read as a record.
+    pub fn fbox_key(&self, i: u32) -> &AtomicU64 {
+        self.u64_at(self.fbox_base(i) + 8)
+    }
+
+    /// Fast box `i`'s consumed position (stored by the receiver).
+    pub fn fbox_consumed(&self, i: u32) -> &AtomicU64 {
+        self.u64_at(self.fbox_base(i) + 16)
+    }
+
+    /// The word at `offset` (8-aligned, inside the ring) of fast box `i`.
+    pub fn fbox_word(&self, i: u32, offset: usize) -> &AtomicU64 {
+        debug_assert!(
+            offset.is_multiple_of(8) && offset + 8 <= self.layout.sizes.fbox_size as usize
+        );
+        self.u64_at(self.fbox_base(i) + LINE + offset)
+    }
+
+    /// Copies `bytes` into fast box `i`'s ring at `offset`.
+    ///
+    /// # Panics
+    ///
+    /// When the range passes the ring's end (a bug of the caller).
+    pub fn fbox_write(&self, i: u32, offset: usize, bytes: &[u8]) {
+        assert!(offset + bytes.len() <= self.layout.sizes.fbox_size as usize);
+        let at = self.fbox_base(i) + LINE + offset;
+        // SAFETY: in bounds (checked); the range is free space of the
+        // ring, which only this process (its one sender) writes until it
+        // publishes the record's tag.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.map.as_mut_ptr().add(at),
+                bytes.len(),
+            )
+        }
+    }
+
+    /// The `len` bytes at `offset` of fast box `i`'s ring.
+    ///
+    /// # Panics
+    ///
+    /// When the range passes the ring's end.
+    pub fn fbox_bytes(&self, i: u32, offset: usize, len: usize) -> &[u8] {
+        assert!(offset + len <= self.layout.sizes.fbox_size as usize);
+        let at = self.fbox_base(i) + LINE + offset;
+        // SAFETY: in bounds (checked); a published record, which its
+        // sender does not touch until the receiver moves the consumed
+        // position past it.
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(at), len) }
+    }
+
+    fn frag_base(&self, i: u32) -> usize {
+        debug_assert!(i < self.layout.sizes.frag_count);
+        self.layout.frags + i as usize * self.layout.frag_stride
+    }
+
+    /// Fragment buffer `i`'s busy flag (1 from when its owner fills it
+    /// until the receiver has delivered it).
+    pub fn frag_busy(&self, i: u32) -> &AtomicU32 {
+        self.u32_at(self.frag_base(i))
+    }
+
+    /// Fills fragment buffer `i` with `header` (at most [`FRAG_HEADER`]
+    /// bytes) and `payload` (at most `frag_size` bytes).
+    ///
+    /// # Panics
+    ///
+    /// When either is too long (a bug of the caller).
+    pub fn frag_fill(&self, i: u32, header: &[u8], payload: &[u8]) {
+        assert!(
+            header.len() <= FRAG_HEADER && payload.len() <= self.layout.sizes.frag_size as usize
+        );
+        let base = self.frag_base(i);
+        self.u64_at(base + 8).store(
+            header.len() as u64 | (payload.len() as u64) << 32,
+            Ordering::Relaxed,
+        );
+        // SAFETY: in bounds (checked); the buffer is free (its busy flag
+        // was 0 and only its owner, this process, sets it), so no other
+        // process reads it until it is handed over through the queue.
+        unsafe {
+            let p = self.map.as_mut_ptr().add(base + FRAG_STATE);
+            std::ptr::copy_nonoverlapping(header.as_ptr(), p, header.len());
+            std::ptr::copy_nonoverlapping(payload.as_ptr(), p.add(FRAG_HEADER), payload.len());
+        }
+    }
+
+    /// Fragment buffer `i`'s header and payload, or `None` when its
+    /// lengths are out of bounds (a damaged segment).
+    pub fn frag_contents(&self, i: u32) -> Option<(&[u8], &[u8])> {
+        let base = self.frag_base(i);
+        let lens = self.u64_at(base + 8).load(Ordering::Relaxed);
+        let (header_len, payload_len) = ((lens & 0xffff_ffff) as usize, (lens >> 32) as usize);
+        if header_len > FRAG_HEADER || payload_len > self.layout.sizes.frag_size as usize {
+            return None;
+        }
+        // SAFETY: in bounds (checked); the buffer was handed over through
+        // the queue (acquire), and its owner does not touch it until the
+        // busy flag is cleared.
+        unsafe {
+            let p = self.map.as_ptr().add(base + FRAG_STATE);
+            Some((
+                std::slice::from_raw_parts(p, header_len),
+                std::slice::from_raw_parts(p.add(FRAG_HEADER), payload_len),
+            ))
+        }
+    }
+}
