@@ -9,7 +9,7 @@
 #   - Open MPI over vader (--mca btl self,vader),
 #   - MPICH over its UCX device with UCX's default transports (shared
 #     memory: sysv/posix with cma; printed below the table),
-#   - oxmpi, over --mca btl self,tcp for now (--ox-btl changes it),
+#   - oxmpi over its sm btl (--mca btl self,sm; --ox-btl changes it),
 # every two-process one bound to two cores, with the method, sizes and data
 # checks of bench/p2p/README.md. Then the self-send software path: one
 # oxmpi rank's immediate_send + immediate_receive_into + wait to itself, in
@@ -24,18 +24,18 @@
 # Usage: scripts/bench-shm.sh [--quick] [--rounds R] [--ox-btl LIST]
 #   --quick         a tenth of the iterations; one round unless given
 #   --rounds R      rounds (default 3)
-#   --ox-btl LIST   the btl list of the oxmpi column (default self,tcp)
+#   --ox-btl LIST   the btl list of the oxmpi column (default self,sm)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 quick=
 rounds=
-ox_btl=self,tcp
+ox_btl=self,sm
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) quick=--quick; shift ;;
         --rounds) rounds=${2:?--rounds needs a number}; shift 2 ;;
-        --ox-btl) ox_btl=${2:?--ox-btl needs a btl list, e.g. self,tcp}; shift 2 ;;
+        --ox-btl) ox_btl=${2:?--ox-btl needs a btl list, e.g. self,sm}; shift 2 ;;
         *) echo "usage: $0 [--quick] [--rounds R] [--ox-btl LIST]" >&2; exit 2 ;;
     esac
 done
@@ -189,6 +189,26 @@ print(f"| vs the floors | 8 B latency / cache line | 1 MiB bandwidth / process_v
 print("|---|---:|---:|")
 for n in ("openmpi", "mpich", "oxmpi"):
     print(f"| {LABEL[n]} | {ratio(n, 'lat', 8, 'cacheline')} | {ratio(n, 'bw', 1 << 20, 'readv')} |")
+
+def against_peers(kind, size):
+    """oxmpi's figure over the better of Open MPI and MPICH."""
+    o = best["oxmpi"][kind].get(size)
+    peers = [best[n][kind].get(size) for n in ("openmpi", "mpich")]
+    peers = [v for v in peers if v is not None]
+    if o is None or not peers:
+        return "—", None
+    better = min(peers) if LOWER_IS_BETTER[kind] else max(peers)
+    return f"{o / better:.2f}×", o / better
+
+print()
+print("| oxmpi against the better of Open MPI and MPICH | ratio | target | met |")
+print("|---|---:|---:|---|")
+for kind, size, target in (("lat", 8, 0.8), ("bw", 65536, 1.05), ("bw", 1 << 20, 1.05), ("bw", 4 << 20, 1.05)):
+    text, r = against_peers(kind, size)
+    goal = f"≤ {target}×" if LOWER_IS_BETTER[kind] else f"≥ {target}×"
+    met = "—" if r is None else ("yes" if (r <= target if LOWER_IS_BETTER[kind] else r >= target) else "no")
+    what = f"{human(size)} {'latency' if kind == 'lat' else 'bandwidth'}"
+    print(f"| {what} | {text} | {goal} | {met} |")
 
 print()
 print("| self-send (immediate_send + immediate_receive_into + wait) | singleton ns/msg | mpirun -n 1 ns/msg | target |")

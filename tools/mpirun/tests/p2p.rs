@@ -375,12 +375,16 @@ fn setting_both_tcp_interface_lists_is_an_error_naming_both() {
 
 #[test]
 fn an_unreachable_peer_error_says_why_the_other_btls_were_not_used() {
-    // Loopback is left out by default and "*" excludes the rest: tcp has no
-    // interface, so only self runs and rank 1 cannot reach rank 0.
+    // sm is left out, loopback is left out by default and "*" excludes
+    // the rest: tcp has no interface, so only self runs and rank 1 cannot
+    // reach rank 0.
     let program = check_program();
     let run = mpirun(&[
         "-n",
         "2",
+        "--mca",
+        "btl",
+        "^sm",
         "--mca",
         "btl_tcp_if_exclude",
         "*",
