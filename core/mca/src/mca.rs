@@ -227,6 +227,14 @@ impl Mca {
             noted_aliases: Mutex::new(HashSet::new()),
         };
         mca.declare_builtin();
+        for info in mca.declared_frameworks() {
+            if let Some(problem) = info.alias_problem() {
+                mca.error(format!(
+                    "{problem}; old component names of the {} framework may be read wrongly: report this to the oxmpi developers",
+                    info.name
+                ));
+            }
+        }
         mca.collect_direct_sources(&env, &inputs);
         mca.read_param_files();
         // Resolve what is declared so far: it drives the scan.

@@ -244,3 +244,32 @@ fn a_library_named_after_an_old_name_is_not_loaded() {
         "{warning}"
     );
 }
+
+#[test]
+fn an_invalid_alias_table_is_an_error_for_the_developers() {
+    static CHAINED: FrameworkInfo = FrameworkInfo {
+        name: "btl",
+        description: "btl, with chained old names",
+        interface_version: oxmpi_framework_btl::INTERFACE_VERSION,
+        selection: SelectionKind::Multi,
+        base_params: oxmpi_framework_btl::BASE_PARAMS,
+        component_aliases: &[
+            ComponentAlias {
+                old: "vader",
+                current: "sm",
+            },
+            ComponentAlias {
+                old: "sm",
+                current: "shm",
+            },
+        ],
+    };
+    let mut w = World::new();
+    w.frameworks = vec![&CHAINED];
+    let (_mca, d) = w.init();
+    let error = d.expect_one(Severity::Error, &["component aliases chain"]);
+    assert!(
+        error.ends_with("report this to the oxmpi developers"),
+        "{error}"
+    );
+}
