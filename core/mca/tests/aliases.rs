@@ -273,3 +273,34 @@ fn an_invalid_alias_table_is_an_error_for_the_developers() {
         "{error}"
     );
 }
+
+#[test]
+fn show_load_errors_reads_old_component_names_too() {
+    static BTL_WITH_OLD_PANICKY: FrameworkInfo = FrameworkInfo {
+        name: "btl",
+        description: "btl, with an old name for the panicking fixture",
+        interface_version: oxmpi_framework_btl::INTERFACE_VERSION,
+        selection: SelectionKind::Multi,
+        base_params: oxmpi_framework_btl::BASE_PARAMS,
+        component_aliases: &[ComponentAlias {
+            old: "oldpanicky",
+            current: "panicky",
+        }],
+    };
+    let warnings_for = |spec: &str| {
+        let mut w = World::new();
+        w.frameworks = vec![&BTL_WITH_OLD_PANICKY];
+        w.install(Fixture::Panics, "libmca_btl_panicky.so");
+        w.set_param_env("mca_base_component_show_load_errors", spec);
+        let (mca, d) = w.init();
+        assert!(d.is_empty(), "{spec}: {d}");
+        drop(mca.open_framework("btl").unwrap());
+        Diagnostics(mca.take_diagnostics())
+            .matching(&["btl component panicky): its open panicked"])
+            .len()
+    };
+    assert_eq!(warnings_for("btl/oldpanicky"), 1);
+    assert_eq!(warnings_for("btl/panicky"), 1);
+    assert_eq!(warnings_for("btl/other"), 0);
+    assert_eq!(warnings_for("^btl/oldpanicky"), 0);
+}
