@@ -66,7 +66,7 @@ extern crate self as oxmpi_plugin_api;
 pub use component::{
     ComponentError, ComponentRoot, ComponentRootRef, ErrorKind, Lifecycle, QueryReply,
 };
-pub use framework::{FrameworkInfo, SelectionKind};
+pub use framework::{ComponentAlias, FrameworkInfo, SelectionKind};
 pub use instance::{EntryError, Instance};
 pub use module::ModuleTable;
 /// `#[derive(Params)]`: a component's parameters declared once on a typed

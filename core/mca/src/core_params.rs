@@ -166,6 +166,19 @@ pub fn mpi_params() -> Vec<ParamDecl> {
 /// The selection and verbosity parameters of a framework.
 pub fn framework_params(info: &FrameworkInfo) -> [ParamDecl; 2] {
     let fw = info.name;
+    let renamed: Vec<String> = info
+        .component_aliases
+        .iter()
+        .map(|a| format!("{} (now {})", a.old, a.current))
+        .collect();
+    let old_names = if renamed.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " Old names still work but are deprecated: {}.",
+            renamed.join(", ")
+        )
+    };
     [
         ParamDecl::new(
             "",
@@ -173,7 +186,7 @@ pub fn framework_params(info: &FrameworkInfo) -> [ParamDecl; 2] {
             "",
             2,
             leak(format!(
-                "Which {fw} components may be used: a comma-separated list names the only ones (\"a,b\"); a list starting with ^ names the ones to exclude (\"^a,b\"); empty allows every available component."
+                "Which {fw} components may be used: a comma-separated list names the only ones (\"a,b\"); a list starting with ^ names the ones to exclude (\"^a,b\"); empty allows every available component.{old_names}"
             )),
         ),
         ParamDecl::new(
@@ -240,7 +253,7 @@ mod tests {
     }
 
     #[test]
-    fn every_core_and_framework_declaration_is_valid() {
+    fn every_core_and_framework_declaration_and_alias_is_valid() {
         let paths = InstallPaths::detect(None, Some("/opt/ox"));
         for d in core_params(&paths, Some(Path::new("/home/u"))) {
             assert_eq!(check_decl(&format!("mca_base_{}", d.name), &d), None);
@@ -255,6 +268,7 @@ mod tests {
             &oxmpi_framework_pml::FRAMEWORK,
             &oxmpi_framework_rmaps::FRAMEWORK,
         ] {
+            assert_eq!(info.alias_problem(), None);
             let [sel, verbose] = framework_params(info);
             assert_eq!(check_decl(info.name, &sel), None);
             assert_eq!(

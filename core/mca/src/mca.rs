@@ -28,8 +28,8 @@ use crate::source::Source;
 use crate::value::Value;
 use crate::{log, suggest, FRAMEWORK_NAMES};
 use oxmpi_plugin_api::text::excerpt;
-use oxmpi_plugin_api::FrameworkInfo;
-use std::collections::HashMap;
+use oxmpi_plugin_api::{ComponentAlias, FrameworkInfo};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -188,6 +188,9 @@ pub struct Mca {
     base_frameworks: Vec<&'static FrameworkInfo>,
     lifecycle_failures: Mutex<Vec<LoadFailure>>,
     diagnostics: Mutex<Vec<Diagnostic>>,
+    /// (framework, old name) of the component aliases whose use in a
+    /// selection parameter was already noted.
+    noted_aliases: Mutex<HashSet<(&'static str, &'static str)>>,
 }
 
 impl Mca {
@@ -221,8 +224,17 @@ impl Mca {
                 .collect(),
             lifecycle_failures: Mutex::new(Vec::new()),
             diagnostics: Mutex::new(Vec::new()),
+            noted_aliases: Mutex::new(HashSet::new()),
         };
         mca.declare_builtin();
+        for info in mca.declared_frameworks() {
+            if let Some(problem) = info.alias_problem() {
+                mca.error(format!(
+                    "{problem}; old component names of the {} framework may be read wrongly: report this to the oxmpi developers",
+                    info.name
+                ));
+            }
+        }
         mca.collect_direct_sources(&env, &inputs);
         mca.read_param_files();
         // Resolve what is declared so far: it drives the scan.
@@ -269,19 +281,72 @@ impl Mca {
         }
     }
 
-    /// The selection filter of a framework, if its parameter parses.
+    /// The selection filter of a framework, if its parameter parses (old
+    /// component names read as current ones; nothing is noted).
     pub fn filter(&self, framework: &str) -> Option<Filter> {
         let r = self.value(framework)?;
         Filter::parse(
             framework,
             r.value.as_str().unwrap_or(""),
             &r.source.to_string(),
+            self.component_aliases(framework),
         )
         .ok()
     }
 
+    /// The old names of renamed components of `framework`
+    /// ([`FrameworkInfo::component_aliases`]); none for a framework whose
+    /// parameters this program does not declare.
+    pub fn component_aliases(&self, framework: &str) -> &'static [ComponentAlias] {
+        self.declared_frameworks()
+            .find(|f| f.name == framework)
+            .map_or(&[], |f| f.component_aliases)
+    }
+
+    /// The current name of component `name` of `framework`: the new name
+    /// if `name` is an old one ([`ComponentAlias`]), else `name`.
+    pub fn current_component_name<'a>(&self, framework: &str, name: &'a str) -> &'a str {
+        self.component_aliases(framework)
+            .iter()
+            .find(|a| a.old == name)
+            .map_or(name, |a| a.current)
+    }
+
+    /// Parses the selection parameter `framework` = `text` (set by
+    /// `source`), and warns once per process about each old component name
+    /// it uses, however often the framework is opened (mpirun's note about
+    /// a rank's framework is the job's: ranks under mpirun keep such
+    /// warnings to themselves).
+    fn parse_selection(
+        &self,
+        framework: &str,
+        text: &str,
+        source: &str,
+    ) -> Result<Filter, crate::selection::SelectionError> {
+        let Some(info) = self.declared_frameworks().find(|f| f.name == framework) else {
+            return Filter::parse(framework, text, source, &[]);
+        };
+        let (filter, renamed) =
+            Filter::parse_noting_aliases(framework, text, source, info.component_aliases)?;
+        for alias in renamed {
+            let first = self
+                .noted_aliases
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert((info.name, alias.old));
+            if first {
+                self.warn_about(
+                    framework.to_string(),
+                    crate::selection::renamed_note(framework, alias, text, source),
+                );
+            }
+        }
+        Ok(filter)
+    }
+
     /// The selection filter of a framework, checked against the loaded
-    /// components.
+    /// components. The first use of an old component name in it is a
+    /// warning ([`crate::selection::renamed_note`]).
     pub fn filter_checked(
         &self,
         framework: &str,
@@ -291,7 +356,7 @@ impl Mca {
         })?;
         let text = r.value.as_str().unwrap_or("");
         let source = r.source.to_string();
-        let filter = Filter::parse(framework, text, &source)?;
+        let filter = self.parse_selection(framework, text, &source)?;
         let mut available: Vec<&str> = self
             .repository
             .components
@@ -318,9 +383,22 @@ impl Mca {
         Ok(filter)
     }
 
-    /// Known names closest to `name`.
+    /// Known names closest to `name`; a deprecated synonym among them is
+    /// replaced by the name of its parameter (`btl_vader_eagr_limit`
+    /// suggests `btl_sm_eager_limit`, not the old spelling).
     pub fn suggest(&self, name: &str) -> Vec<String> {
-        suggest::nearest(name, self.registry.all_names())
+        let mut names: Vec<String> = suggest::nearest(name, self.registry.all_names())
+            .into_iter()
+            .map(|n| match self.registry.lookup(&n) {
+                Some(r) if r.synonym == Some(true) => {
+                    self.registry.params()[r.param].full_name.clone()
+                }
+                _ => n,
+            })
+            .collect();
+        names.sort();
+        names.dedup();
+        names
     }
 
     /// Takes the diagnostics gathered so far.

@@ -11,7 +11,10 @@
 //! Libraries are never unloaded.
 //!
 //! The first component loaded for a framework/name wins; later files with
-//! the same identity are recorded as [`Shadowed`] and not loaded.
+//! the same identity are recorded as [`Shadowed`] and not loaded. A file
+//! named after an old name of a renamed component
+//! ([`oxmpi_plugin_api::ComponentAlias`], btl `vader`) is a failure and is
+//! not opened: the core reads that name as the new one everywhere.
 //!
 //! A component's framework module table (optional in the root module) is
 //! checked at load time against the layout the program hands in for its
@@ -384,6 +387,17 @@ fn load_one(
         ));
         return;
     };
+    if let Some(alias) = info.alias_of(component) {
+        repo.failures.push(fail(
+            format!(
+                "\"{component}\" is the old name of {framework} component \"{}\", and oxmpi reads it as \"{}\" in selections and parameter names, so a component by the old name can never be used",
+                alias.current, alias.current
+            ),
+            "It is probably left from an older installation: remove it from the component path.",
+            None,
+        ));
+        return;
+    }
     let root =
         match lib_header_from_path(path).and_then(|h| h.init_root_module::<ComponentRootRef>()) {
             Ok(root) => root,

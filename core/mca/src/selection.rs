@@ -8,9 +8,14 @@
 //! component that is not available is an error listing the available ones;
 //! excluding one that is not available is only logged. Errors quote at
 //! most an excerpt of the value and of the names ([`excerpt`]).
+//!
+//! An old name of a renamed component ([`ComponentAlias`], btl `vader`)
+//! stands for its current name (`sm`) whether that component is installed
+//! or not; the parsed filter holds current names only, each once (`vader,sm`
+//! is `sm`). The caller notes the old names used ([`renamed_note`]).
 
 use oxmpi_plugin_api::text::excerpt;
-use oxmpi_plugin_api::SelectionKind;
+use oxmpi_plugin_api::{ComponentAlias, SelectionKind};
 use std::fmt;
 
 /// A parsed selection parameter.
@@ -37,11 +42,31 @@ impl fmt::Display for SelectionError {
 impl std::error::Error for SelectionError {}
 
 impl Filter {
-    /// Parses the value of parameter `framework`, set by `source`.
-    pub fn parse(framework: &str, value: &str, source: &str) -> Result<Filter, SelectionError> {
+    /// Parses the value of parameter `framework`, set by `source`, reading
+    /// the old names of `aliases` (the framework's
+    /// [`component_aliases`](oxmpi_plugin_api::FrameworkInfo::component_aliases))
+    /// as the current ones. Errors on a list that mixes included and
+    /// excluded names or has an empty name.
+    pub fn parse(
+        framework: &str,
+        value: &str,
+        source: &str,
+        aliases: &[ComponentAlias],
+    ) -> Result<Filter, SelectionError> {
+        Filter::parse_noting_aliases(framework, value, source, aliases).map(|(filter, _)| filter)
+    }
+
+    /// [`Filter::parse`], also returning the aliases whose old name the
+    /// list uses, once each, in the order the list first uses them.
+    pub fn parse_noting_aliases<'a>(
+        framework: &str,
+        value: &str,
+        source: &str,
+        aliases: &'a [ComponentAlias],
+    ) -> Result<(Filter, Vec<&'a ComponentAlias>), SelectionError> {
         let value = value.trim();
         if value.is_empty() {
-            return Ok(Filter::All);
+            return Ok((Filter::All, Vec::new()));
         }
         let items: Vec<&str> = value.split(',').map(str::trim).collect();
         let negated = items[0].starts_with('^');
@@ -60,21 +85,38 @@ A ^ at the start excludes every component listed after it: \"^tcp,self\" uses al
 Without ^ the list names the only components to use: \"tcp,self\". Use one form or the other."
             )));
         }
-        let names: Vec<String> = items
+        let written: Vec<&str> = items
             .iter()
-            .map(|i| i.trim_start_matches('^').trim().to_string())
+            .map(|i| i.trim_start_matches('^').trim())
             .collect();
-        if names.iter().any(String::is_empty) {
+        if written.iter().any(|n| n.is_empty()) {
             return Err(SelectionError(format!(
                 "parameter {framework} = \"{}\" (from {source}) has an empty component name; list component names separated by commas, such as \"tcp,self\"",
                 excerpt(value)
             )));
         }
-        Ok(if negated {
+        let mut names: Vec<String> = Vec::with_capacity(written.len());
+        let mut renamed: Vec<&'a ComponentAlias> = Vec::new();
+        for name in written {
+            let current = match aliases.iter().find(|a| a.old == name) {
+                Some(alias) => {
+                    if !renamed.iter().any(|r| r.old == alias.old) {
+                        renamed.push(alias);
+                    }
+                    alias.current
+                }
+                None => name,
+            };
+            if !names.iter().any(|n| n == current) {
+                names.push(current.to_string());
+            }
+        }
+        let filter = if negated {
             Filter::Exclude(names)
         } else {
             Filter::Include(names)
-        })
+        };
+        Ok((filter, renamed))
     }
 
     /// Whether the filter lets `component` be used.
@@ -126,6 +168,17 @@ Run `oxmpi_info --show-failed` to see component libraries that failed to load, a
     }
 }
 
+/// The note for a selection parameter `framework` = `value` (set by
+/// `source`) that uses the old name of `alias`: what the component is
+/// called now, and that the old name still works but is deprecated.
+pub fn renamed_note(framework: &str, alias: &ComponentAlias, value: &str, source: &str) -> String {
+    let (old, current) = (alias.old, alias.current);
+    format!(
+        "{framework} component \"{old}\" is now called \"{current}\"; \"{old}\" still works but is deprecated: use \"{current}\" ({framework} = \"{}\", from {source})",
+        excerpt(value.trim())
+    )
+}
+
 /// A component whose query answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Candidate {
@@ -155,7 +208,7 @@ mod tests {
     use super::*;
 
     fn parse(v: &str) -> Result<Filter, SelectionError> {
-        Filter::parse("btl", v, "command line")
+        Filter::parse("btl", v, "command line", &[])
     }
 
     #[test]
@@ -221,6 +274,112 @@ mod tests {
             .unwrap()
             .check_available("btl", "^nosuch", "x", &["tcp"])
             .is_ok());
+    }
+
+    const VADER: &[ComponentAlias] = &[ComponentAlias::new("vader", "sm")];
+
+    /// The filter and the old names used, for btl with `vader` -> `sm`.
+    fn parse_aliased(v: &str) -> (Filter, Vec<&'static str>) {
+        let (filter, renamed) = Filter::parse_noting_aliases("btl", v, "command line", VADER)
+            .unwrap_or_else(|e| panic!("{v}: {e}"));
+        (filter, renamed.iter().map(|a| a.old).collect())
+    }
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn an_old_name_is_read_as_the_current_one() {
+        assert_eq!(
+            parse_aliased("self,vader"),
+            (Filter::Include(names(&["self", "sm"])), vec!["vader"])
+        );
+        let (f, renamed) = parse_aliased(" vader ");
+        assert_eq!(renamed, ["vader"]);
+        assert!(f.allows("sm") && f.requests("sm") && !f.allows("vader") && !f.allows("tcp"));
+        // Current names and names without an alias are left alone.
+        assert_eq!(
+            parse_aliased("sm,tcp"),
+            (Filter::Include(names(&["sm", "tcp"])), vec![])
+        );
+        // No aliases: the old name is just a name.
+        assert_eq!(parse("vader"), Ok(Filter::Include(names(&["vader"]))));
+        assert_eq!(parse_aliased(""), (Filter::All, vec![]));
+    }
+
+    #[test]
+    fn excluding_an_old_name_excludes_the_current_component() {
+        let (f, renamed) = parse_aliased("^vader");
+        assert_eq!(f, Filter::Exclude(names(&["sm"])));
+        assert_eq!(renamed, ["vader"]);
+        assert!(!f.allows("sm") && f.allows("tcp") && f.allows("self"));
+        assert_eq!(
+            parse_aliased("^tcp,^vader").0,
+            Filter::Exclude(names(&["tcp", "sm"]))
+        );
+        assert_eq!(
+            parse_aliased("^vader,tcp").0,
+            Filter::Exclude(names(&["sm", "tcp"]))
+        );
+    }
+
+    #[test]
+    fn old_and_current_names_together_count_once() {
+        for v in ["vader,sm", "sm,vader", "vader,vader", "sm,vader,sm"] {
+            let (f, renamed) = parse_aliased(v);
+            assert_eq!(f, Filter::Include(names(&["sm"])), "{v}");
+            assert_eq!(renamed, ["vader"], "{v}: each old name is reported once");
+        }
+        let (f, _) = parse_aliased("^vader,sm,tcp,vader");
+        assert_eq!(f, Filter::Exclude(names(&["sm", "tcp"])));
+        assert_eq!(parse("tcp,tcp"), Ok(Filter::Include(names(&["tcp"]))));
+        // Listed once, so an include of both is available when sm is.
+        assert!(parse_aliased("vader,sm")
+            .0
+            .check_available("btl", "vader,sm", "command line", &["self", "sm"])
+            .is_ok());
+    }
+
+    #[test]
+    fn the_grammar_still_applies_to_lists_with_old_names() {
+        let mixed = Filter::parse("btl", "self,^vader", "command line", VADER)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            mixed.contains("mixes included (self) and excluded (^vader)"),
+            "{mixed}"
+        );
+        assert!(Filter::parse("btl", "vader,,self", "x", VADER).is_err());
+        assert!(Filter::parse("btl", "^", "x", VADER).is_err());
+    }
+
+    #[test]
+    fn an_old_name_of_a_component_that_is_not_installed_is_still_translated() {
+        let (f, renamed) = parse_aliased("self,vader");
+        assert_eq!(renamed, ["vader"]);
+        let e = f
+            .check_available("btl", "self,vader", "command line", &["self", "tcp"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("asks for component sm that is not available"),
+            "{e}"
+        );
+        assert!(e.contains("Available btl components: self, tcp."), "{e}");
+        assert!(parse_aliased("^vader")
+            .0
+            .check_available("btl", "^vader", "command line", &["tcp"])
+            .is_ok());
+    }
+
+    #[test]
+    fn the_note_names_both_names_and_where_the_list_came_from() {
+        let note = renamed_note("btl", &VADER[0], " self,vader ", "command line");
+        assert_eq!(
+            note,
+            "btl component \"vader\" is now called \"sm\"; \"vader\" still works but is deprecated: use \"sm\" (btl = \"self,vader\", from command line)"
+        );
     }
 
     #[test]

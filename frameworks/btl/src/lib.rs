@@ -15,7 +15,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs, rust_2018_idioms)]
 
-use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
+use oxmpi_plugin_api::{ComponentAlias, FrameworkInfo, ParamDecl, SelectionKind, Version};
 
 pub mod adapter;
 pub mod common;
@@ -30,6 +30,12 @@ pub const INTERFACE_VERSION: Version = Version::new(2, 0, 0);
 /// Framework-wide parameters beyond the selection and verbosity ones.
 pub const BASE_PARAMS: &[ParamDecl] = &[];
 
+/// Old names of renamed btl components: `vader` is the shared-memory btl's
+/// old name (as in Open MPI 5), now `sm`. `--mca btl self,vader` selects
+/// `sm` (with a one-time note), and every `btl_sm_<x>` parameter also
+/// answers to the deprecated synonym `btl_vader_<x>`.
+pub const COMPONENT_ALIASES: &[ComponentAlias] = &[ComponentAlias::new("vader", "sm")];
+
 /// Description of the btl framework for the core.
 pub static FRAMEWORK: FrameworkInfo = FrameworkInfo {
     name: "btl",
@@ -37,7 +43,23 @@ pub static FRAMEWORK: FrameworkInfo = FrameworkInfo {
     interface_version: INTERFACE_VERSION,
     selection: SelectionKind::Multi,
     base_params: BASE_PARAMS,
+    component_aliases: COMPONENT_ALIASES,
 };
 
 #[doc(hidden)]
 pub use oxmpi_plugin_api as __plugin_api;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vader_is_the_old_name_of_sm() {
+        assert_eq!(FRAMEWORK.alias_problem(), None);
+        assert_eq!(FRAMEWORK.current_component_name("vader"), "sm");
+        assert_eq!(
+            FRAMEWORK.old_component_names("sm").collect::<Vec<_>>(),
+            ["vader"]
+        );
+    }
+}

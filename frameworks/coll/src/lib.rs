@@ -26,4 +26,5 @@ pub static FRAMEWORK: FrameworkInfo = FrameworkInfo {
     interface_version: INTERFACE_VERSION,
     selection: SelectionKind::Multi,
     base_params: BASE_PARAMS,
+    component_aliases: &[],
 };

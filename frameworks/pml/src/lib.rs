@@ -37,6 +37,7 @@ pub static FRAMEWORK: FrameworkInfo = FrameworkInfo {
     interface_version: INTERFACE_VERSION,
     selection: SelectionKind::Single,
     base_params: BASE_PARAMS,
+    component_aliases: &[],
 };
 
 #[doc(hidden)]

@@ -138,4 +138,5 @@ pub static FRAMEWORK: FrameworkInfo = FrameworkInfo {
     interface_version: INTERFACE_VERSION,
     selection: SelectionKind::Single,
     base_params: BASE_PARAMS,
+    component_aliases: &[],
 };

@@ -245,6 +245,19 @@ fn check_param_selection(
             known.join(", ")
         ));
     }
+    // An old name of a renamed component shows the component (`--param
+    // btl vader` shows btl sm).
+    let asked = component;
+    let component = if framework == "all" {
+        component
+    } else {
+        mca.current_component_name(framework, component)
+    };
+    let formerly = if component == asked {
+        String::new()
+    } else {
+        format!(" (formerly \"{asked}\")")
+    };
     if component != "all" && component != "base" {
         let installed: Vec<&str> = mca
             .repository()
@@ -260,7 +273,7 @@ fn check_param_selection(
                 format!("installed: {}", installed.join(", "))
             };
             return Err(format!(
-                "--param {framework} {component}: no {framework} component named \"{component}\" is installed ({listing}; `oxmpi_info --show-failed` lists libraries that failed to load)"
+                "--param {framework} {asked}: no {framework} component named \"{component}\"{formerly} is installed ({listing}; `oxmpi_info --show-failed` lists libraries that failed to load)"
             ));
         }
     }

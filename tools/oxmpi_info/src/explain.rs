@@ -34,7 +34,18 @@ pub fn run(mca: &Mca, name: &str, _cli: &Cli) -> ExitCode {
     );
     println!("  {}", info.decl.help);
     if name != info.full_name {
-        println!("  ({name} is another name for {})", info.full_name);
+        let registry = mca.registry();
+        let deprecated = registry.lookup(name).and_then(|r| r.synonym) == Some(true);
+        match registry.alias_synonym_origin(name) {
+            Some(old) => println!(
+                "  ({name} is a deprecated name for {}: {} component {old} is now called {})",
+                info.full_name, info.framework, info.component
+            ),
+            None if deprecated => {
+                println!("  ({name} is a deprecated name for {})", info.full_name)
+            }
+            None => println!("  ({name} is another name for {})", info.full_name),
+        }
     }
     println!("Sources, highest precedence first:");
     let width = rows

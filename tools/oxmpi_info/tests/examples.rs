@@ -272,6 +272,12 @@ fn param_selection_errors_name_what_exists() {
     assert!(err.contains("no framework named \"bogus\""), "{err}");
     let err = stderr(&w.run(&["--param", "btl", "tcp"]));
     assert!(err.contains("installed: fixture"), "{err}");
+    // An old component name stands for the current one.
+    let err = stderr(&w.run(&["--param", "btl", "vader"]));
+    assert!(
+        err.contains("--param btl vader: no btl component named \"sm\" (formerly \"vader\") is installed (installed: fixture;"),
+        "{err}"
+    );
     let out = stdout(&w.run(&["--param", "btl", "fixture", "--level", "9", "--parsable"]));
     assert!(
         out.contains("mca:btl:fixture:param:btl_fixture_priority:value:10"),
@@ -573,6 +579,38 @@ fn an_rmaps_component_shows_its_policy_names_and_parameters() {
     assert!(out.contains("rmaps_reverse_priority"), "{out}");
     assert!(
         out.contains("Slots left empty at the end of the allocation before rank 0."),
+        "{out}"
+    );
+}
+
+#[test]
+fn an_old_component_name_in_the_selection_is_noted_once() {
+    let w = World::new().env("OXMPI_MCA_btl", "^vader");
+    w.install_fixture();
+    let o = w.run(&["--param", "btl", "all", "--level", "9", "--parsable"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let note = "oxmpi_info: warning: btl component \"vader\" is now called \"sm\"; \"vader\" still works but is deprecated: use \"sm\" (btl = \"^vader\", from environment)";
+    assert_eq!(err.matches(note).count(), 1, "{err}");
+    // Excluding sm leaves the fixture enabled.
+    let out = stdout(&o);
+    assert!(
+        out.contains("mca:btl:fixture:param:btl_fixture_priority:disabled:false"),
+        "{out}"
+    );
+}
+
+#[test]
+fn explain_says_when_a_name_is_deprecated() {
+    let w = World::new();
+    w.install_fixture();
+    let o = w.run(&["--explain", "btl_fixture_old_eager_limit"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains(
+            "  (btl_fixture_old_eager_limit is a deprecated name for btl_fixture_eager_limit)\n"
+        ),
         "{out}"
     );
 }

@@ -128,8 +128,34 @@ impl Mca {
             );
             kept.push(component);
         }
+        self.add_alias_synonyms(&kept);
         repo.components = kept;
         self.repository = repo;
+    }
+
+    /// Gives the parameters of each renamed component the deprecated
+    /// synonyms of its old names (`btl_vader_<x>` for `btl_sm_<x>`), after
+    /// every component declared its own names, so that a name some
+    /// component declares is never taken from it, whatever the load order.
+    fn add_alias_synonyms(&mut self, components: &[LoadedComponent]) {
+        for component in components {
+            let Some(info) = self
+                .frameworks
+                .iter()
+                .copied()
+                .find(|f| f.name == component.framework)
+            else {
+                continue;
+            };
+            for old in info.old_component_names(&component.name) {
+                let skipped =
+                    self.registry
+                        .add_alias_synonyms(&component.framework, &component.name, old);
+                for message in skipped {
+                    log::log("mca", "base", log::INFO, &message);
+                }
+            }
+        }
     }
 
     /// Why `component`'s parameter table cannot be declared, with what to
@@ -214,7 +240,11 @@ impl Mca {
             .split(',')
             .map(str::trim)
             .any(|item| match item.split_once('/') {
-                Some((fw, comp)) => fw == failure.framework && comp == failure.component,
+                Some((fw, comp)) => {
+                    fw == failure.framework
+                        && (comp == failure.component
+                            || self.current_component_name(fw, comp) == failure.component)
+                }
                 None => item == failure.framework,
             });
         matches != negate
@@ -274,7 +304,7 @@ impl Mca {
         for info in &self.base_frameworks {
             if let Some(r) = self.value(info.name) {
                 let text = r.value.as_str().unwrap_or("");
-                if let Err(e) = Filter::parse(info.name, text, &r.source.to_string()) {
+                if let Err(e) = self.parse_selection(info.name, text, &r.source.to_string()) {
                     self.error(e.to_string());
                 }
             }

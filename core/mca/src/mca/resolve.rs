@@ -155,7 +155,13 @@ impl Mca {
                 if (r.synonym == Some(true) || (r.synonym.is_none() && info.deprecated()))
                     && warned.insert(a.name.clone())
                 {
-                    let replacement = if r.synonym.is_some() {
+                    let replacement = if let Some(old) = self.registry.alias_synonym_origin(&a.name)
+                    {
+                        format!(
+                            "use {} instead ({} component {old} is now called {})",
+                            info.full_name, info.framework, info.component
+                        )
+                    } else if r.synonym.is_some() {
                         format!("use {} instead", info.full_name)
                     } else {
                         "it will be removed".to_string()
