@@ -96,6 +96,9 @@ Without ^ the list names the only components to use: \"tcp,self\". Use one form 
             )));
         }
         let mut names: Vec<String> = Vec::with_capacity(written.len());
+        // Names seen, so a huge list is deduplicated in linear time.
+        let mut seen: std::collections::HashSet<&str> =
+            std::collections::HashSet::with_capacity(written.len());
         let mut renamed: Vec<&'a ComponentAlias> = Vec::new();
         for name in written {
             let current = match aliases.iter().find(|a| a.old == name) {
@@ -107,7 +110,7 @@ Without ^ the list names the only components to use: \"tcp,self\". Use one form 
                 }
                 None => name,
             };
-            if !names.iter().any(|n| n == current) {
+            if seen.insert(current) {
                 names.push(current.to_string());
             }
         }
