@@ -41,6 +41,8 @@ pub struct FboxOut {
     index: u32,
     key: u64,
     pos: u64,
+    /// `pos % size`, kept to spare a division per record.
+    off: usize,
     consumed: u64,
     size: usize,
 }
@@ -63,6 +65,7 @@ impl FboxOut {
             index,
             key,
             pos: 0,
+            off: 0,
             consumed: 0,
             size: sizes.fbox_size as usize,
         })
@@ -79,7 +82,7 @@ impl FboxOut {
     /// ring has no room (nothing is written).
     #[inline]
     pub fn write(&mut self, segment: &Segment, header: &[u8], payload: &[u8], len: usize) -> bool {
-        let mut off = (self.pos % self.size as u64) as usize;
+        let mut off = self.off;
         let wrap = if off + len > self.size {
             self.size - off
         } else {
@@ -110,6 +113,10 @@ impl FboxOut {
             .fbox_word(i, off)
             .store(tag(self.key, self.pos), Ordering::Release);
         self.pos += len as u64;
+        self.off = off + len;
+        if self.off == self.size {
+            self.off = 0;
+        }
         true
     }
 }
@@ -139,6 +146,8 @@ pub struct FboxIn {
     pub sender: u32,
     key: u64,
     pos: u64,
+    /// `pos % size`, kept to spare a division per poll.
+    off: usize,
     size: usize,
 }
 
@@ -153,6 +162,7 @@ impl FboxIn {
             sender: owner - 1,
             key: segment.fbox_key(index).load(Ordering::Relaxed),
             pos: 0,
+            off: 0,
             size: segment.sizes().fbox_size as usize,
         })
     }
@@ -162,7 +172,7 @@ impl FboxIn {
     #[inline]
     pub fn poll(&mut self, segment: &Segment) -> Polled {
         loop {
-            let off = (self.pos % self.size as u64) as usize;
+            let off = self.off;
             if segment.fbox_word(self.index, off).load(Ordering::Acquire) != tag(self.key, self.pos)
             {
                 return Polled::Empty;
@@ -172,6 +182,7 @@ impl FboxIn {
                 .load(Ordering::Relaxed);
             if lens == SKIP {
                 self.pos += (self.size - off) as u64;
+                self.off = 0;
                 continue;
             }
             let (header, payload) = ((lens & 0xffff_ffff) as usize, (lens >> 32) as usize);
@@ -190,7 +201,12 @@ impl FboxIn {
     /// and gives its room back to the sender.
     #[inline]
     pub fn consume(&mut self, segment: &Segment, header: usize, payload: usize) {
-        self.pos += record_len(header, payload) as u64;
+        let len = record_len(header, payload);
+        self.pos += len as u64;
+        self.off += len;
+        if self.off == self.size {
+            self.off = 0;
+        }
         segment
             .fbox_consumed(self.index)
             .store(self.pos, Ordering::Release);
