@@ -6,9 +6,10 @@
 #      (apt-get; with sudo when not run as root);
 #   2. builds the workspace in release mode;
 #   3. runs the main job: a 4-rank PMI wire-up under our mpirun, an
-#      MPICH-built program under it, the oxmpi examples `hello` (4 ranks) and
-#      `pingpong` (2 ranks, over tcp on loopback), and oxmpi_info showing
-#      where a value comes from.
+#      MPICH-built program under it, the oxmpi examples `hello` (4 ranks,
+#      default btls: self and sm) and `pingpong` (2 ranks, over shared
+#      memory, then over tcp on loopback), and oxmpi_info showing where a
+#      value comes from.
 #
 # Set OXMPI_SKIP_PACKAGES=1 to skip step 1.
 set -euo pipefail
@@ -80,8 +81,11 @@ if command -v mpicc.mpich >/dev/null 2>&1; then
 fi
 
 echo
-echo "==> $mpirun -n 4 target/release/examples/hello (the oxmpi Rust API over btl self,tcp and pml ob1)"
-"$mpirun" -n 4 --mca btl self,tcp --mca btl_tcp_if_include lo target/release/examples/hello
+echo "==> $mpirun -n 4 target/release/examples/hello (the oxmpi Rust API over pml ob1, btls self and sm)"
+"$mpirun" -n 4 target/release/examples/hello
+echo
+echo "==> $mpirun -n 2 --mca btl self,sm target/release/examples/pingpong"
+"$mpirun" -n 2 --mca btl self,sm target/release/examples/pingpong
 echo
 echo "==> $mpirun -n 2 --mca btl self,tcp --mca btl_tcp_if_include lo target/release/examples/pingpong"
 "$mpirun" -n 2 --mca btl self,tcp --mca btl_tcp_if_include lo target/release/examples/pingpong
