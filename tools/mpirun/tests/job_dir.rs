@@ -1,7 +1,9 @@
 //! The job directory: private while the job runs, gone when it ends,
 //! however it ends (normally, a failing or killed rank, `--timeout`, a
 //! signal to mpirun, mpirun killed with SIGKILL), never a path mpirun did
-//! not create; and a singleton's own directory.
+//! not create; and a singleton's own directory. The sm btl's segment files
+//! in it: private, unlinked once every rank of the node has mapped them,
+//! and nothing of the job left in /dev/shm or `$TMPDIR` however it ends.
 
 mod common;
 
@@ -322,4 +324,334 @@ fn a_singleton_removes_directories_of_dead_singletons() {
     assert_eq!(code, 0, "{out}");
     assert_gone(&stale, "a dead singleton's directory");
     assert!(alive.is_dir(), "a live process's directory was removed");
+}
+
+// The sm btl's segments: unlinked once every rank of the node has mapped
+// them, so that however a job ends, nothing of it stays in /dev/shm or
+// $TMPDIR. The ranks run `all_pairs` over btl self and sm.
+
+/// Options that run a job over btl self and sm.
+const SM: [&str; 3] = ["--mca", "btl", "self,sm"];
+
+/// Limit for the ranks to start, exchange and say so, or for something
+/// that follows a step of the test to happen.
+const STEP: Duration = Duration::from_secs(30);
+
+/// A running `all_pairs` job: mpirun in its own process group with
+/// `TMPDIR` a fresh directory; its standard output as lines. Dropped
+/// before [`SmJob::finish`] (a failed assertion), it stops mpirun with
+/// SIGTERM (at most 10 s), then kills mpirun's group and every process of
+/// the job that is left.
+struct SmJob {
+    child: Option<std::process::Child>,
+    marker: String,
+    lines: mpsc::Receiver<String>,
+    /// The lines read so far, for messages.
+    seen: Vec<String>,
+    tmp: tempfile::TempDir,
+}
+
+/// What a rank said after its exchange.
+struct Attached {
+    rank: u32,
+    pid: i32,
+}
+
+impl SmJob {
+    fn start(n: u32, args: &[&str]) -> SmJob {
+        let tmp = tempfile::tempdir().unwrap();
+        let program = built("all_pairs").display().to_string();
+        let n = n.to_string();
+        let mut all = vec!["-n", &n];
+        all.extend(SM);
+        all.push(&program);
+        all.extend(args);
+        let (mut cmd, marker) = command(&all);
+        cmd.env("TMPDIR", tmp.path())
+            .env_remove("OXMPI_JOB_DIR_BASE");
+        let mut child = cmd.spawn().expect("mpirun starts");
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        SmJob {
+            child: Some(child),
+            marker,
+            lines,
+            seen: Vec::new(),
+            tmp,
+        }
+    }
+
+    /// The next line starting with `prefix` (without it), within [`STEP`].
+    fn line(&mut self, prefix: &str) -> String {
+        let deadline = Instant::now() + STEP;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if let Some(rest) = line.strip_prefix(prefix) {
+                        return rest.to_string();
+                    }
+                }
+                Err(_) => panic!(
+                    "no line \"{prefix}...\" within {STEP:?}; the job printed {:?}",
+                    self.seen
+                ),
+            }
+        }
+    }
+
+    /// Waits for every rank's `attached` line; returns the ranks and the
+    /// job directory they all named.
+    fn attached(&mut self, n: u32) -> (Vec<Attached>, PathBuf) {
+        let mut ranks = Vec::new();
+        let mut dirs = Vec::new();
+        for _ in 0..n {
+            let line = self.line("attached ");
+            let words: Vec<&str> = line.split(' ').collect();
+            match words[..] {
+                [rank, "pid", pid, "dir", dir] => {
+                    ranks.push(Attached {
+                        rank: rank.parse().unwrap(),
+                        pid: pid.parse().unwrap(),
+                    });
+                    dirs.push(PathBuf::from(dir));
+                }
+                _ => panic!("a malformed line: attached {line}"),
+            }
+        }
+        assert!(
+            dirs.iter().all(|d| *d == dirs[0]) && !dirs[0].as_os_str().is_empty(),
+            "the ranks named different job directories: {dirs:?}"
+        );
+        ranks.sort_by_key(|a| a.rank);
+        let order: Vec<u32> = ranks.iter().map(|a| a.rank).collect();
+        assert_eq!(order, (0..n).collect::<Vec<_>>(), "{:?}", self.seen);
+        (ranks, dirs.swap_remove(0))
+    }
+
+    /// Waits for mpirun to end (within the hard timeout).
+    fn finish(mut self) -> Run {
+        let child = self.child.take().unwrap();
+        let run = wait_with_timeout(child, HARD_TIMEOUT, &self.marker);
+        assert_no_survivors(&self.marker);
+        run
+    }
+}
+
+impl Drop for SmJob {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // SIGTERM first: mpirun then stops the ranks and removes the
+            // job directory itself.
+            let pid = Pid::from_raw(child.id() as i32);
+            let _ = kill(pid, Signal::SIGTERM);
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = nix::sys::signal::killpg(pid, Signal::SIGKILL);
+            let _ = child.wait();
+        }
+        for pid in marked_pids(&self.marker) {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+}
+
+/// The job id in the name of job directory `dir` (its last 16 hex
+/// digits), as the segments' names spell it (`sm-<id in hex>-<rank>`).
+fn segment_prefix(dir: &Path) -> String {
+    let name = dir.file_name().unwrap().to_string_lossy();
+    let hex = name.rsplit('-').next().unwrap();
+    let id = u64::from_str_radix(hex, 16)
+        .unwrap_or_else(|_| panic!("no job id at the end of the job directory's name {name}"));
+    format!("sm-{id:x}-")
+}
+
+/// Names in `dir` (none if it cannot be read) that start with `prefix`.
+fn names_with(dir: &Path, prefix: &str) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(prefix))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The segment files each rank has mapped, from its `/proc/<pid>/maps`:
+/// (path, unlinked) per segment.
+fn mapped_segments(pid: i32, dir: &Path) -> Vec<(String, bool)> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    let under = format!("{}/sm-", dir.display());
+    let mut found: Vec<(String, bool)> = maps
+        .lines()
+        .filter_map(|l| l.find(&under).map(|at| &l[at..]))
+        .map(|path| match path.strip_suffix(" (deleted)") {
+            Some(path) => (path.to_string(), true),
+            None => (path.to_string(), false),
+        })
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// While the job runs: every rank has mapped every rank's segment, and no
+/// segment file is left in the job directory (they are unlinked once all
+/// have mapped them, which completes asynchronously: polled within
+/// [`STEP`]).
+fn assert_mapped_and_unlinked(ranks: &[Attached], dir: &Path) {
+    let prefix = segment_prefix(dir);
+    let want: Vec<(String, bool)> = (0..ranks.len())
+        .map(|r| (format!("{}/{prefix}{r}", dir.display()), true))
+        .collect();
+    let deadline = Instant::now() + STEP;
+    loop {
+        let files = names_with(dir, "sm-");
+        let maps: Vec<Vec<(String, bool)>> =
+            ranks.iter().map(|a| mapped_segments(a.pid, dir)).collect();
+        if files.is_empty() && maps.iter().all(|m| *m == want) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} ranks: within {STEP:?} the job directory {} still holds {files:?}, or a rank does not map every segment, unlinked (want {want:?}; the ranks map {maps:?})",
+            ranks.len(),
+            dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// After the job: its directory is gone (within [`STEP`]: the guardian
+/// removes it when mpirun was killed), nothing named after it or its
+/// segments is in /dev/shm or the job's `TMPDIR`, which is empty.
+fn assert_nothing_left(dir: &Path, tmp: &Path, context: &str) {
+    wait_gone(dir, STEP, context);
+    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let prefix = segment_prefix(dir);
+    for place in [Path::new("/dev/shm"), tmp] {
+        let left: Vec<String> = names_with(place, "")
+            .into_iter()
+            .filter(|n| *n == name || n.starts_with(&prefix))
+            .collect();
+        assert!(
+            left.is_empty(),
+            "{context}: {} still holds {left:?}",
+            place.display()
+        );
+    }
+    assert_eq!(
+        names_with(tmp, ""),
+        Vec::<String>::new(),
+        "{context}: the job's TMPDIR is not empty"
+    );
+}
+
+#[test]
+fn sm_segments_are_unlinked_once_all_ranks_mapped_them_and_a_normal_run_leaves_nothing() {
+    for n in [2, 3, 4] {
+        let release = tempfile::tempdir().unwrap();
+        let go = release.path().join("go").display().to_string();
+        let mut job = SmJob::start(n, &["hold", &go]);
+        let (ranks, dir) = job.attached(n);
+        assert_mapped_and_unlinked(&ranks, &dir);
+        std::fs::write(&go, b"").unwrap();
+        let tmp = job.tmp.path().to_path_buf();
+        let run = job.finish();
+        assert_eq!(run.code(), 0, "{n} ranks: {}", run.stderr);
+        assert_nothing_left(&dir, &tmp, &format!("{n} ranks, a normal end"));
+    }
+}
+
+#[test]
+fn sm_leaves_nothing_after_a_rank_panics_or_aborts() {
+    for (end, code) in [("panic", 101), ("abort", 128 + 6)] {
+        let crash = tempfile::tempdir().unwrap();
+        let go = crash.path().join("go").display().to_string();
+        let mut job = SmJob::start(3, &[end, &go]);
+        let (ranks, dir) = job.attached(3);
+        assert_mapped_and_unlinked(&ranks, &dir);
+        std::fs::write(&go, b"").unwrap();
+        let tmp = job.tmp.path().to_path_buf();
+        let run = job.finish();
+        assert_eq!(run.code(), code, "{end}: {}", run.stderr);
+        assert_nothing_left(&dir, &tmp, &format!("after a rank's {end}"));
+    }
+}
+
+#[test]
+fn sm_leaves_nothing_after_a_rank_is_killed() {
+    let mut job = SmJob::start(3, &["block"]);
+    let (ranks, dir) = job.attached(3);
+    assert_mapped_and_unlinked(&ranks, &dir);
+    kill(Pid::from_raw(ranks[1].pid), Signal::SIGKILL).unwrap();
+    let tmp = job.tmp.path().to_path_buf();
+    let run = job.finish();
+    assert_eq!(run.code(), 128 + 9, "{}", run.stderr);
+    assert_nothing_left(&dir, &tmp, "after SIGKILL of rank 1");
+}
+
+#[test]
+fn sm_leaves_nothing_after_mpirun_is_killed() {
+    let mut job = SmJob::start(3, &["block"]);
+    let (ranks, dir) = job.attached(3);
+    assert_mapped_and_unlinked(&ranks, &dir);
+    let mut child = job.child.take().unwrap();
+    child.kill().unwrap(); // SIGKILL: the guardian ends the ranks
+    child.wait().unwrap();
+    assert_nothing_left(&dir, job.tmp.path(), "after SIGKILL of mpirun");
+    assert_no_survivors(&job.marker);
+}
+
+#[test]
+fn sm_segment_files_are_private_while_they_exist_and_the_last_to_map_unlinks_them() {
+    // Rank 2 waits before initializing, so ranks 0 and 1 have created
+    // their segments and wait for it in the wire-up: rank 2 has not
+    // mapped them, so they are still there.
+    let release = tempfile::tempdir().unwrap();
+    let go = release.path().join("go").display().to_string();
+    let end = release.path().join("end").display().to_string();
+    let mut job = SmJob::start(3, &["--late", "2", &go, "hold", &end]);
+    let dir = PathBuf::from(job.line("late 2 dir "));
+    let prefix = segment_prefix(&dir);
+    let deadline = Instant::now() + STEP;
+    let mut names = names_with(&dir, "sm-");
+    while names.len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "ranks 0 and 1 made no segments in {} within {STEP:?}: {names:?}",
+            dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+        names = names_with(&dir, "sm-");
+    }
+    names.sort();
+    assert_eq!(names, [format!("{prefix}0"), format!("{prefix}1")]);
+    for name in &names {
+        let meta = std::fs::symlink_metadata(dir.join(name)).unwrap();
+        assert!(meta.is_file(), "{name} is not a regular file");
+        assert_eq!(meta.mode() & 0o7777, 0o600, "{name}'s mode");
+        assert_eq!(meta.uid(), uid(), "{name}'s owner");
+        assert!(meta.len() > 0, "{name} is empty");
+    }
+    std::fs::write(&go, b"").unwrap();
+    // Rank 2, mapping them last, unlinked them.
+    let (ranks, dir_after) = job.attached(3);
+    assert_eq!(dir_after, dir);
+    assert_mapped_and_unlinked(&ranks, &dir);
+    std::fs::write(&end, b"").unwrap();
+    let tmp = job.tmp.path().to_path_buf();
+    let run = job.finish();
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    assert_nothing_left(&dir, &tmp, "after a normal end");
 }

@@ -425,3 +425,53 @@ impl Segment {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    const SIZES: Sizes = Sizes {
+        fifo_cells: 8,
+        fbox_count: 2,
+        fbox_size: 256,
+        frag_count: 2,
+        frag_size: 128,
+    };
+
+    #[test]
+    fn a_new_segment_is_a_private_file_of_its_layouts_size_that_peers_can_map() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path_of(dir.path(), 0xab, 3);
+        assert_eq!(path.file_name().unwrap(), "sm-ab-3");
+        let own = Segment::create(&path, 3, SIZES).unwrap();
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        assert!(meta.is_file());
+        assert_eq!(meta.mode() & 0o7777, 0o600, "only its owner may open it");
+        // Owned as the directory this process just made.
+        assert_eq!(meta.uid(), std::fs::metadata(dir.path()).unwrap().uid());
+        assert_eq!(meta.len() as usize, Layout::new(SIZES).unwrap().total);
+        let peer = Segment::attach(&path).unwrap().expect("a ready segment");
+        assert_eq!((peer.rank(), peer.pid()), (3, std::process::id()));
+        assert_eq!(peer.sizes(), SIZES);
+        // One mapping's write is the other's read.
+        own.attached().fetch_add(1, Ordering::AcqRel);
+        assert_eq!(peer.attached().load(Ordering::Acquire), 1);
+    }
+
+    #[test]
+    fn an_existing_file_is_refused_and_kept_and_a_missing_one_is_not_ready() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path_of(dir.path(), 1, 0);
+        assert!(Segment::attach(&path).unwrap().is_none());
+        std::fs::write(&path, b"theirs").unwrap();
+        let why = Segment::create(&path, 0, SIZES).err().unwrap();
+        assert!(
+            why.contains("cannot create the shared segment") && why.contains("sm-1-0"),
+            "{why}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), b"theirs");
+        // Too short to hold a header: not ready yet.
+        assert!(Segment::attach(&path).unwrap().is_none());
+    }
+}
