@@ -29,7 +29,6 @@ use oxmpi::point_to_point::send_receive;
 use oxmpi::topology::SimpleCommunicator;
 use oxmpi::traits::*;
 use oxmpi::Universe;
-use std::mem::ManuallyDrop;
 use std::path::{Path, PathBuf};
 use std::process::exit;
 use std::time::Duration;
@@ -133,8 +132,8 @@ fn block(world: &SimpleCommunicator) -> ! {
     }
 }
 
-fn finalize(universe: ManuallyDrop<Universe>, world: &SimpleCommunicator) {
-    if let Err(e) = ManuallyDrop::into_inner(universe).finalize() {
+fn finalize(universe: Universe, world: &SimpleCommunicator) {
+    if let Err(e) = universe.finalize() {
         fail(world, format!("finalize: {e}"));
     }
 }
@@ -151,13 +150,13 @@ fn main() {
             wait_for(file, None);
         }
     }
-    // Not dropped by a panic's unwinding: dropping finalizes, which waits
-    // for every rank (those blocked in a receive never come), while a
-    // panicking rank is to end at once, as a crash does.
-    let universe = ManuallyDrop::new(oxmpi::initialize().unwrap_or_else(|e| {
+    // A panic drops the universe while unwinding, which does not
+    // finalize (the other ranks wait in a receive): the rank ends at once,
+    // as a crash does.
+    let universe = oxmpi::initialize().unwrap_or_else(|e| {
         eprintln!("all_pairs: cannot initialize MPI: {e}");
         exit(1)
-    }));
+    });
     let world = universe.world();
     exchange(&world);
     println!(

@@ -111,7 +111,11 @@ impl Universe {
     }
 
     /// Finalizes MPI now and reports how it went (dropping the universe
-    /// does the same, printing a failure instead).
+    /// does the same, printing a failure instead; except while the thread
+    /// is panicking: finalize waits for every rank, which would hang a job
+    /// whose other ranks wait for this one, so the universe is then
+    /// dropped without it and the process ends as the panic ends it,
+    /// which makes mpirun stop the job).
     ///
     /// # Errors
     /// A failure of the final synchronization (a peer died: the message
@@ -126,6 +130,13 @@ impl Drop for Universe {
     fn drop(&mut self) {
         if !self.finalized {
             self.finalized = true;
+            if std::thread::panicking() {
+                eprintln!(
+                    "oxmpi: rank {} is panicking: MPI is not finalized (the job stops when this process ends)",
+                    crate::traits::Communicator::rank(&self.world())
+                );
+                return;
+            }
             if let Err(e) = self.runtime.finalize() {
                 eprintln!("oxmpi: finalize failed: {e}");
             }
