@@ -122,6 +122,29 @@ impl Job {
         }
     }
 
+    /// Fails unless the pml logged at least one route to another rank,
+    /// and every such route goes through sm.
+    fn assert_every_peer_route_through_sm(&self) {
+        let routes: Vec<&str> = self
+            .stderr()
+            .lines()
+            .filter_map(|l| l.split_once("pml:ob1: rank ").map(|(_, rest)| rest))
+            .filter(|rest| {
+                rest.split_once(" reaches rank ")
+                    .and_then(|(a, rest)| Some((a, rest.split_once(" through ")?.0)))
+                    .is_some_and(|(a, b)| a != b)
+            })
+            .collect();
+        assert!(!routes.is_empty(), "no route logged:\n{}", self.stderr());
+        for route in routes {
+            assert!(
+                route.contains(" through sm ("),
+                "rank {route}, expected sm\n{}",
+                self.stderr()
+            );
+        }
+    }
+
     /// The sm segment lines (`rank R: segment PATH (SIZES), MECHANISM`):
     /// (rank, path, rest of the line).
     fn segments(&self) -> Vec<(u32, PathBuf, String)> {
@@ -538,4 +561,63 @@ fn by_default_peers_on_this_host_use_sm_and_self_tcp_still_works() {
         }
     }
     job.assert_segments(&[], &[]);
+}
+
+/// `p2p_check SCENARIO` (core/mpi/examples) on `n` ranks over self,sm
+/// with `mechanism`.
+fn p2p_check_over_sm(n: &str, mechanism: &str, scenario: &str) -> Job {
+    let program = built("p2p_check").display().to_string();
+    let mut args: Vec<&str> = vec!["-n", n];
+    args.extend(SM_ONLY);
+    args.extend(["--mca", "btl_sm_single_copy_mechanism", mechanism]);
+    args.extend([program.as_str(), scenario]);
+    job(&args)
+}
+
+#[test]
+fn the_point_to_point_checks_pass_over_sm() {
+    // Wildcard receives, 10,000 unexpected messages, truncation of eager
+    // and rendezvous messages, synchronous sends, a stream of large
+    // messages: each with and without single copy.
+    for mechanism in ["cma", "none"] {
+        for (n, scenario, reports) in [
+            (
+                "4",
+                "wildcard",
+                "rank 0: wildcard ok (600 messages in order)",
+            ),
+            ("2", "flood", "rank 0: flood ok (10000 unexpected messages)"),
+            ("2", "truncate", "rank 0: truncate ok"),
+            ("2", "ssend", "completed only after the receive"),
+            ("2", "stream", "rank 1: stream ok"),
+        ] {
+            let job = p2p_check_over_sm(n, mechanism, scenario);
+            job.assert_ok();
+            assert!(
+                job.stdout().contains(reports),
+                "{scenario} with {mechanism}:\n{}\n{}",
+                job.stdout(),
+                job.stderr()
+            );
+            job.assert_every_peer_route_through_sm();
+        }
+    }
+}
+
+#[test]
+fn a_rank_killed_during_a_large_transfer_ends_the_job_and_leaves_nothing() {
+    // Rank 1 kills itself while rank 0 sends it 64 MiB messages; `job`
+    // checks that the segments and the job directory are gone all the
+    // same.
+    for mechanism in ["cma", "none"] {
+        let job = p2p_check_over_sm("2", mechanism, "killed");
+        assert_ne!(job.run.code(), 0, "{}", job.stderr());
+        assert!(
+            job.stderr().contains("rank 1") && job.stderr().contains("SIGKILL"),
+            "the report names the rank and the signal:\n{}",
+            job.stderr()
+        );
+        job.assert_segments(&[0, 1], &[]);
+        assert!(job.elapsed < HARD_TIMEOUT / 2, "{:?}", job.elapsed);
+    }
 }
