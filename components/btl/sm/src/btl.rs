@@ -69,8 +69,6 @@ pub struct SmBtl {
     inbound: Vec<FboxIn>,
     /// The receive queue's consumer position.
     fifo_head: u64,
-    /// Where the search for a free fragment buffer starts.
-    next_frag: u32,
     /// The rank + 1 each fragment buffer was last sent to (0: none).
     frag_peer: Vec<u32>,
     /// Peers lost, to report from the next progress call.
@@ -266,11 +264,12 @@ impl SmBtl {
         }
     }
 
-    /// A free fragment buffer of this process's, marked busy for `peer`.
+    /// A free fragment buffer of this process's, marked busy for `peer`:
+    /// the lowest free one, so the few buffers a process keeps in flight
+    /// stay in the caches instead of cycling through the whole pool.
     fn take_frag(&mut self, peer: u32) -> Option<u32> {
         let count = self.own.sizes().frag_count;
-        for step in 0..count {
-            let i = (self.next_frag + step) % count;
+        for i in 0..count {
             if self.own.frag_busy(i).load(Ordering::Acquire) != 0 {
                 continue;
             }
@@ -283,7 +282,6 @@ impl SmBtl {
             }
             self.own.frag_busy(i).store(1, Ordering::Relaxed);
             self.frag_peer[i as usize] = peer + 1;
-            self.next_frag = (i + 1) % count;
             return Some(i);
         }
         None
@@ -384,7 +382,6 @@ impl Btl for SmBtl {
             fbox_seen: 0,
             inbound: Vec::new(),
             fifo_head: 0,
-            next_frag: 0,
             frag_peer: vec![0; config.free_list_max as usize],
             to_report: Vec::new(),
             keys,
