@@ -285,9 +285,39 @@ fn every_size_from_0_bytes_to_64_mib_arrives_intact_with_single_copy() {
     sizes_over_sm(
         &["--mca", "btl_sm_single_copy_mechanism", "cma"],
         &[
-            CMA,
+            "one copy through cross-memory attach (gets of 65536 B and more shared with the sender)",
             "32 fast boxes of 4096 B, 4096 queue entries, 256 fragment buffers of 32768 B",
         ],
+    );
+}
+
+#[test]
+fn every_size_arrives_intact_when_the_receiver_copies_alone() {
+    sizes_over_sm(
+        &[
+            "--mca",
+            "btl_sm_single_copy_mechanism",
+            "cma",
+            "--mca",
+            "btl_sm_shared_get_min",
+            "0",
+        ],
+        &["one copy through cross-memory attach (the receiver copies alone)"],
+    );
+}
+
+#[test]
+fn every_size_arrives_intact_when_every_get_is_shared_with_the_sender() {
+    sizes_over_sm(
+        &[
+            "--mca",
+            "btl_sm_single_copy_mechanism",
+            "cma",
+            "--mca",
+            "btl_sm_shared_get_min",
+            "1",
+        ],
+        &["one copy through cross-memory attach (gets of 1 B and more shared with the sender)"],
     );
 }
 

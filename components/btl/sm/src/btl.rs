@@ -3,6 +3,7 @@
 //! cross-memory attach, progress that polls this process's boxes and
 //! queue, and the attaching (then unlinking) of the node's segments.
 
+use crate::assist::{self, Offer, Offers, Outcome};
 use crate::card::{node_identity, Card};
 use crate::fbox::{record_len, FboxIn, FboxOut, Polled};
 use crate::params::{Config, Mechanism};
@@ -12,7 +13,7 @@ use crate::{cma, fifo};
 use oxmpi_framework_btl::adapter::{
     Arrived, Btl, GetBuffer, Payload, Pml, PutBuffer, Rdma, Sent, Started,
 };
-use oxmpi_framework_btl::module::JobIdentity;
+use oxmpi_framework_btl::module::{JobIdentity, RdmaStatus};
 use oxmpi_plugin_api::{verbosity, ComponentContext, Params as _};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::Ordering;
@@ -23,6 +24,16 @@ pub const MODULE: u32 = 0;
 /// Progress calls between two tries to attach the segments of the node's
 /// processes not attached yet.
 const ATTACH_EVERY: u32 = 256;
+
+/// What [`SmBtl::transmit`] did.
+enum Tx {
+    /// Written; nothing of the caller's is held.
+    Done,
+    /// No room (fast box, buffers or queue); nothing was written.
+    Full,
+    /// The peer is lost (or was never added).
+    Lost,
+}
 
 /// One rank of the job, as this process sees it.
 #[derive(Default)]
@@ -75,6 +86,43 @@ pub struct SmBtl {
     to_report: Vec<u32>,
     /// Where fast box keys come from.
     keys: std::collections::hash_map::RandomState,
+    /// Smallest get shared with the peer (0: none).
+    shared_get_min: usize,
+    /// This process's offers of halves of gets.
+    offers: Offers,
+    /// Gets whose second half a peer took, until it finishes.
+    shared: Vec<SharedGet>,
+    /// Calls of `finish_shared_gets`, to check on copying peers now and
+    /// then.
+    shared_tick: u32,
+}
+
+/// A get whose second half the peer copies.
+struct SharedGet {
+    offer: Offer,
+    local: GetBuffer,
+    endpoint: u64,
+    remote: u64,
+    /// Bytes of the first half (copied by this process).
+    half: usize,
+    /// Whether this process's half was copied.
+    own_half_ok: bool,
+}
+
+/// Calls of `finish_shared_gets` between two checks that a peer still
+/// copying is alive.
+const LIVENESS_EVERY: u32 = 4096;
+
+/// The number of shared-get slots, as a capacity.
+fn assist_slots() -> usize {
+    crate::segment::ASSIST_SLOTS as usize
+}
+
+/// Whether process `pid` exists.
+fn alive(pid: u32) -> bool {
+    // SAFETY: kill with signal 0 sends nothing; it only checks the pid.
+    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 impl SmBtl {
@@ -163,12 +211,19 @@ impl SmBtl {
                     offset,
                     header,
                     payload,
+                    control,
                 } => {
                     let (index, sender) = (inbound.index, inbound.sender);
                     let h = self.own.fbox_bytes(index, offset, header);
-                    let p = self.own.fbox_bytes(index, offset + header, payload);
-                    deliver(pml, sender, h, p);
-                    self.inbound[k].consume(&self.own, header, payload);
+                    if control {
+                        let offer = Offer::decode(h);
+                        self.inbound[k].consume(&self.own, header, payload);
+                        self.serve(sender, offer);
+                    } else {
+                        let p = self.own.fbox_bytes(index, offset + header, payload);
+                        deliver(pml, sender, h, p);
+                        self.inbound[k].consume(&self.own, header, payload);
+                    }
                     events += 1;
                 }
                 Polled::Damaged => {
@@ -226,7 +281,13 @@ impl SmBtl {
             return events;
         }
         match segment.frag_contents(frag) {
-            Some((header, payload)) => deliver(pml, sender, header, payload),
+            Some((false, header, payload)) => deliver(pml, sender, header, payload),
+            Some((true, header, _)) => {
+                let offer = Offer::decode(header);
+                segment.frag_busy(frag).store(0, Ordering::Release);
+                self.serve(sender, offer);
+                return events + 1;
+            }
             None => {
                 self.lose(
                     sender,
@@ -237,6 +298,82 @@ impl SmBtl {
         }
         segment.frag_busy(frag).store(0, Ordering::Release);
         events + 1
+    }
+
+    /// Copies the half of a shared get that `requester` offered (see
+    /// [`crate::assist`]), if the offer is still there.
+    fn serve(&mut self, requester: u32, offer: Option<Offer>) {
+        let Some(offer) = offer else {
+            self.lose(
+                requester,
+                format!("rank {requester} sent a control fragment sm does not know"),
+            );
+            return;
+        };
+        if !matches!(self.attach(requester), Ok(true)) {
+            return;
+        }
+        if let Some(segment) = &self.peers[requester as usize].segment {
+            // A failed copy is the requester's to redo (it reads the
+            // state word); nothing to report here.
+            let _ = assist::serve(segment, offer);
+        }
+    }
+
+    /// Finishes the shared gets whose other half ended; a peer's failed
+    /// half is copied here instead.
+    fn finish_shared_gets(&mut self, pml: &Pml<'_>) -> usize {
+        self.shared_tick = self.shared_tick.wrapping_add(1);
+        let mut events = 0;
+        let mut i = 0;
+        while i < self.shared.len() {
+            let g = &self.shared[i];
+            let mut outcome = self.offers.outcome(&self.own, g.offer);
+            if outcome == Outcome::Copying && self.shared_tick.is_multiple_of(LIVENESS_EVERY) {
+                // A peer that died while copying never says so.
+                if !self.pid_of(g.endpoint).is_some_and(alive) {
+                    outcome = Outcome::Failed;
+                }
+            }
+            if outcome == Outcome::Copying {
+                i += 1;
+                continue;
+            }
+            let mut g = self.shared.swap_remove(i);
+            self.offers.release(&self.own, g.offer);
+            let mut ok = g.own_half_ok;
+            if ok && outcome == Outcome::Failed {
+                ok = match self.pid_of(g.endpoint) {
+                    Some(pid) => {
+                        let len = g.local.len() - g.half;
+                        let at = g.local.as_mut_ptr().wrapping_add(g.half);
+                        match cma::read(pid, at, len, g.remote + g.half as u64) {
+                            Ok(()) => true,
+                            Err(e) => {
+                                self.rdma_failed(g.endpoint, "get", e);
+                                false
+                            }
+                        }
+                    }
+                    None => false,
+                };
+            }
+            let status = if ok {
+                RdmaStatus::Done
+            } else {
+                RdmaStatus::Failed
+            };
+            if !ok {
+                let peer = g.endpoint as u32;
+                self.lose(
+                    peer,
+                    format!("a get of rank {peer}'s memory through cross-memory attach failed"),
+                );
+            }
+            pml.get_done(g.local, status);
+            events += 1;
+        }
+        events
     }
 
     /// Marks `peer` lost for `why` (reported from the next progress).
@@ -262,6 +399,69 @@ impl SmBtl {
                 );
             }
         }
+    }
+
+    /// Sends one fragment (the pml's, or sm's own when `control`) to the
+    /// peer of `endpoint`: through its fast box when it may, else through
+    /// a fragment buffer and its queue.
+    #[inline]
+    fn transmit(&mut self, endpoint: u64, header: &[u8], bytes: &[u8], control: bool) -> Tx {
+        let rank = self.rank;
+        let Some(p) = self.peers.get_mut(endpoint as usize) else {
+            return Tx::Lost;
+        };
+        if p.failed.is_some() {
+            return Tx::Lost;
+        }
+        let Some(segment) = &p.segment else {
+            let why =
+                format!("the pml sent to sm endpoint {endpoint}, which add_peer never returned");
+            self.lose(endpoint as u32, why);
+            return Tx::Lost;
+        };
+        if let Some(out) = &mut p.out {
+            let len = record_len(header.len(), bytes.len());
+            let in_order = match p.last_frag {
+                None => true,
+                Some(f) => self.own.frag_busy(f).load(Ordering::Acquire) == 0,
+            };
+            if in_order {
+                p.last_frag = None;
+                if out.takes(len) && out.write(segment, header, bytes, len, control) {
+                    return Tx::Done;
+                }
+            }
+        }
+        let peer = endpoint as u32;
+        if bytes.len() > self.own.sizes().frag_size as usize {
+            let why = format!(
+                "the pml sent a fragment of {} bytes to rank {peer}, more than btl_sm_max_send_size ({} bytes)",
+                bytes.len(),
+                self.own.sizes().frag_size
+            );
+            self.lose(peer, why);
+            return Tx::Lost;
+        }
+        let Some(frag) = self.take_frag(peer) else {
+            return Tx::Full;
+        };
+        self.own.frag_fill(frag, header, bytes, control);
+        let p = &mut self.peers[peer as usize];
+        let segment = p.segment.as_ref().expect("checked above");
+        if !fifo::push(segment, u64::from(rank) << 32 | u64::from(frag)) {
+            self.own.frag_busy(frag).store(0, Ordering::Relaxed);
+            return Tx::Full;
+        }
+        p.last_frag = Some(frag);
+        p.queued = p.queued.saturating_add(1);
+        if p.out.is_none() && !p.no_fbox && p.queued >= self.fbox_threshold {
+            let key = self.random(u64::from(peer) << 32 | u64::from(frag));
+            let p = &mut self.peers[peer as usize];
+            let segment = p.segment.as_ref().expect("checked above");
+            p.out = FboxOut::claim(segment, rank, key);
+            p.no_fbox = p.out.is_none();
+        }
+        Tx::Done
     }
 
     /// A free fragment buffer of this process's, marked busy for `peer`:
@@ -385,6 +585,14 @@ impl Btl for SmBtl {
             frag_peer: vec![0; config.free_list_max as usize],
             to_report: Vec::new(),
             keys,
+            shared_get_min: if single_copy {
+                config.shared_get_min
+            } else {
+                0
+            },
+            offers: Offers::default(),
+            shared: Vec::with_capacity(assist_slots()),
+            shared_tick: 0,
         };
         if single_copy {
             let value = state.random(0x9e37_79b9);
@@ -401,7 +609,11 @@ impl Btl for SmBtl {
                 sizes.fifo_cells,
                 sizes.frag_count,
                 sizes.frag_size,
-                if single_copy { "one copy through cross-memory attach" } else { "fragments through the segment" }
+                match (single_copy, state.shared_get_min) {
+                    (false, _) => "fragments through the segment".to_string(),
+                    (true, 0) => "one copy through cross-memory attach (the receiver copies alone)".to_string(),
+                    (true, min) => format!("one copy through cross-memory attach (gets of {min} B and more shared with the sender)"),
+                }
             ),
         );
         Ok(Started::Ready(state, vec![info]))
@@ -464,63 +676,11 @@ impl Btl for SmBtl {
 
     #[inline]
     fn send(&mut self, _module: u32, endpoint: u64, header: &[u8], payload: Payload) -> Sent {
-        let rank = self.rank;
-        let Some(p) = self.peers.get_mut(endpoint as usize) else {
-            return Sent::Failed(payload);
-        };
-        if p.failed.is_some() {
-            return Sent::Failed(payload);
+        match self.transmit(endpoint, header, payload.as_slice(), false) {
+            Tx::Done => Sent::Done(payload),
+            Tx::Full => Sent::WouldBlock(payload),
+            Tx::Lost => Sent::Failed(payload),
         }
-        let Some(segment) = &p.segment else {
-            let why =
-                format!("the pml sent to sm endpoint {endpoint}, which add_peer never returned");
-            self.lose(endpoint as u32, why);
-            return Sent::Failed(payload);
-        };
-        let bytes = payload.as_slice();
-        if let Some(out) = &mut p.out {
-            let len = record_len(header.len(), bytes.len());
-            let in_order = match p.last_frag {
-                None => true,
-                Some(f) => self.own.frag_busy(f).load(Ordering::Acquire) == 0,
-            };
-            if in_order {
-                p.last_frag = None;
-                if out.takes(len) && out.write(segment, header, bytes, len) {
-                    return Sent::Done(payload);
-                }
-            }
-        }
-        let peer = endpoint as u32;
-        if bytes.len() > self.own.sizes().frag_size as usize {
-            let why = format!(
-                "the pml sent a fragment of {} bytes to rank {peer}, more than btl_sm_max_send_size ({} bytes)",
-                bytes.len(),
-                self.own.sizes().frag_size
-            );
-            self.lose(peer, why);
-            return Sent::Failed(payload);
-        }
-        let Some(frag) = self.take_frag(peer) else {
-            return Sent::WouldBlock(payload);
-        };
-        self.own.frag_fill(frag, header, bytes);
-        let p = &mut self.peers[peer as usize];
-        let segment = p.segment.as_ref().expect("checked above");
-        if !fifo::push(segment, u64::from(rank) << 32 | u64::from(frag)) {
-            self.own.frag_busy(frag).store(0, Ordering::Relaxed);
-            return Sent::WouldBlock(payload);
-        }
-        p.last_frag = Some(frag);
-        p.queued = p.queued.saturating_add(1);
-        if p.out.is_none() && !p.no_fbox && p.queued >= self.fbox_threshold {
-            let key = self.random(u64::from(peer) << 32 | u64::from(frag));
-            let p = &mut self.peers[peer as usize];
-            let segment = p.segment.as_ref().expect("checked above");
-            p.out = FboxOut::claim(segment, rank, key);
-            p.no_fbox = p.out.is_none();
-        }
-        Sent::Done(payload)
     }
 
     fn get(
@@ -534,6 +694,55 @@ impl Btl for SmBtl {
             return Rdma::Failed(local);
         };
         let len = local.len();
+        if self.shared_get_min > 0 && len >= self.shared_get_min {
+            let half = (len / 2).next_multiple_of(64).min(len);
+            let destination = local.as_mut_ptr().wrapping_add(half) as u64;
+            let rest = (len - half) as u64;
+            if let Some(offer) =
+                self.offers
+                    .offer(&self.own, destination, remote + half as u64, rest)
+            {
+                if let Tx::Done = self.transmit(endpoint, &offer.encode(), &[], true) {
+                    let own_half = cma::read(pid, local.as_mut_ptr(), half, remote);
+                    if self.offers.keep(&self.own, offer) {
+                        self.offers.release(&self.own, offer);
+                        let whole = own_half.and_then(|()| {
+                            cma::read(
+                                pid,
+                                local.as_mut_ptr().wrapping_add(half),
+                                len - half,
+                                remote + half as u64,
+                            )
+                        });
+                        return match whole {
+                            Ok(()) => Rdma::Done(local),
+                            Err(e) => {
+                                self.rdma_failed(endpoint, "get", e);
+                                Rdma::Failed(local)
+                            }
+                        };
+                    }
+                    let own_half_ok = match own_half {
+                        Ok(()) => true,
+                        Err(e) => {
+                            self.rdma_failed(endpoint, "get", e);
+                            false
+                        }
+                    };
+                    self.shared.push(SharedGet {
+                        offer,
+                        local,
+                        endpoint,
+                        remote,
+                        half,
+                        own_half_ok,
+                    });
+                    return Rdma::Queued;
+                }
+                // Not announced: nobody else can take it.
+                self.offers.release(&self.own, offer);
+            }
+        }
         match cma::read(pid, local.as_mut_ptr(), len, remote) {
             Ok(()) => Rdma::Done(local),
             Err(e) => {
@@ -584,6 +793,9 @@ impl Btl for SmBtl {
                 Some(entry) => events += self.deliver_queued(pml, entry),
                 None => break,
             }
+        }
+        if !self.shared.is_empty() {
+            events += self.finish_shared_gets(pml);
         }
         if !self.to_report.is_empty() {
             for peer in std::mem::take(&mut self.to_report) {

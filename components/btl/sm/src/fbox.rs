@@ -14,7 +14,7 @@
 //! The receiver publishes its consumed position after each record; the
 //! sender reads it only when its last copy says the ring is full.
 
-use crate::segment::{Segment, FRAG_HEADER};
+use crate::segment::{Segment, CONTROL, FRAG_HEADER};
 use std::sync::atomic::Ordering;
 
 /// Bytes of a record before its header: tag and lengths.
@@ -81,7 +81,15 @@ impl FboxOut {
     /// Writes one record of `len` bytes ([`record_len`]); false when the
     /// ring has no room (nothing is written).
     #[inline]
-    pub fn write(&mut self, segment: &Segment, header: &[u8], payload: &[u8], len: usize) -> bool {
+    /// A `control` record is sm's own ([`CONTROL`]).
+    pub fn write(
+        &mut self,
+        segment: &Segment,
+        header: &[u8],
+        payload: &[u8],
+        len: usize,
+        control: bool,
+    ) -> bool {
         let mut off = self.off;
         let wrap = if off + len > self.size {
             self.size - off
@@ -106,7 +114,7 @@ impl FboxOut {
         segment.fbox_write(i, off + HEAD, header);
         segment.fbox_write(i, off + HEAD + header.len(), payload);
         segment.fbox_word(i, off + 8).store(
-            header.len() as u64 | (payload.len() as u64) << 32,
+            header.len() as u64 | (payload.len() as u64) << 32 | if control { CONTROL } else { 0 },
             Ordering::Relaxed,
         );
         segment
@@ -133,6 +141,8 @@ pub enum Polled {
         header: usize,
         /// Payload bytes.
         payload: usize,
+        /// A record of sm's own ([`CONTROL`]).
+        control: bool,
     },
     /// A record whose lengths do not fit the box (a damaged segment).
     Damaged,
@@ -185,7 +195,8 @@ impl FboxIn {
                 self.off = 0;
                 continue;
             }
-            let (header, payload) = ((lens & 0xffff_ffff) as usize, (lens >> 32) as usize);
+            let control = lens & CONTROL != 0;
+            let (header, payload) = ((lens & (CONTROL - 1)) as usize, (lens >> 32) as usize);
             if header > FRAG_HEADER || off + record_len(header, payload) > self.size {
                 return Polled::Damaged;
             }
@@ -193,6 +204,7 @@ impl FboxIn {
                 offset: off + HEAD,
                 header,
                 payload,
+                control,
             };
         }
     }
@@ -241,8 +253,9 @@ mod tests {
             let payload: Vec<u8> = (0..n % 90).map(|i| (i + n) as u8).collect();
             let len = record_len(header.len(), payload.len());
             assert!(out.takes(len));
+            let control = n % 5 == 0;
             assert!(
-                out.write(&s, &header, &payload, len),
+                out.write(&s, &header, &payload, len, control),
                 "room after the reader caught up"
             );
             match inn.poll(&s) {
@@ -250,7 +263,9 @@ mod tests {
                     offset,
                     header: h,
                     payload: p,
+                    control: c,
                 } => {
+                    assert_eq!(c, control);
                     assert_eq!(s.fbox_bytes(inn.index, offset, h), &header);
                     assert_eq!(s.fbox_bytes(inn.index, offset + h, p), &payload[..]);
                     inn.consume(&s, h, p);
@@ -269,7 +284,7 @@ mod tests {
         let mut inn = FboxIn::open(&s, out.index).unwrap();
         let len = record_len(8, 40);
         let mut written = 0;
-        while out.write(&s, &[1; 8], &[2; 40], len) {
+        while out.write(&s, &[1; 8], &[2; 40], len, false) {
             written += 1;
         }
         assert_eq!(written, 256 / len);
@@ -280,7 +295,7 @@ mod tests {
             panic!()
         };
         inn.consume(&s, header, payload);
-        assert!(out.write(&s, &[1; 8], &[2; 40], len));
+        assert!(out.write(&s, &[1; 8], &[2; 40], len, false));
     }
 
     #[test]

@@ -51,6 +51,7 @@
 use oxmpi_framework_btl::module::JobIdentity;
 use oxmpi_plugin_api::{ComponentContext, ComponentError, Lifecycle, Params, QueryReply, Version};
 
+pub mod assist;
 pub mod btl;
 pub mod card;
 pub mod cma;

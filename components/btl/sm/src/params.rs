@@ -102,6 +102,13 @@ pub struct Config {
     /// rest wait for the next call, so one busy sender cannot hold a process in its progress.
     #[param(default = "64", level = Tuner(Detailed), range = 1..=65536)]
     pub poll_batch: u32,
+    /// Smallest get, in bytes, that the two processes share when single copy is in use: the
+    /// receiver reads the first half of the sender's buffer while the sender writes the second
+    /// half into the receiver's, so both cores copy at once. If the sender does not start its
+    /// half by the time the receiver finished its own, the receiver copies it too. 0 turns
+    /// sharing off (the receiver copies everything).
+    #[param(default = "64k", level = Tuner(Detailed), range = 0..=1073741824)]
+    pub shared_get_min: usize,
     /// `btl_sm_exclusivity`, `_eager_limit`, `_rndv_eager_limit`, `_max_send_size`,
     /// `_latency`, `_bandwidth` and `_flags`.
     #[param(group = COMMON)]

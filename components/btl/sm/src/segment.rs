@@ -10,6 +10,7 @@
 //! | line 1 | `attached`: processes that mapped the segment | attachers |
 //! | line 2 | `fbox_claimed`: fast boxes handed out | senders |
 //! | line 3 | `fifo_tail`: the receive queue's next free position | senders |
+//! | shared gets | [`ASSIST_SLOTS`] lines, one per get shared with a peer (see [`crate::assist`]) | owner, the peer asked |
 //! | queue | `fifo_cells` cells of 16 bytes (sequence, value) | senders, owner |
 //! | fast boxes | `fbox_count` × (control line + `fbox_size` bytes) | one sender each, owner |
 //! | fragments | `frag_count` × (line of state + 64-byte header + `frag_size`) | owner, then one receiver |
@@ -34,13 +35,20 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 pub const LINE: usize = 64;
 
 /// The magic of a ready segment (stored last, with release ordering).
-const MAGIC: u64 = u64::from_le_bytes(*b"oxmpism1");
+const MAGIC: u64 = u64::from_le_bytes(*b"oxmpism2");
 
 /// Bytes of the state line at the start of each fragment buffer.
 const FRAG_STATE: usize = LINE;
 
 /// Bytes kept for the header of a fragment in a fragment buffer.
 pub const FRAG_HEADER: usize = 64;
+
+/// Shared-get slots in each segment.
+pub const ASSIST_SLOTS: u32 = 64;
+
+/// The bit of a record's header length that marks a message of the sm
+/// btls to each other (handled by sm, never delivered to the pml).
+pub const CONTROL: u64 = 1 << 31;
 
 /// The sizes of a segment's parts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,7 +79,7 @@ struct Layout {
 
 impl Layout {
     fn new(sizes: Sizes) -> Option<Layout> {
-        let fifo = 4 * LINE;
+        let fifo = (4 + ASSIST_SLOTS as usize) * LINE;
         let fboxes = fifo.checked_add((sizes.fifo_cells as usize).checked_mul(16)?)?;
         let fbox_stride = LINE.checked_add(sizes.fbox_size as usize)?;
         let frags = fboxes.checked_add((sizes.fbox_count as usize).checked_mul(fbox_stride)?)?;
@@ -298,6 +306,21 @@ impl Segment {
         self.u64_at(3 * LINE)
     }
 
+    /// Shared-get slot `i`: its state word (generation and state) and its
+    /// destination address, source address and length.
+    pub fn assist(&self, i: u32) -> (&AtomicU64, [&AtomicU64; 3]) {
+        debug_assert!(i < ASSIST_SLOTS);
+        let at = (4 + i as usize) * LINE;
+        (
+            self.u64_at(at),
+            [
+                self.u64_at(at + 8),
+                self.u64_at(at + 16),
+                self.u64_at(at + 24),
+            ],
+        )
+    }
+
     /// Cell `i` of the receive queue: its sequence and value.
     pub fn fifo_cell(&self, i: usize) -> (&AtomicU64, &AtomicU64) {
         debug_assert!(i < self.layout.sizes.fifo_cells as usize);
@@ -385,13 +408,14 @@ impl Segment {
     /// # Panics
     ///
     /// When either is too long (a bug of the caller).
-    pub fn frag_fill(&self, i: u32, header: &[u8], payload: &[u8]) {
+    /// A `control` fragment is sm's own (see [`CONTROL`]).
+    pub fn frag_fill(&self, i: u32, header: &[u8], payload: &[u8], control: bool) {
         assert!(
             header.len() <= FRAG_HEADER && payload.len() <= self.layout.sizes.frag_size as usize
         );
         let base = self.frag_base(i);
         self.u64_at(base + 8).store(
-            header.len() as u64 | (payload.len() as u64) << 32,
+            header.len() as u64 | (payload.len() as u64) << 32 | if control { CONTROL } else { 0 },
             Ordering::Relaxed,
         );
         // SAFETY: in bounds (checked); the buffer is free (its busy flag
@@ -404,12 +428,14 @@ impl Segment {
         }
     }
 
-    /// Fragment buffer `i`'s header and payload, or `None` when its
-    /// lengths are out of bounds (a damaged segment).
-    pub fn frag_contents(&self, i: u32) -> Option<(&[u8], &[u8])> {
+    /// Fragment buffer `i`'s header and payload and whether it is a
+    /// control fragment, or `None` when its lengths are out of bounds (a
+    /// damaged segment).
+    pub fn frag_contents(&self, i: u32) -> Option<(bool, &[u8], &[u8])> {
         let base = self.frag_base(i);
         let lens = self.u64_at(base + 8).load(Ordering::Relaxed);
-        let (header_len, payload_len) = ((lens & 0xffff_ffff) as usize, (lens >> 32) as usize);
+        let control = lens & CONTROL != 0;
+        let (header_len, payload_len) = ((lens & (CONTROL - 1)) as usize, (lens >> 32) as usize);
         if header_len > FRAG_HEADER || payload_len > self.layout.sizes.frag_size as usize {
             return None;
         }
@@ -419,6 +445,7 @@ impl Segment {
         unsafe {
             let p = self.map.as_ptr().add(base + FRAG_STATE);
             Some((
+                control,
                 std::slice::from_raw_parts(p, header_len),
                 std::slice::from_raw_parts(p.add(FRAG_HEADER), payload_len),
             ))
