@@ -651,3 +651,39 @@ fn a_rank_killed_during_a_large_transfer_ends_the_job_and_leaves_nothing() {
         assert!(job.elapsed < HARD_TIMEOUT / 2, "{:?}", job.elapsed);
     }
 }
+
+#[test]
+fn the_old_name_vader_selects_sm_and_its_parameters_with_one_note() {
+    let program = sm_check();
+    let job = job(&[
+        "-n",
+        "2",
+        "--mca",
+        "btl",
+        "self,vader",
+        "--mca",
+        "btl_vader_single_copy_mechanism",
+        "none",
+        program.as_str(),
+        "sizes",
+    ]);
+    job.assert_ok();
+    job.assert_routes_through_sm(&[0, 1], false);
+    job.assert_segments(&[0, 1], &[FRAGMENTS]);
+    let notes = job
+        .stderr()
+        .matches("btl component \"vader\" is now called \"sm\"")
+        .count();
+    assert_eq!(notes, 1, "{}", job.stderr());
+    assert!(
+        job.stderr()
+            .contains("btl_vader_single_copy_mechanism (set by --mca btl_vader_single_copy_mechanism on the command line) is deprecated; use btl_sm_single_copy_mechanism"),
+        "{}",
+        job.stderr()
+    );
+    assert!(
+        !job.stderr().contains("asks for capabilities"),
+        "{}",
+        job.stderr()
+    );
+}

@@ -172,7 +172,10 @@ impl Config {
             flags::SEND
         };
         let used = p.flags & offered;
-        let notice = (used != p.flags).then(|| {
+        // The default asks for everything sm may offer: no notice when
+        // only what is not in use is dropped from it.
+        let default_flags = flags::SEND | flags::GET | flags::PUT;
+        let notice = (used != p.flags && p.flags != default_flags).then(|| {
             format!(
                 "btl_sm_flags = {:#x} asks for capabilities sm does not offer here ({}); using {used:#x}",
                 p.flags,
@@ -231,6 +234,11 @@ mod tests {
         );
         let (info, notice) = d.module_info(false).unwrap();
         assert_eq!((info.flags, info.max_rdma_size), (flags::SEND, 0));
+        assert_eq!(notice, None, "the default flags need no notice");
+        let mut asked = Config::default();
+        asked.btl.flags = flags::SEND | flags::GET;
+        let (info, notice) = asked.module_info(false).unwrap();
+        assert_eq!(info.flags, flags::SEND);
         assert!(notice.unwrap().contains("need cross-memory attach"));
     }
 

@@ -9,8 +9,9 @@
 //! - Communicators `WORLD` (context id 0) and `SELF` (context id 1); the pml
 //!   works in job ranks, this layer translates.
 //! - Requests are the pml's handles. [`Runtime::wait`] and friends drive one
-//!   progress engine: the functions the pml registered (its btls'), then the
-//!   pml's own; when nothing happened and `mpi_yield_when_idle` is on (mpirun
+//!   progress engine: the functions the pml registered (its btls'; one that
+//!   found nothing in 1024 polls in a row runs every 8th poll only, until it
+//!   finds something), then the pml's own; when nothing happened and `mpi_yield_when_idle` is on (mpirun
 //!   sets it on oversubscribed nodes), the waiting thread yields the CPU.
 //! - Thread levels: every call into the pml holds one lock. At `MULTIPLE`
 //!   threads queue on it and waits release it between polls; below
@@ -111,7 +112,19 @@ struct State {
     detached: Vec<u64>,
     /// Outstanding requests on `SELF` (their sources are translated to 0).
     on_self: Vec<u64>,
+    /// Per registered progress function: polls in a row that found
+    /// nothing (see [`Runtime::poll`]).
+    idle_polls: Vec<u32>,
+    /// Polls so far (wrapping).
+    polls: u32,
 }
+
+/// Polls in a row that found nothing after which a progress function is
+/// run only every [`QUIET_EVERY`]th poll, until it finds something again.
+const QUIET_AFTER: u32 = 1024;
+
+/// How often a quiet progress function runs (every this many polls).
+const QUIET_EVERY: u32 = 8;
 
 /// Exclusive access to the runtime's state for one call (see
 /// [`Runtime::enter`]).
@@ -528,8 +541,22 @@ impl Runtime {
     /// One round of the progress engine (under the lock).
     fn poll(&self, state: &mut State) -> usize {
         let mut events = 0;
-        for p in &self.progress {
-            events += p.run();
+        state.polls = state.polls.wrapping_add(1);
+        let quiet_turn = state.polls.is_multiple_of(QUIET_EVERY);
+        if state.idle_polls.len() != self.progress.len() {
+            state.idle_polls.resize(self.progress.len(), 0);
+        }
+        // A btl that has had nothing for a long time (tcp in a job on one
+        // host, self without sends to oneself) is polled every
+        // QUIET_EVERY-th time only: each poll is a call into its library,
+        // and skipping it shortens every other btl's wait loop.
+        for (p, idle) in self.progress.iter().zip(state.idle_polls.iter_mut()) {
+            if *idle >= QUIET_AFTER && !quiet_turn {
+                continue;
+            }
+            let n = p.run();
+            *idle = if n == 0 { idle.saturating_add(1) } else { 0 };
+            events += n;
         }
         events += self.pml.progress();
         if !state.detached.is_empty() {
