@@ -16,6 +16,12 @@
 //!   then a closing round of empty messages. After it, a rank of a job
 //!   with a job directory (`OXMPI_JOB_DIR`) reports how many sm segment
 //!   files (`sm-*`) are still in it.
+//! - `busy MILLISECONDS`: rank 1 posts a receive of 4 MiB and tells rank 0,
+//!   which sends the 4 MiB and then computes (makes no MPI call) for
+//!   MILLISECONDS before it waits for the send; rank 1 reports how long
+//!   its receive took, which must not depend on rank 0's computing (a
+//!   transport whose large transfers need the sender's progress would
+//!   take the whole time).
 //! - `threads ITERATIONS`: initializes at `MPI_THREAD_MULTIPLE`; ranks
 //!   pair up (0 with 1, 2 with 3, ...; an odd last rank idles) and
 //!   [`THREADS`] threads of each rank talk to the same thread of the
@@ -531,14 +537,68 @@ fn parse_sizes(text: Option<&str>) -> Result<Vec<usize>, BoxError> {
         .collect()
 }
 
-const USAGE: &str =
-    "usage: sm_check sizes | flood COUNT | allpairs SIZE[,SIZE...] | threads ITERATIONS";
+const USAGE: &str = "usage: sm_check sizes | flood COUNT | allpairs SIZE[,SIZE...] | busy MILLISECONDS | threads ITERATIONS";
+
+/// Bytes of the `busy` scenario's message.
+const BUSY_SIZE: usize = 4 << 20;
+
+/// `busy`: see the crate docs.
+fn scenario_busy(world: &SimpleCommunicator, millis: u64) -> Result<String, BoxError> {
+    let rank = world.rank();
+    if world.size() < 2 {
+        return Err("busy needs 2 ranks or more".into());
+    }
+    if rank > 1 {
+        return Ok("busy ok (idle)".into());
+    }
+    let other = 1 - rank;
+    let peer = world.process_at_rank(other);
+    let what = format!("{BUSY_SIZE} B to a receive posted first");
+    if rank == 0 {
+        let mut send = vec![0u8; BUSY_SIZE];
+        fill(&mut send, seed(0, 1, BUSY_SIZE, 7));
+        peer.receive_into_with_tag(&mut [0u8; 0][..], 1)
+            .map_err(|e| format!("{what}: the go message: {e}"))?;
+        scope(|s| -> Result<(), BoxError> {
+            let w = peer.immediate_send_with_tag(s, &send, 2)?;
+            std::thread::sleep(std::time::Duration::from_millis(millis));
+            w.wait()?;
+            Ok(())
+        })
+        .map_err(|e| format!("{what}: {e}"))?;
+        return Ok(format!(
+            "busy ok (sent {BUSY_SIZE} B, then computed for {millis} ms)"
+        ));
+    }
+    let mut recv = receive_buffer(BUSY_SIZE);
+    let (status, took) = scope(|s| -> Result<(Status, std::time::Duration), BoxError> {
+        let r = peer.immediate_receive_into_with_tag(s, &mut recv, 2)?;
+        peer.send_with_tag(&[0u8; 0][..], 1)?;
+        let started = std::time::Instant::now();
+        let status = r.wait()?;
+        Ok((status, started.elapsed()))
+    })
+    .map_err(|e| format!("{what}: {e}"))?;
+    check(
+        &status,
+        &recv,
+        0,
+        2,
+        BUSY_SIZE,
+        seed(0, 1, BUSY_SIZE, 7),
+        &what,
+    )?;
+    Ok(format!(
+        "busy ok (received {BUSY_SIZE} B in {} ms while the sender computed)",
+        took.as_millis()
+    ))
+}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let scenario = args.first().map(String::as_str).unwrap_or("");
     let level = match scenario {
-        "sizes" | "flood" | "allpairs" => Threading::Single,
+        "sizes" | "flood" | "allpairs" | "busy" => Threading::Single,
         "threads" => Threading::Multiple,
         _ => {
             eprintln!("sm_check: unknown scenario \"{scenario}\"; {USAGE}");
@@ -559,6 +619,8 @@ fn main() -> ExitCode {
         "flood" => parse_count(arg, "number of messages per sender")
             .and_then(|count| scenario_flood(&world, count)),
         "allpairs" => parse_sizes(arg).and_then(|sizes| scenario_allpairs(&world, &sizes)),
+        "busy" => parse_count(arg, "number of milliseconds")
+            .and_then(|millis| scenario_busy(&world, millis)),
         _ => parse_count(arg, "number of iterations")
             .and_then(|iterations| scenario_threads(&world, provided, iterations)),
     };

@@ -687,3 +687,39 @@ fn the_old_name_vader_selects_sm_and_its_parameters_with_one_note() {
         job.stderr()
     );
 }
+
+#[test]
+fn a_shared_get_does_not_wait_for_a_sender_that_computes() {
+    // The receiver offers half of the 4 MiB get to the sender, which is
+    // asleep for 3 s: the receiver takes the half back and copies it.
+    let program = sm_check();
+    let job = job(&[
+        "-n",
+        "2",
+        "--mca",
+        "btl",
+        "self,sm",
+        "--mca",
+        "btl_sm_shared_get_min",
+        "1",
+        program.as_str(),
+        "busy",
+        "3000",
+    ]);
+    job.assert_ok();
+    let line = job
+        .stdout()
+        .lines()
+        .find(|l| l.contains("busy ok (received"))
+        .unwrap_or_else(|| panic!("no report from rank 1: {}", job.stdout()));
+    let millis: u64 = line
+        .split("in ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unreadable report: {line}"));
+    assert!(
+        millis < 1500,
+        "the receive waited for the computing sender ({millis} ms of its 3000): {line}"
+    );
+}
