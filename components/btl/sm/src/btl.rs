@@ -21,9 +21,15 @@ use std::sync::atomic::Ordering;
 /// The only module's index.
 pub const MODULE: u32 = 0;
 
-/// Progress calls between two tries to attach the segments of the node's
-/// processes not attached yet.
+/// Progress calls between the first two tries to attach the segments of
+/// the node's processes not attached yet; the interval doubles after each
+/// try that attached nothing, up to [`ATTACH_EVERY_MAX`] (a process of
+/// the node that does not run sm never makes one, and each try opens a
+/// file per missing rank).
 const ATTACH_EVERY: u32 = 256;
+
+/// The longest interval between two tries to attach, in progress calls.
+const ATTACH_EVERY_MAX: u32 = 1 << 24;
 
 /// What [`SmBtl::transmit`] did.
 enum Tx {
@@ -74,6 +80,8 @@ pub struct SmBtl {
     attached: u32,
     /// Progress calls since the last try to attach the rest.
     attach_tick: u32,
+    /// Progress calls between two tries (see [`ATTACH_EVERY`]).
+    attach_every: u32,
     /// Fast boxes of this segment looked at (claimed or not).
     fbox_seen: u32,
     /// The fast boxes other processes write to this one.
@@ -579,6 +587,7 @@ impl Btl for SmBtl {
             peers: (0..identity.size).map(|_| Peer::default()).collect(),
             attached: 0,
             attach_tick: 0,
+            attach_every: ATTACH_EVERY,
             fbox_seen: 0,
             inbound: Vec::new(),
             fifo_head: 0,
@@ -775,9 +784,14 @@ impl Btl for SmBtl {
     fn progress(&mut self, pml: &Pml<'_>) -> usize {
         let mut events = 0;
         if self.attaching() {
-            self.attach_tick = self.attach_tick.wrapping_add(1);
-            if self.attach_tick % ATTACH_EVERY == 1 {
+            self.attach_tick += 1;
+            if self.attach_tick >= self.attach_every {
+                self.attach_tick = 0;
+                let before = self.attached;
                 self.attach_rest();
+                if self.attached == before {
+                    self.attach_every = (self.attach_every * 2).min(ATTACH_EVERY_MAX);
+                }
             }
         }
         if self.fbox_seen < self.own.sizes().fbox_count
