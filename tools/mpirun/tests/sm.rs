@@ -723,3 +723,95 @@ fn a_shared_get_does_not_wait_for_a_sender_that_computes() {
         "the receive waited for the computing sender ({millis} ms of its 3000): {line}"
     );
 }
+
+/// `deny_cma` (tests/c/deny_cma.c), compiled for one test (removed when
+/// the value is dropped): runs a program with process_vm_readv/writev
+/// refused by a seccomp filter.
+struct DenyCma(PathBuf);
+
+impl DenyCma {
+    fn build(test: &str) -> DenyCma {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/deny_cma.c");
+        let out =
+            std::env::temp_dir().join(format!("oxmpi-deny-cma-{}-{test}", std::process::id()));
+        let status = std::process::Command::new("cc")
+            .arg("-O2")
+            .arg("-o")
+            .arg(&out)
+            .arg(&source)
+            .status()
+            .expect("cc runs (the C compiler Rust links with)");
+        assert!(status.success(), "cc failed on {}", source.display());
+        DenyCma(out)
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().expect("a UTF-8 temporary path")
+    }
+}
+
+impl Drop for DenyCma {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+const REFUSED: &str = "single copy through cross-memory attach is not available here (process_vm_readv on this process failed: Operation not permitted";
+
+#[test]
+#[cfg_attr(
+    not(target_arch = "x86_64"),
+    ignore = "deny_cma's seccomp filter knows the x86_64 system call numbers only"
+)]
+fn single_copy_refused_by_a_seccomp_filter_falls_back_to_the_segment() {
+    let deny = DenyCma::build("both");
+    let program = sm_check();
+    let mut args: Vec<&str> = vec!["-n", "2"];
+    args.extend(SM_ONLY);
+    args.extend([deny.path(), program.as_str(), "sizes"]);
+    let job = job(&args);
+    job.assert_ok();
+    assert_eq!(job.stderr().matches(REFUSED).count(), 2, "{}", job.stderr());
+    job.assert_routes_through_sm(&[0, 1], false);
+    job.assert_segments(&[0, 1], &[FRAGMENTS]);
+    assert_eq!(
+        job.count_ending("sizes ok (34 sizes from 0 to 67108864 bytes, each both ways)"),
+        2,
+        "{}",
+        job.stdout()
+    );
+}
+
+#[test]
+#[cfg_attr(
+    not(target_arch = "x86_64"),
+    ignore = "deny_cma's seccomp filter knows the x86_64 system call numbers only"
+)]
+fn a_rank_without_single_copy_and_one_with_it_exchange_every_size() {
+    // Rank 1 cannot use cross-memory attach: rank 0's large messages to it
+    // (announced for a get) are asked for in fragments instead.
+    let deny = DenyCma::build("one");
+    let program = sm_check();
+    let mut args: Vec<&str> = SM_ONLY.to_vec();
+    args.extend(["-n", "1", program.as_str(), "sizes", ":", "-n", "1"]);
+    args.extend([deny.path(), program.as_str(), "sizes"]);
+    let job = job(&args);
+    job.assert_ok();
+    assert_eq!(job.stderr().matches(REFUSED).count(), 1, "{}", job.stderr());
+    job.assert_routes_through_sm(&[0, 1], false);
+    let described: Vec<(u32, bool)> = job
+        .segments()
+        .iter()
+        .map(|(rank, _, line)| (*rank, line.contains(FRAGMENTS)))
+        .collect();
+    assert!(
+        described.contains(&(0, false)) && described.contains(&(1, true)),
+        "{described:?}"
+    );
+    assert_eq!(
+        job.count_ending("sizes ok (34 sizes from 0 to 67108864 bytes, each both ways)"),
+        2,
+        "{}",
+        job.stdout()
+    );
+}
