@@ -336,9 +336,24 @@ impl<T> Matcher<T> {
     /// - Already seen (a lower sequence, or one already held back):
     ///   [`Incoming::Duplicate`], nothing stored.
     pub fn incoming(&mut self, envelope: Envelope, payload: T) -> Incoming<T> {
+        self.incoming_keeping(envelope, payload, |_| {})
+    }
+
+    /// [`Matcher::incoming`], calling `keep` on the payload first when the
+    /// message is not in order (it is then stored, so a payload that only
+    /// borrowed the caller's bytes must take a copy of them): the caller
+    /// learns whether to copy without a second lookup of the sender.
+    #[inline]
+    pub fn incoming_keeping(
+        &mut self,
+        envelope: Envelope,
+        mut payload: T,
+        keep: impl FnOnce(&mut T),
+    ) -> Incoming<T> {
         let p = self.peer_slot(envelope.context, envelope.source);
         let peer = &mut self.peers[p];
         if envelope.sequence != peer.expected {
+            keep(&mut payload);
             return self.out_of_order(p, envelope, payload);
         }
         peer.expected += 1;

@@ -327,3 +327,31 @@ fn duplicate_sequences_are_refused_with_their_payload() {
     assert_eq!(m.held_back_len(), 1);
     m.check();
 }
+
+#[test]
+fn incoming_keeping_asks_to_keep_only_a_payload_held_back() {
+    let mut m: Matcher<String> = Matcher::new();
+    let mut s = Senders::default();
+    let first = s.msg(C0, 1, 5, 4);
+    let second = s.msg(C0, 1, 5, 4);
+    let mut kept = 0;
+    // The second arrives first: held back, and kept.
+    let out = m.incoming_keeping(second, "borrowed".to_string(), |p| {
+        kept += 1;
+        *p = "copied".to_string();
+    });
+    assert!(matches!(out, Incoming::HeldBack));
+    assert_eq!(kept, 1);
+    // The first is in order: queued as is, without a call to keep.
+    let out = m.incoming_keeping(first, "inline".to_string(), |_| kept += 1);
+    assert!(matches!(out, Incoming::Queued(_)));
+    assert_eq!(kept, 1);
+    let Some(Incoming::Queued(id)) = m.next_released() else {
+        panic!("the held-back message is released")
+    };
+    assert_eq!(
+        m.unexpected_payload_mut(id).map(|p| p.as_str()),
+        Some("copied")
+    );
+    m.check();
+}

@@ -227,35 +227,26 @@ impl<T: Transport> Engine<T> {
             len,
             sync: kind != Kind::Eager,
         };
-        if self
-            .matcher
-            .expected_sequence(envelope.context, envelope.source)
-            == envelope.sequence
-        {
-            // In order: match now, copying straight from the btl's memory.
-            match self.matcher.incoming(envelope, Stored { kind, data: None }) {
-                Incoming::Matched(m) => self.deliver(m, payload),
-                Incoming::Queued(id) => {
-                    let copy = self.pool.copy(payload);
-                    if let Some(p) = self.matcher.unexpected_payload_mut(id) {
-                        p.data = Some(copy);
+        // In order, the payload is matched straight from the btl's memory;
+        // a message held back for an earlier one is copied first.
+        let pool = &mut self.pool;
+        let outcome =
+            self.matcher
+                .incoming_keeping(envelope, Stored { kind, data: None }, |stored| {
+                    stored.data = Some(pool.copy(payload));
+                });
+        match outcome {
+            // Stored bytes, if any, win over `payload` in deliver.
+            Incoming::Matched(m) => self.deliver(m, payload),
+            Incoming::Queued(id) => {
+                if let Some(p) = self.matcher.unexpected_payload_mut(id) {
+                    if p.data.is_none() {
+                        p.data = Some(self.pool.copy(payload));
                     }
                 }
-                other => self.odd_outcome(peer, other),
             }
-        } else {
-            let copy = self.pool.copy(payload);
-            match self.matcher.incoming(
-                envelope,
-                Stored {
-                    kind,
-                    data: Some(copy),
-                },
-            ) {
-                Incoming::HeldBack | Incoming::Queued(_) => {}
-                Incoming::Matched(m) => self.deliver(m, &[]),
-                other => self.odd_outcome(peer, other),
-            }
+            Incoming::HeldBack => {}
+            other => self.odd_outcome(peer, other),
         }
         while let Some(released) = self.matcher.next_released() {
             if let Incoming::Matched(m) = released {
