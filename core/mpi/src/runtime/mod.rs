@@ -633,20 +633,25 @@ impl Runtime {
     /// The request's error (`Truncate`: the buffer holds the message's
     /// first bytes; `ProcFailed`; …), or `Finalized`/`ThreadLevel`.
     pub fn wait(&self, req: RequestId) -> Result<Status, Error> {
-        {
-            let mut state = self.enter()?;
-            if let Some(r) = self.complete(&mut state, req) {
-                return r;
-            }
+        let mut state = self.enter()?;
+        if let Some(r) = self.complete(&mut state, req) {
+            return r;
         }
+        // Below MULTIPLE/SERIALIZED there is no lock to let go of between
+        // polls: the thread stays entered until the request completes.
+        let relock = state._lock.is_some();
         loop {
-            let mut state = self.enter()?;
             let events = self.poll(&mut state);
             if let Some(r) = self.complete(&mut state, req) {
                 return r;
             }
-            drop(state);
-            if events == 0 && self.yield_when_idle {
+            if relock {
+                drop(state);
+                if events == 0 && self.yield_when_idle {
+                    std::thread::yield_now();
+                }
+                state = self.enter()?;
+            } else if events == 0 && self.yield_when_idle {
                 std::thread::yield_now();
             }
         }
