@@ -32,7 +32,11 @@
 //! receiver reads the sender's buffer with `process_vm_readv` (or the
 //! sender writes with `process_vm_writev`). When the kernel or its ptrace
 //! policy forbids it, sm says so (at warning verbosity) and moves them in
-//! fragments through the segment, as with `none`.
+//! fragments through the segment, as with `none`. A get of
+//! `btl_sm_shared_get_min` bytes or more is shared with the sender
+//! ([`assist`]): the receiver reads the first half while the sender writes
+//! the second, so both cores copy; a half the sender has not started when
+//! the receiver finished its own is taken back.
 //!
 //! Nothing is left behind: each process maps every segment of the node as
 //! soon as it exists (at `add_peer`, at a queue entry, and from progress
