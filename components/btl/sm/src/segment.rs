@@ -6,7 +6,7 @@
 //!
 //! | part | what | written by |
 //! |---|---|---|
-//! | line 0 | [`Header`]: magic (stored last), owner rank and pid, the sizes below | owner, once |
+//! | line 0 | the header: magic (stored last), owner rank and pid, the sizes below | owner, once |
 //! | line 1 | `attached`: processes that mapped the segment | attachers |
 //! | line 2 | `fbox_claimed`: fast boxes handed out | senders |
 //! | line 3 | `fifo_tail`: the receive queue's next free position | senders |
