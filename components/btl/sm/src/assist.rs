@@ -188,23 +188,12 @@ pub fn serve(requester: &Segment, offer: Offer) -> Option<std::io::Result<()>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::segment::Sizes;
-
-    fn segment(dir: &std::path::Path) -> Segment {
-        let sizes = Sizes {
-            fifo_cells: 16,
-            fbox_count: 0,
-            fbox_size: 256,
-            frag_count: 1,
-            frag_size: 64,
-        };
-        Segment::create(&dir.join("a"), 0, sizes).unwrap()
-    }
+    use crate::segment::small_for_tests;
 
     #[test]
     fn the_peer_copies_an_offered_half_once() {
         let dir = tempfile::tempdir().unwrap();
-        let own = segment(dir.path());
+        let own = small_for_tests(dir.path(), "a", 16, 0);
         let source: Vec<u8> = (0..10_000u32).map(|i| (i * 13) as u8).collect();
         let mut destination = vec![0u8; source.len()];
         let mut offers = Offers::default();
@@ -231,7 +220,7 @@ mod tests {
     #[test]
     fn a_kept_or_later_offer_is_not_taken_by_a_late_message() {
         let dir = tempfile::tempdir().unwrap();
-        let own = segment(dir.path());
+        let own = small_for_tests(dir.path(), "a", 16, 0);
         let mut offers = Offers::default();
         let first = offers.offer(&own, 1, 2, 3).unwrap();
         assert!(offers.keep(&own, first));
@@ -256,7 +245,7 @@ mod tests {
     #[test]
     fn a_failed_copy_is_reported_to_the_receiver() {
         let dir = tempfile::tempdir().unwrap();
-        let own = segment(dir.path());
+        let own = small_for_tests(dir.path(), "a", 16, 0);
         let mut offers = Offers::default();
         let mut destination = [0u8; 8];
         // Source address 8 is not mapped: the kernel refuses.

@@ -228,23 +228,12 @@ impl FboxIn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::segment::Sizes;
-
-    fn segment(dir: &std::path::Path) -> Segment {
-        let sizes = Sizes {
-            fifo_cells: 16,
-            fbox_count: 2,
-            fbox_size: 256,
-            frag_count: 1,
-            frag_size: 64,
-        };
-        Segment::create(&dir.join("b"), 0, sizes).unwrap()
-    }
+    use crate::segment::small_for_tests;
 
     #[test]
     fn records_wrap_and_come_out_whole_in_order() {
         let dir = tempfile::tempdir().unwrap();
-        let s = segment(dir.path());
+        let s = small_for_tests(dir.path(), "b", 16, 2);
         let mut out = FboxOut::claim(&s, 5, 0x1234_5678_9abc_def1).unwrap();
         let mut inn = FboxIn::open(&s, out.index).unwrap();
         assert_eq!(inn.sender, 5);
@@ -279,7 +268,7 @@ mod tests {
     #[test]
     fn a_full_ring_refuses_until_the_reader_consumes() {
         let dir = tempfile::tempdir().unwrap();
-        let s = segment(dir.path());
+        let s = small_for_tests(dir.path(), "b", 16, 2);
         let mut out = FboxOut::claim(&s, 1, 99).unwrap();
         let mut inn = FboxIn::open(&s, out.index).unwrap();
         let len = record_len(8, 40);
@@ -301,7 +290,7 @@ mod tests {
     #[test]
     fn claims_past_the_count_find_no_box() {
         let dir = tempfile::tempdir().unwrap();
-        let s = segment(dir.path());
+        let s = small_for_tests(dir.path(), "b", 16, 2);
         let a = FboxOut::claim(&s, 1, 7).unwrap();
         let b = FboxOut::claim(&s, 2, 8).unwrap();
         assert_ne!(a.index, b.index);

@@ -57,23 +57,12 @@ pub fn pop(segment: &Segment, head: &mut u64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::segment::Sizes;
-
-    fn segment(dir: &std::path::Path, cells: u32) -> Segment {
-        let sizes = Sizes {
-            fifo_cells: cells,
-            fbox_count: 0,
-            fbox_size: 256,
-            frag_count: 1,
-            frag_size: 64,
-        };
-        Segment::create(&dir.join("q"), 0, sizes).unwrap()
-    }
+    use crate::segment::small_for_tests;
 
     #[test]
     fn values_come_out_in_order_and_a_full_queue_refuses() {
         let dir = tempfile::tempdir().unwrap();
-        let s = segment(dir.path(), 16);
+        let s = small_for_tests(dir.path(), "q", 16, 0);
         let mut head = 0;
         for lap in 0..3u64 {
             for i in 0..16 {
@@ -90,7 +79,7 @@ mod tests {
     #[test]
     fn many_producers_lose_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let s = segment(dir.path(), 64);
+        let s = small_for_tests(dir.path(), "q", 64, 0);
         let path = dir.path().join("q");
         let per = 20_000u64;
         let producers: Vec<_> = (0..3u64)

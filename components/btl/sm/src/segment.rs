@@ -453,6 +453,21 @@ impl Segment {
     }
 }
 
+/// A small segment `name` in `dir` for unit tests: `fifo_cells` queue
+/// cells, `fbox_count` fast boxes of 256 bytes, one 64-byte fragment
+/// buffer.
+#[cfg(test)]
+pub(crate) fn small_for_tests(dir: &Path, name: &str, fifo_cells: u32, fbox_count: u32) -> Segment {
+    let sizes = Sizes {
+        fifo_cells,
+        fbox_count,
+        fbox_size: 256,
+        frag_count: 1,
+        frag_size: 64,
+    };
+    Segment::create(&dir.join(name), 0, sizes).expect("a segment in a temporary directory")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
