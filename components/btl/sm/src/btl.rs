@@ -121,11 +121,6 @@ struct SharedGet {
 /// copying is alive.
 const LIVENESS_EVERY: u32 = 4096;
 
-/// The number of shared-get slots, as a capacity.
-fn assist_slots() -> usize {
-    crate::segment::ASSIST_SLOTS as usize
-}
-
 /// Whether process `pid` exists.
 fn alive(pid: u32) -> bool {
     // SAFETY: kill with signal 0 sends nothing; it only checks the pid.
@@ -371,13 +366,8 @@ impl SmBtl {
             } else {
                 RdmaStatus::Failed
             };
-            if !ok {
-                let peer = g.endpoint as u32;
-                self.lose(
-                    peer,
-                    format!("a get of rank {peer}'s memory through cross-memory attach failed"),
-                );
-            }
+            // Every way to `!ok` has already marked the peer lost (with
+            // the reason), which this progress call reports.
             pml.get_done(g.local, status);
             events += 1;
         }
@@ -600,7 +590,7 @@ impl Btl for SmBtl {
                 0
             },
             offers: Offers::default(),
-            shared: Vec::with_capacity(assist_slots()),
+            shared: Vec::with_capacity(crate::segment::ASSIST_SLOTS as usize),
             shared_tick: 0,
         };
         if single_copy {
