@@ -319,6 +319,10 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
         }
     }
     let progress = std::mem::take(&mut *shared.progress.lock().unwrap_or_else(|e| e.into_inner()));
+    let state = State {
+        idle_polls: vec![0; progress.len()],
+        ..State::default()
+    };
 
     Ok(Runtime {
         rank,
@@ -329,7 +333,7 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
         progress,
         yield_when_idle: mca.bool_value("mpi_yield_when_idle").unwrap_or(false),
         lock: Mutex::new(()),
-        state: std::cell::UnsafeCell::new(State::default()),
+        state: std::cell::UnsafeCell::new(state),
         shared,
         self_hint: hint,
         unused_btls: if unused_btls.is_empty() {

@@ -112,8 +112,8 @@ struct State {
     detached: Vec<u64>,
     /// Outstanding requests on `SELF` (their sources are translated to 0).
     on_self: Vec<u64>,
-    /// Per registered progress function: polls in a row that found
-    /// nothing (see [`Runtime::poll`]).
+    /// Per registered progress function (one each, from init): polls in a
+    /// row that found nothing (see [`Runtime::poll`]).
     idle_polls: Vec<u32>,
     /// Polls so far (wrapping).
     polls: u32,
@@ -130,7 +130,7 @@ const QUIET_EVERY: u32 = 8;
 /// [`Runtime::enter`]).
 struct Entered<'a> {
     state: &'a mut State,
-    _lock: Option<MutexGuard<'a, ()>>,
+    lock: Option<MutexGuard<'a, ()>>,
 }
 
 impl Deref for Entered<'_> {
@@ -345,7 +345,7 @@ impl Runtime {
         // SAFETY: only one thread is admitted at a time (the lock, or the
         // initializing thread alone), and no method enters while entered.
         let state = unsafe { &mut *self.state.get() };
-        Ok(Entered { state, _lock: lock })
+        Ok(Entered { state, lock })
     }
 
     fn world_rank(&self, comm: Comm, rank: i32, what: &str) -> Result<u32, Error> {
@@ -543,9 +543,6 @@ impl Runtime {
         let mut events = 0;
         state.polls = state.polls.wrapping_add(1);
         let quiet_turn = state.polls.is_multiple_of(QUIET_EVERY);
-        if state.idle_polls.len() != self.progress.len() {
-            state.idle_polls.resize(self.progress.len(), 0);
-        }
         // A btl that has had nothing for a long time (tcp in a job on one
         // host, self without sends to oneself) is polled every
         // QUIET_EVERY-th time only: each poll is a call into its library,
@@ -639,7 +636,7 @@ impl Runtime {
         }
         // Below MULTIPLE/SERIALIZED there is no lock to let go of between
         // polls: the thread stays entered until the request completes.
-        let relock = state._lock.is_some();
+        let relock = state.lock.is_some();
         loop {
             let events = self.poll(&mut state);
             if let Some(r) = self.complete(&mut state, req) {
