@@ -204,15 +204,24 @@ fn seed(from: i32, to: i32, size: usize, sequence: u64) -> u64 {
     (from as u64) << 56 ^ (to as u64) << 48 ^ (size as u64) << 8 ^ sequence.rotate_left(28)
 }
 
+/// The partner of ranks 0 and 1 in a two-rank scenario (each other's);
+/// `None` for the other ranks, which only take part in init and finalize.
+///
+/// # Errors
+/// The job has fewer than 2 ranks.
+fn partner(world: &SimpleCommunicator, scenario: &str) -> Result<Option<i32>, BoxError> {
+    if world.size() < 2 {
+        return Err(format!("{scenario} needs 2 ranks or more").into());
+    }
+    let rank = world.rank();
+    Ok((rank <= 1).then_some(1 - rank))
+}
+
 fn scenario_sizes(world: &SimpleCommunicator) -> Result<String, BoxError> {
     let rank = world.rank();
-    if world.size() < 2 {
-        return Err("sizes needs 2 ranks or more".into());
-    }
-    if rank > 1 {
+    let Some(other) = partner(world, "sizes")? else {
         return Ok("sizes ok (idle)".into());
-    }
-    let other = 1 - rank;
+    };
     let peer = world.process_at_rank(other);
     let max = SIZES[SIZES.len() - 1];
     let mut send = vec![0u8; max];
@@ -545,13 +554,9 @@ const BUSY_SIZE: usize = 4 << 20;
 /// `busy`: see the crate docs.
 fn scenario_busy(world: &SimpleCommunicator, millis: u64) -> Result<String, BoxError> {
     let rank = world.rank();
-    if world.size() < 2 {
-        return Err("busy needs 2 ranks or more".into());
-    }
-    if rank > 1 {
+    let Some(other) = partner(world, "busy")? else {
         return Ok("busy ok (idle)".into());
-    }
-    let other = 1 - rank;
+    };
     let peer = world.process_at_rank(other);
     let what = format!("{BUSY_SIZE} B to a receive posted first");
     if rank == 0 {
