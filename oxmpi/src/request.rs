@@ -239,14 +239,14 @@ impl LocalScope<'_> {
 
     /// Records `id`; the slot number to release it with.
     fn record(&self, id: RequestId) -> usize {
-        if id.0 != 0 && thread_mark() == self.creator {
+        if id.handle() != 0 && thread_mark() == self.creator {
             for (i, slot) in self.inline.iter().enumerate() {
                 // Only this thread (the creator) fills a free slot, so a
                 // slot seen free stays free until the store below. Acquire:
                 // a slot emptied on another thread is reused only after
                 // that release.
                 if slot.load(Ordering::Acquire) == 0 {
-                    slot.store(id.0, Ordering::Release);
+                    slot.store(id.handle(), Ordering::Release);
                     return i;
                 }
             }
@@ -271,7 +271,7 @@ impl LocalScope<'_> {
             .iter_mut()
             .map(|s| std::mem::take(s.get_mut()))
             .filter(|&id| id != 0)
-            .map(RequestId)
+            .map(RequestId::pending)
             .collect();
         // Exclusive access: no locking.
         let overflow = self.overflow.get_mut().unwrap_or_else(|e| e.into_inner());
@@ -393,7 +393,7 @@ pub struct Request<'a, S: Scope<'a>> {
 impl<'a, S: Scope<'a>> std::fmt::Debug for Request<'a, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Request")
-            .field("id", &self.id.0)
+            .field("id", &self.id.handle())
             .field("kind", &self.kind)
             .field("outcome", &self.outcome)
             .finish()
@@ -401,14 +401,18 @@ impl<'a, S: Scope<'a>> std::fmt::Debug for Request<'a, S> {
 }
 
 impl<'a, S: Scope<'a>> Request<'a, S> {
-    /// Wraps a request MPI just accepted and records it in its scope.
+    /// Wraps a request MPI just accepted and records it in its scope (one
+    /// that completed as it started is not recorded: MPI holds nothing).
     pub(crate) fn new(runtime: &'static Runtime, id: RequestId, scope: S, kind: Kind) -> Self {
-        let slot = scope.register(Pending { id });
+        let slot = match id.outcome() {
+            Some(_) => None,
+            None => Some(scope.register(Pending { id })),
+        };
         Request {
             runtime,
             id,
             scope,
-            slot: Some(slot),
+            slot,
             kind,
             outcome: None,
             _buffer: PhantomData,
@@ -602,19 +606,26 @@ mod tests {
     #[test]
     fn registry_reuses_slots_and_counts_live_requests() {
         let mut r = Registry::default();
-        let a = r.insert(RequestId(10));
-        let b = r.insert(RequestId(11));
-        let c = r.insert(RequestId(12));
+        let a = r.insert(RequestId::pending(10));
+        let b = r.insert(RequestId::pending(11));
+        let c = r.insert(RequestId::pending(12));
         assert_eq!((a, b, c), (0, 1, 2));
         assert_eq!(r.live(), 3);
         r.remove(b);
         assert_eq!(r.live(), 2);
         r.remove(b);
         assert_eq!(r.live(), 2, "a second release of a slot changes nothing");
-        let d = r.insert(RequestId(13));
+        let d = r.insert(RequestId::pending(13));
         assert_eq!(d, 1, "the freed slot is reused");
         assert_eq!(r.slots.len(), 3, "no growth while slots are free");
-        assert_eq!(r.drain(), vec![RequestId(10), RequestId(13), RequestId(12)]);
+        assert_eq!(
+            r.drain(),
+            vec![
+                RequestId::pending(10),
+                RequestId::pending(13),
+                RequestId::pending(12)
+            ]
+        );
         assert_eq!(r.live(), 0);
         assert!(r.drain().is_empty());
     }
@@ -624,11 +635,11 @@ mod tests {
         // A request that is never released (mem::forget of a Request)
         // keeps its slot, which the scope's drop waits for.
         let mut scope = LocalScope::new();
-        let _forgotten = scope.record(RequestId(1));
-        let released = scope.record(RequestId(2));
+        let _forgotten = scope.record(RequestId::pending(1));
+        let released = scope.record(RequestId::pending(2));
         scope.forget(released);
         assert_eq!(scope.pending(), 1);
-        assert_eq!(scope.drain(), vec![RequestId(1)]);
+        assert_eq!(scope.drain(), vec![RequestId::pending(1)]);
         assert_eq!(scope.pending(), 0);
         // Nothing pending, so dropping waits for nothing.
         drop(scope);
@@ -637,29 +648,31 @@ mod tests {
     #[test]
     fn inline_slots_overflow_into_the_registry_and_are_reused() {
         let mut scope = LocalScope::new();
-        let slots: Vec<usize> = (1..=6).map(|i| scope.record(RequestId(i))).collect();
+        let slots: Vec<usize> = (1..=6)
+            .map(|i| scope.record(RequestId::pending(i)))
+            .collect();
         assert_eq!(slots, vec![0, 1, 2, 3, INLINE_SLOTS, INLINE_SLOTS + 1]);
         // Id 0 (never a pml handle) still gets recorded, in the registry.
-        let zero = scope.record(RequestId(0));
+        let zero = scope.record(RequestId::pending(0));
         assert_eq!(zero, INLINE_SLOTS + 2);
         assert_eq!(scope.pending(), 7);
         scope.forget(1);
         scope.forget(INLINE_SLOTS);
         assert_eq!(scope.pending(), 5);
         assert_eq!(
-            scope.record(RequestId(7)),
+            scope.record(RequestId::pending(7)),
             1,
             "a freed inline slot is reused"
         );
         assert_eq!(
             scope.drain(),
             vec![
-                RequestId(1),
-                RequestId(7),
-                RequestId(3),
-                RequestId(4),
-                RequestId(6),
-                RequestId(0)
+                RequestId::pending(1),
+                RequestId::pending(7),
+                RequestId::pending(3),
+                RequestId::pending(4),
+                RequestId::pending(6),
+                RequestId::pending(0)
             ]
         );
         assert_eq!(scope.pending(), 0);
@@ -668,14 +681,21 @@ mod tests {
     #[test]
     fn requests_of_other_threads_go_to_the_registry() {
         let mut scope = LocalScope::new();
-        let here = scope.record(RequestId(1));
-        let there = std::thread::scope(|t| t.spawn(|| scope.record(RequestId(2))).join().unwrap());
+        let here = scope.record(RequestId::pending(1));
+        let there = std::thread::scope(|t| {
+            t.spawn(|| scope.record(RequestId::pending(2)))
+                .join()
+                .unwrap()
+        });
         assert_eq!(here, 0);
         assert_eq!(there, INLINE_SLOTS);
         // Released on another thread, an inline slot is free again here.
         std::thread::scope(|t| t.spawn(|| scope.forget(here)).join().unwrap());
-        assert_eq!(scope.record(RequestId(3)), 0);
-        assert_eq!(scope.drain(), vec![RequestId(3), RequestId(2)]);
+        assert_eq!(scope.record(RequestId::pending(3)), 0);
+        assert_eq!(
+            scope.drain(),
+            vec![RequestId::pending(3), RequestId::pending(2)]
+        );
     }
 
     #[test]
@@ -686,7 +706,7 @@ mod tests {
         let mut scope = LocalScope::new();
         let work = |scope: &LocalScope<'_>, k: u64| {
             for i in 0..2_000u64 {
-                let id = RequestId(1 + k * 10_000 + i);
+                let id = RequestId::pending(1 + k * 10_000 + i);
                 let slot = scope.record(id);
                 if i % 3 != 0 {
                     scope.forget(slot);
@@ -707,18 +727,18 @@ mod tests {
             work(scope, 3);
             // Requests recorded here and released by another thread.
             for i in 0..2_000u64 {
-                let slot = scope.record(RequestId(40_000 + i));
+                let slot = scope.record(RequestId::pending(40_000 + i));
                 tx.send(slot).unwrap();
             }
         });
         // Every third id of each thread was kept, each exactly once.
         let mut kept = scope.drain();
-        kept.sort_by_key(|id| id.0);
+        kept.sort_by_key(|id| id.handle());
         let want: Vec<RequestId> = (0..4u64)
             .flat_map(|k| {
                 (0..2_000u64)
                     .filter(|i| i % 3 == 0)
-                    .map(move |i| RequestId(1 + k * 10_000 + i))
+                    .map(move |i| RequestId::pending(1 + k * 10_000 + i))
             })
             .collect();
         assert_eq!(kept, want);

@@ -195,9 +195,13 @@ fn singleton_point_to_point() {
         assert!(r.wait().unwrap().is_cancelled());
     });
 
-    // A forgotten and a dropped request are waited for by the scope.
-    let mut forgotten = [0i64; 2];
-    let mut dropped = [0i64; 2];
+    // A forgotten and a dropped request are waited for by the scope. The
+    // messages are larger than the self btl copies at send time (256 B), so
+    // the sends are still pending too when the scope ends.
+    let first: Vec<i64> = (0..40).collect();
+    let second: Vec<i64> = (100..140).collect();
+    let mut forgotten = [0i64; 40];
+    let mut dropped = [0i64; 40];
     request::scope(|scope| {
         let r = me
             .immediate_receive_into_with_tag(scope, &mut forgotten[..], 20)
@@ -207,17 +211,24 @@ fn singleton_point_to_point() {
             .immediate_receive_into_with_tag(scope, &mut dropped[..], 21)
             .unwrap();
         drop(r);
-        std::mem::forget(
-            me.immediate_send_with_tag(scope, &[4i64, 5][..], 20)
-                .unwrap(),
-        );
-        drop(
-            me.immediate_send_with_tag(scope, &[6i64, 7][..], 21)
-                .unwrap(),
-        );
+        std::mem::forget(me.immediate_send_with_tag(scope, &first[..], 20).unwrap());
+        drop(me.immediate_send_with_tag(scope, &second[..], 21).unwrap());
         assert_eq!(scope.pending(), 4);
     });
-    assert_eq!((forgotten, dropped), ([4, 5], [6, 7]));
+    assert_eq!((&forgotten[..], &dropped[..]), (&first[..], &second[..]));
+
+    // A send that completes as it starts (a small message the self btl
+    // copies) is not pending: its scope has nothing to wait for.
+    let mut small = [0i64; 2];
+    request::scope(|scope| {
+        drop(
+            me.immediate_send_with_tag(scope, &[4i64, 5][..], 22)
+                .unwrap(),
+        );
+        assert_eq!(scope.pending(), 0);
+        me.receive_into_with_tag(&mut small[..], 22).unwrap();
+    });
+    assert_eq!(small, [4, 5]);
 
     // Synchronous sends complete once matched.
     let mut got = [0u8; 3];

@@ -30,13 +30,18 @@
 //! - **Receiving.** Every callback of the [`BtlReceiver`] the pml registered
 //!   at `init` is made from inside [`progress`](BtlComponentModule::progress)
 //!   only — never from `send` or `add_peer` — so the pml's state is never
-//!   entered twice. For each fragment the btl calls
-//!   [`on_header`](BtlReceiver::on_header) once the header is complete; the
-//!   pml answers where the payload should go (a pointer to `payload_len`
-//!   writable bytes, for data it can place directly) or null (the btl keeps
-//!   the payload in its own memory). Then [`on_fragment`](BtlReceiver::on_fragment)
-//!   delivers the fragment, with the payload pointer being the pml's
-//!   destination or the btl's buffer (valid for the call only).
+//!   entered twice. A btl that receives a fragment in pieces (a stream)
+//!   calls [`on_header`](BtlReceiver::on_header) once the header is
+//!   complete; the pml answers where the payload should go (a pointer to
+//!   `payload_len` writable bytes, for data it can place directly) or null
+//!   (the btl keeps the payload in its own memory). Then
+//!   [`on_fragment`](BtlReceiver::on_fragment) delivers the fragment, with
+//!   the payload pointer being the pml's destination or the btl's buffer
+//!   (valid for the call only). A btl that has the whole fragment in
+//!   memory when it delivers it (shared memory, one process) may skip
+//!   `on_header` and call `on_fragment` alone with the payload in its
+//!   memory: the pml's copy out of it is the one copy placing would have
+//!   made.
 //! - **No re-entry.** A pml never calls a btl entry point from inside one
 //!   of its callbacks; work a callback causes (an acknowledgement, the next
 //!   fragment) is queued and done from the pml's own progress function.

@@ -45,7 +45,7 @@
 //!   btls the pml started).
 
 use crate::module::{
-    BtlCandidate, ModexLookup, PmlCore, PmlModule, ProgressFn, RecvArgs, RequestError,
+    BtlCandidate, ModexLookup, PmlCore, PmlModule, PmlSignals, ProgressFn, RecvArgs, RequestError,
     RequestStatus, SendArgs, ANY_SOURCE, ANY_TAG,
 };
 use abi_stable::std_types::{RSlice, RStr, RString, RVec};
@@ -70,8 +70,10 @@ pub trait Pml: Send + Sized + 'static {
         btls: &[CandidateBtl],
     ) -> Result<Self, String>;
 
-    /// Starts a send: the request handle (never 0), or why it cannot start
-    /// with its kind: [`RequestError::Unreachable`] when no btl reaches the
+    /// Starts a send: the request handle, or 0 for a send that completed
+    /// without error during the call (the adapter also turns a handle that
+    /// `test` already answers complete without error into 0, and frees
+    /// it); or why it cannot start with its kind: [`RequestError::Unreachable`] when no btl reaches the
     /// peer, [`RequestError::PeerFailed`] when the peer was lost,
     /// [`RequestError::Other`] for invalid arguments.
     ///
@@ -95,6 +97,18 @@ pub trait Pml: Send + Sized + 'static {
     /// Makes no progress itself.
     fn test(&mut self, request: u64) -> Option<RequestStatus>;
 
+    /// [`test`](Pml::test), and a request that completed without error is
+    /// released as by [`free`](Pml::free), in one step (a request in error
+    /// stays, for [`request_error`](Pml::request_error)). Default: `test`,
+    /// then `free`.
+    fn take(&mut self, request: u64) -> Option<RequestStatus> {
+        let status = self.test(request)?;
+        if status.error == RequestError::None {
+            self.free(request);
+        }
+        Some(status)
+    }
+
     /// The sentence describing a request (one that completed in error, or
     /// why the handle is unknown).
     fn request_error(&mut self, request: u64) -> String;
@@ -114,6 +128,14 @@ pub trait Pml: Send + Sized + 'static {
     /// The pml's own work (sending what btl callbacks queued). Returns the
     /// number of events.
     fn progress(&mut self) -> usize;
+
+    /// Whether [`progress`](Pml::progress) has anything to do. The adapter
+    /// asks after every entry that may change it and publishes the answer
+    /// in the pml's [`PmlSignals`]; the MPI layer skips `progress` while it
+    /// is false. Default: true (always polled).
+    fn has_work(&self) -> bool {
+        true
+    }
 
     /// Shuts down what the pml started (its btls). Default: dropping the
     /// value. Also runs after an internal error stopped the pml.
@@ -172,6 +194,16 @@ pub trait Exported: Pml {
 
     /// The instance the generated entry points use.
     fn instance() -> &'static Instance<Self>;
+
+    /// The signals the generated entry points keep current.
+    fn signals() -> &'static PmlSignals;
+}
+
+/// Records in `P`'s signals an entry that may have completed requests or
+/// queued work (see [`PmlSignals`]).
+#[inline(always)]
+fn record<P: Exported>(p: &P) {
+    P::signals().record(p.has_work());
 }
 
 /// What the MPI layer offers the pml during and after `init`: the modex
@@ -351,7 +383,9 @@ unsafe extern "C" fn on_header<P: Exported>(
     let header = unsafe { bytes(header, header_len) };
     P::instance()
         .call("on_header", |p| {
-            p.on_header(ctx as usize, module, peer, header, payload_len)
+            let at = p.on_header(ctx as usize, module, peer, header, payload_len);
+            record(p);
+            at
         })
         .unwrap_or(std::ptr::null_mut())
 }
@@ -369,12 +403,16 @@ unsafe extern "C" fn on_fragment<P: Exported>(
     // call (the payload at the pml's destination, or in the btl's memory).
     let (header, payload) = unsafe { (bytes(header, header_len), bytes(payload, payload_len)) };
     let _ = P::instance().call("on_fragment", |p| {
-        p.on_fragment(ctx as usize, module, peer, header, payload)
+        p.on_fragment(ctx as usize, module, peer, header, payload);
+        record(p);
     });
 }
 
 unsafe extern "C" fn on_send_done<P: Exported>(ctx: *mut c_void, cookie: u64) {
-    let _ = P::instance().call("on_send_done", |p| p.on_send_done(ctx as usize, cookie));
+    let _ = P::instance().call("on_send_done", |p| {
+        p.on_send_done(ctx as usize, cookie);
+        record(p);
+    });
 }
 
 unsafe extern "C" fn on_peer_failed<P: Exported>(
@@ -384,13 +422,15 @@ unsafe extern "C" fn on_peer_failed<P: Exported>(
     reason: RStr<'_>,
 ) {
     let _ = P::instance().call("on_peer_failed", |p| {
-        p.on_peer_failed(ctx as usize, module, peer, reason.as_str())
+        p.on_peer_failed(ctx as usize, module, peer, reason.as_str());
+        record(p);
     });
 }
 
 unsafe extern "C" fn on_rdma_done<P: Exported>(ctx: *mut c_void, cookie: u64, status: RdmaStatus) {
     let _ = P::instance().call("on_rdma_done", |p| {
-        p.on_rdma_done(ctx as usize, cookie, status)
+        p.on_rdma_done(ctx as usize, cookie, status);
+        record(p);
     });
 }
 
@@ -418,12 +458,14 @@ pub const fn table<P: Exported>() -> PmlModule {
         isend: isend::<P>,
         irecv: irecv::<P>,
         test: test::<P>,
+        take: take::<P>,
         request_error: request_error::<P>,
         free: free::<P>,
         cancel: cancel::<P>,
         iprobe: iprobe::<P>,
         progress: progress::<P>,
         finalize: finalize::<P>,
+        signals: signals::<P>,
     }
 }
 
@@ -445,6 +487,13 @@ unsafe extern "C" fn init<P: Exported>(
             receiver: receiver::<P>(index),
         })
         .collect();
+    let signals = P::signals();
+    signals
+        .events
+        .store(0, std::sync::atomic::Ordering::Relaxed);
+    signals
+        .work
+        .store(true, std::sync::atomic::Ordering::Relaxed);
     let installed = P::instance().install(context, || {
         P::init(context, identity, Core::new(core), &candidates)
     });
@@ -467,15 +516,26 @@ unsafe extern "C" fn isend<P: Exported>(
     kind: &mut RequestError,
     error: &mut RString,
 ) -> bool {
-    // SAFETY: the MPI layer keeps the buffer valid and unchanged until the
-    // request completes (the interface contract), which is `isend`'s
-    // requirement.
-    let started = P::instance().call("isend", |p| match unsafe { p.isend(args) } {
-        Ok(handle) => {
-            *request = handle;
-            Ok(())
-        }
-        Err(refused) => Err(refused),
+    let started = P::instance().call("isend", |p| {
+        // SAFETY: the MPI layer keeps the buffer valid and unchanged until
+        // the request completes (the interface contract), which is
+        // `isend`'s requirement.
+        let started = unsafe { p.isend(args) };
+        record(p);
+        let handle = started?;
+        // A send that is already complete without error is handed back as
+        // handle 0: the caller has nothing to test or free.
+        *request = match handle {
+            0 => 0,
+            _ => match p.test(handle) {
+                Some(st) if st.error == RequestError::None => {
+                    p.free(handle);
+                    0
+                }
+                _ => handle,
+            },
+        };
+        Ok(())
     });
     match started {
         Ok(Ok(())) => true,
@@ -495,16 +555,27 @@ unsafe extern "C" fn isend<P: Exported>(
 unsafe extern "C" fn irecv<P: Exported>(
     args: &RecvArgs,
     request: &mut u64,
+    status: &mut RequestStatus,
     error: &mut RString,
 ) -> bool {
-    // SAFETY: the MPI layer keeps the buffer valid and untouched until the
-    // request completes (the interface contract), `irecv`'s requirement.
-    let posted = P::instance().call("irecv", |p| match unsafe { p.irecv(args) } {
-        Ok(handle) => {
-            *request = handle;
-            Ok(())
-        }
-        Err(why) => Err(why),
+    let posted = P::instance().call("irecv", |p| {
+        // SAFETY: the MPI layer keeps the buffer valid and untouched until
+        // the request completes (the interface contract), `irecv`'s
+        // requirement.
+        let posted = unsafe { p.irecv(args) };
+        record(p);
+        let handle = posted?;
+        // A receive that matched an arrived message and completed without
+        // error is handed back as handle 0 with its status.
+        *request = match p.test(handle) {
+            Some(st) if st.error == RequestError::None => {
+                *status = st;
+                p.free(handle);
+                0
+            }
+            _ => handle,
+        };
+        Ok::<(), String>(())
     });
     match posted {
         Ok(Ok(())) => true,
@@ -538,6 +609,23 @@ unsafe extern "C" fn test<P: Exported>(request: u64, status: &mut RequestStatus)
     }
 }
 
+unsafe extern "C" fn take<P: Exported>(request: u64, status: &mut RequestStatus) -> bool {
+    let answered = P::instance().call("take", |p| match p.take(request) {
+        Some(st) => {
+            *status = st;
+            true
+        }
+        None => false,
+    });
+    match answered {
+        Ok(done) => done,
+        Err(_) => {
+            *status = BROKEN;
+            true
+        }
+    }
+}
+
 unsafe extern "C" fn request_error<P: Exported>(request: u64, error: &mut RString) {
     let text = P::instance()
         .call("request_error", |p| p.request_error(request))
@@ -546,12 +634,19 @@ unsafe extern "C" fn request_error<P: Exported>(request: u64, error: &mut RStrin
 }
 
 unsafe extern "C" fn free<P: Exported>(request: u64) {
-    let _ = P::instance().call("free", |p| p.free(request));
+    let _ = P::instance().call("free", |p| {
+        p.free(request);
+        record(p);
+    });
 }
 
 unsafe extern "C" fn cancel<P: Exported>(request: u64) -> bool {
     P::instance()
-        .call("cancel", |p| p.cancel(request))
+        .call("cancel", |p| {
+            let cancelled = p.cancel(request);
+            record(p);
+            cancelled
+        })
         .unwrap_or(false)
 }
 
@@ -572,8 +667,16 @@ unsafe extern "C" fn iprobe<P: Exported>(
 
 unsafe extern "C" fn progress<P: Exported>() -> usize {
     P::instance()
-        .call("progress", |p| p.progress())
+        .call("progress", |p| {
+            let events = p.progress();
+            record(p);
+            events
+        })
         .unwrap_or(0)
+}
+
+unsafe extern "C" fn signals<P: Exported>() -> &'static PmlSignals {
+    P::signals()
 }
 
 unsafe extern "C" fn finalize<P: Exported>() {
@@ -622,6 +725,11 @@ macro_rules! export_pml_component {
                 static INSTANCE: $crate::__plugin_api::Instance<$pml> =
                     $crate::__plugin_api::Instance::new();
                 &INSTANCE
+            }
+
+            fn signals() -> &'static $crate::module::PmlSignals {
+                static SIGNALS: $crate::module::PmlSignals = $crate::module::PmlSignals::new();
+                &SIGNALS
             }
         }
 

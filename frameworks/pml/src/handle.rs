@@ -10,7 +10,7 @@
 //!   unwinding into the component).
 
 use crate::module::{
-    BtlCandidate, ModexLookup, PmlCore, PmlModule, ProgressFn, RecvArgs, RequestError,
+    BtlCandidate, ModexLookup, PmlCore, PmlModule, PmlSignals, ProgressFn, RecvArgs, RequestError,
     RequestStatus, SendArgs,
 };
 use abi_stable::std_types::{RSlice, RStr, RString, RVec};
@@ -187,8 +187,9 @@ impl PmlHandle {
         }
     }
 
-    /// Starts a send: the request handle, or why it cannot start with its
-    /// kind (`Unreachable`, `PeerFailed`, or `Other`).
+    /// Starts a send: the request handle (0: the send completed without
+    /// error already; nothing to test or free), or why it cannot start with
+    /// its kind (`Unreachable`, `PeerFailed`, or `Other`).
     ///
     /// # Safety
     ///
@@ -217,20 +218,23 @@ impl PmlHandle {
         }
     }
 
-    /// Posts a receive: the request handle, or why it cannot be posted.
+    /// Posts a receive: the request handle, or 0 and the status of a
+    /// receive that completed without error already (nothing to test or
+    /// free); or why it cannot be posted.
     ///
     /// # Safety
     ///
     /// `args.buf` is writable for `args.len` bytes and nothing else
     /// accesses it until the request completes.
     #[inline]
-    pub unsafe fn irecv(&self, args: &RecvArgs) -> Result<u64, String> {
+    pub unsafe fn irecv(&self, args: &RecvArgs) -> Result<(u64, RequestStatus), String> {
         let mut request = 0u64;
+        let mut status = RequestStatus::default();
         let mut error = RString::new();
         // SAFETY: as in `init`; the buffer is the caller's promise.
-        let ok = unsafe { (self.table.irecv)(args, &mut request, &mut error) };
+        let ok = unsafe { (self.table.irecv)(args, &mut request, &mut status, &mut error) };
         if ok {
-            Ok(request)
+            Ok((request, status))
         } else {
             Err(reason(
                 error,
@@ -247,6 +251,24 @@ impl PmlHandle {
         let mut status = RequestStatus::default();
         // SAFETY: as in `init`.
         unsafe { (self.table.test)(request, &mut status) }.then_some(status)
+    }
+
+    /// As [`test`](Self::test), and a request that completed without error
+    /// is released; one that completed in error stays until
+    /// [`free`](Self::free), so [`request_error`](Self::request_error) can
+    /// describe it.
+    #[inline]
+    pub fn take(&self, request: u64) -> Option<RequestStatus> {
+        let mut status = RequestStatus::default();
+        // SAFETY: as in `init`.
+        unsafe { (self.table.take)(request, &mut status) }.then_some(status)
+    }
+
+    /// The pml's signals (see [`PmlSignals`]): valid while its library is
+    /// loaded.
+    pub fn signals(&self) -> &'static PmlSignals {
+        // SAFETY: as in `init`.
+        unsafe { (self.table.signals)() }
     }
 
     /// The sentence describing a request that completed in error.

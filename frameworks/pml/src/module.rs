@@ -17,10 +17,19 @@
 //!   first used.
 //! - **Requests.** [`isend`](PmlModule::isend) and
 //!   [`irecv`](PmlModule::irecv) start an operation and hand out a request
-//!   handle; [`test`](PmlModule::test) reports completion with a
-//!   [`RequestStatus`]; [`free`](PmlModule::free) releases a handle (a
-//!   completed one, or a send the caller no longer watches: it still
-//!   completes). The buffers must stay valid until the request completes.
+//!   handle, or the handle 0 for an operation that completed without error
+//!   during the call (`irecv` then fills the status; there is nothing to
+//!   test or free); [`test`](PmlModule::test) reports completion with a
+//!   [`RequestStatus`]; [`take`](PmlModule::take) does the same and
+//!   releases a request that completed without error;
+//!   [`free`](PmlModule::free) releases a handle (a completed one, or a
+//!   send the caller no longer watches: it still completes). The buffers
+//!   must stay valid until the request completes.
+//! - **Signals.** [`signals`](PmlModule::signals) gives a block of words
+//!   the pml keeps current ([`PmlSignals`]): a counter of entries that may
+//!   have completed requests, so a waiting caller tests again only after
+//!   one, and whether [`progress`](PmlModule::progress) has work, so it is
+//!   called only then.
 //!   A handle the pml does not know — freed, or never issued — is refused:
 //!   `test` answers it complete with an error (never "not complete", so no
 //!   wait hangs, and never the status of a request issued since),
@@ -43,6 +52,7 @@ use abi_stable::StableAbi;
 use oxmpi_framework_btl::module::{BtlComponentModule, JobIdentity};
 use oxmpi_plugin_api::ComponentContext;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The source of a receive that accepts every sender (`MPI_ANY_SOURCE`).
 pub const ANY_SOURCE: i32 = -1;
@@ -167,6 +177,62 @@ pub struct PmlCore {
     pub register_progress: unsafe extern "C" fn(ctx: *mut c_void, poll: ProgressFn),
 }
 
+/// Words a pml keeps current for the MPI layer's wait loop (see
+/// [`PmlModule::signals`]). Written only inside the pml's entry points and
+/// read by the MPI layer under the same lock, so relaxed order suffices.
+#[repr(C)]
+#[derive(StableAbi, Debug)]
+pub struct PmlSignals {
+    /// Bumped by every entry point and callback that may have completed a
+    /// request (all but `test`, `take`, `request_error` and `iprobe`): while
+    /// it has not changed, a request found incomplete is still incomplete.
+    pub events: AtomicU64,
+    /// Whether [`PmlModule::progress`] has work (queued sends or
+    /// acknowledgements); while false the MPI layer does not call it.
+    pub work: AtomicBool,
+}
+
+impl PmlSignals {
+    /// A block with no events and work pending (so `progress` runs until
+    /// the pml says otherwise).
+    pub const fn new() -> Self {
+        PmlSignals {
+            events: AtomicU64::new(0),
+            work: AtomicBool::new(true),
+        }
+    }
+
+    /// The event counter's value.
+    #[inline]
+    pub fn events(&self) -> u64 {
+        self.events.load(Ordering::Relaxed)
+    }
+
+    /// Whether `progress` has work.
+    #[inline]
+    pub fn has_work(&self) -> bool {
+        self.work.load(Ordering::Relaxed)
+    }
+
+    /// Records an entry that may have completed requests and whether
+    /// `progress` now has work (only ever called under the pml's exclusive
+    /// entry, so a load and a store count exactly).
+    #[inline]
+    pub fn record(&self, work: bool) {
+        self.events.store(
+            self.events.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Relaxed,
+        );
+        self.work.store(work, Ordering::Relaxed);
+    }
+}
+
+impl Default for PmlSignals {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// A progress function (a btl's `progress`): returns the number of events.
 #[repr(transparent)]
 #[derive(StableAbi, Copy, Clone)]
@@ -214,7 +280,8 @@ pub struct PmlModule {
     /// Starts a send. False (with `kind` and `error`) if it cannot start:
     /// `Unreachable` when no btl reaches the peer (the sentence names the
     /// peer and each btl's reason), `PeerFailed` when the peer was lost,
-    /// `Other` for invalid arguments.
+    /// `Other` for invalid arguments. `request` 0: the send completed
+    /// without error during the call (nothing to test or free).
     pub isend: unsafe extern "C" fn(
         args: &SendArgs,
         request: &mut u64,
@@ -222,11 +289,22 @@ pub struct PmlModule {
         error: &mut RString,
     ) -> bool,
     /// Posts a receive. False (with `error`) if it cannot be posted.
-    pub irecv:
-        unsafe extern "C" fn(args: &RecvArgs, request: &mut u64, error: &mut RString) -> bool,
+    /// `request` 0: the receive completed without error during the call
+    /// (a message had arrived) and `status` holds its outcome; nothing to
+    /// test or free.
+    pub irecv: unsafe extern "C" fn(
+        args: &RecvArgs,
+        request: &mut u64,
+        status: &mut RequestStatus,
+        error: &mut RString,
+    ) -> bool,
     /// Whether the request is complete; if so, fills `status`. Makes no
     /// progress itself.
     pub test: unsafe extern "C" fn(request: u64, status: &mut RequestStatus) -> bool,
+    /// As `test`, and a request that completed without error is released
+    /// (its handle becomes unknown); one that completed in error stays
+    /// until `free`, so that `request_error` can describe it.
+    pub take: unsafe extern "C" fn(request: u64, status: &mut RequestStatus) -> bool,
     /// The sentence describing a request that completed in error.
     pub request_error: unsafe extern "C" fn(request: u64, error: &mut RString),
     /// Releases a handle (see the module docs).
@@ -248,4 +326,7 @@ pub struct PmlModule {
     /// Shuts down the btls it initialized. Called once, after every request
     /// completed and all ranks reached finalize.
     pub finalize: unsafe extern "C" fn(),
+    /// The pml's [`PmlSignals`] (valid while the library is loaded; reset
+    /// by `init`).
+    pub signals: unsafe extern "C" fn() -> &'static PmlSignals,
 }

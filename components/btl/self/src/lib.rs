@@ -9,16 +9,21 @@
 //! the panic guard and the checks of every send's header and pointers are
 //! the adapter's (`oxmpi_framework_btl::adapter`).
 //!
-//! [`send`](Btl::send) copies the header into an entry of a queue, keeps
-//! the payload, and answers [`Sent::Queued`]; it never calls back. Each
-//! [`progress`](Btl::progress) call delivers, in order, every queued
-//! fragment: `on_header`; if the pml answered a destination, the payload is
-//! copied there (one `memcpy`), otherwise the sender's payload is handed
-//! over in place ([`Arrived::InPlace`]); then `on_fragment`; then
-//! `on_send_done` with the send's cookie. The queue's storage is kept and
-//! reused, so a process that has reached its peak number of queued
-//! fragments never allocates again, and a progress call with nothing queued
-//! returns at once.
+//! [`send`](Btl::send) copies the header into an entry of a queue and
+//! never calls back. A payload of at most [`INLINE_PAYLOAD`] bytes is
+//! copied into the entry too, and the send answers [`Sent::Done`] (the
+//! pml's send is then complete before it returns, and the delivery needs
+//! no `on_header` and no `on_send_done`); a larger one is kept, and the
+//! send answers [`Sent::Queued`]. Each [`progress`](Btl::progress) call
+//! delivers, in order, every queued fragment: a copied one with
+//! `on_fragment` alone, its payload in the entry; a kept one with
+//! `on_header` — if the pml answered a destination, the payload is copied
+//! there (one `memcpy`), otherwise the sender's payload is handed over in
+//! place ([`Arrived::InPlace`]) — then `on_fragment`, then `on_send_done`
+//! with the send's cookie. The queue's storage is kept and reused, so a
+//! process that has reached its peak number of queued fragments never
+//! allocates again, and a progress call with nothing queued returns at
+//! once.
 //!
 //! A send the adapter refuses (a header longer than [`MAX_HEADER`], a null
 //! pointer with a non-zero length) answers `Failed` before the btl sees it,
@@ -41,7 +46,6 @@ use oxmpi_plugin_api::verbosity;
 use oxmpi_plugin_api::Params as _;
 use oxmpi_plugin_api::{ComponentContext, ComponentError, Lifecycle, QueryReply, Version};
 use params::Config;
-use std::collections::VecDeque;
 
 /// Framework of the component.
 pub const FRAMEWORK: &str = "btl";
@@ -62,18 +66,40 @@ impl Lifecycle for SelfBtl {
     }
 }
 
-/// One queued fragment.
+/// Payloads up to this many bytes are copied at `send` (which then
+/// answers `Done`); larger ones are delivered from the sender's buffer.
+pub const INLINE_PAYLOAD: usize = 256;
+
+/// One queued fragment. Entries are written in place and reused, never
+/// moved (one is a few hundred bytes).
 struct Entry {
     header: [u8; MAX_HEADER],
     header_len: usize,
-    payload: Payload,
+    /// A payload copied at `send`: its first `copied_len` bytes.
+    copied: [u8; INLINE_PAYLOAD],
+    copied_len: usize,
+    /// A payload kept instead, given back with `on_send_done` after
+    /// delivery.
+    kept: Option<Payload>,
+}
+
+impl Entry {
+    const EMPTY: Entry = Entry {
+        header: [0; MAX_HEADER],
+        header_len: 0,
+        copied: [0; INLINE_PAYLOAD],
+        copied_len: 0,
+        kept: None,
+    };
 }
 
 /// The self btl between calls (see the crate docs).
 pub struct SelfState {
     rank: u32,
-    /// Fragments not yet delivered, oldest first.
-    queue: VecDeque<Entry>,
+    /// Fragments not yet delivered, oldest first: the first `queued`
+    /// entries (the rest are kept for reuse).
+    entries: Vec<Entry>,
+    queued: usize,
     /// Set once a send named a module or endpoint that does not exist;
     /// later sends fail.
     failed: bool,
@@ -99,21 +125,24 @@ impl SelfState {
     }
 
     /// Delivers one fragment through the pml's callbacks.
-    fn deliver(&self, pml: &Pml<'_>, entry: Entry) {
+    #[inline]
+    fn deliver(rank: u32, pml: &Pml<'_>, entry: &mut Entry) {
         let header = &entry.header[..entry.header_len];
-        match pml.header(MODULE_INDEX, self.rank, header, entry.payload.len()) {
+        let Some(payload) = entry.kept.take() else {
+            // The whole fragment is here: no `on_header`, and the send
+            // was finished at `send`.
+            let bytes = Arrived::Bytes(&entry.copied[..entry.copied_len]);
+            pml.fragment(MODULE_INDEX, rank, header, bytes);
+            return;
+        };
+        match pml.header(MODULE_INDEX, rank, header, payload.len()) {
             Some(mut dest) => {
-                dest.copy_from_payload(&entry.payload);
-                pml.fragment(MODULE_INDEX, self.rank, header, Arrived::Placed(dest));
+                dest.copy_from_payload(&payload);
+                pml.fragment(MODULE_INDEX, rank, header, Arrived::Placed(dest));
             }
-            None => pml.fragment(
-                MODULE_INDEX,
-                self.rank,
-                header,
-                Arrived::InPlace(&entry.payload),
-            ),
+            None => pml.fragment(MODULE_INDEX, rank, header, Arrived::InPlace(&payload)),
         }
-        pml.send_done(entry.payload);
+        pml.send_done(payload);
     }
 }
 
@@ -136,7 +165,8 @@ impl Btl for SelfState {
         );
         let state = SelfState {
             rank: identity.rank,
-            queue: VecDeque::with_capacity(64),
+            entries: Vec::new(),
+            queued: 0,
             failed: false,
             failure_to_report: None,
         };
@@ -168,23 +198,34 @@ impl Btl for SelfState {
             self.failure_to_report = Some(why);
             // Dropping the tokens drops the queued sends: no on_send_done
             // for a lost peer.
-            self.queue.clear();
+            for entry in &mut self.entries[..self.queued] {
+                entry.kept = None;
+            }
+            self.queued = 0;
             return Sent::Failed(payload);
         }
+        if self.queued == self.entries.len() {
+            self.entries.push(Entry::EMPTY);
+        }
+        let entry = &mut self.entries[self.queued];
+        self.queued += 1;
         // The adapter passes at most MAX_HEADER bytes.
-        let mut entry = Entry {
-            header: [0; MAX_HEADER],
-            header_len: header.len(),
-            payload,
-        };
         entry.header[..header.len()].copy_from_slice(header);
-        self.queue.push_back(entry);
-        Sent::Queued
+        entry.header_len = header.len();
+        let len = payload.len();
+        if len <= INLINE_PAYLOAD {
+            entry.copied[..len].copy_from_slice(payload.as_slice());
+            entry.copied_len = len;
+            Sent::Done(payload)
+        } else {
+            entry.kept = Some(payload);
+            Sent::Queued
+        }
     }
 
     #[inline]
     fn progress(&mut self, pml: &Pml<'_>) -> usize {
-        if self.queue.is_empty() && self.failure_to_report.is_none() {
+        if self.queued == 0 && self.failure_to_report.is_none() {
             return 0;
         }
         let mut events = 0;
@@ -192,10 +233,14 @@ impl Btl for SelfState {
             pml.peer_failed(MODULE_INDEX, self.rank, &why);
             events += 1;
         }
-        while let Some(entry) = self.queue.pop_front() {
-            self.deliver(pml, entry);
+        // No send can come in while this runs (a callback's nested entry
+        // is refused), so the queue is delivered whole and emptied.
+        let rank = self.rank;
+        for entry in &mut self.entries[..self.queued] {
+            Self::deliver(rank, pml, entry);
             events += 1;
         }
+        self.queued = 0;
         events
     }
 }

@@ -266,37 +266,47 @@ fn fragments_of_0_bytes_to_4_mib_arrive_in_order_with_their_data() {
         let payloads = &payloads[usize::from(direct)];
         for (i, p) in payloads.iter().enumerate() {
             let outcome = c.send(0, 0, ep, &header_of(i), p, 1000 + i as u64);
-            assert_eq!(outcome, SendOutcome::Queued);
+            let copied = p.len() <= INLINE_PAYLOAD;
+            let expected = if copied {
+                SendOutcome::Done
+            } else {
+                SendOutcome::Queued
+            };
+            assert_eq!(outcome, expected, "{} B", p.len());
         }
         assert!(c.recorder(0).events().is_empty(), "send must not call back");
         assert_eq!(c.progress(0), sizes.len());
-        let events = c.recorder(0).take_events();
-        assert_eq!(events.len(), 3 * sizes.len());
-        for (i, chunk) in events.chunks(3).enumerate() {
-            assert_eq!(
-                chunk[0],
-                Event::Header {
-                    module: 0,
-                    peer: 1,
-                    header: header_of(i),
-                    payload_len: sizes[i]
-                }
-            );
-            match &chunk[1] {
-                Event::Fragment(f) => {
+        let mut events = c.recorder(0).take_events().into_iter();
+        for (i, &size) in sizes.iter().enumerate() {
+            // A copied payload comes with `on_fragment` alone, from the
+            // btl's memory; a kept one is announced, placed or handed over,
+            // and given back.
+            let copied = size <= INLINE_PAYLOAD;
+            if !copied {
+                assert_eq!(
+                    events.next(),
+                    Some(Event::Header {
+                        module: 0,
+                        peer: 1,
+                        header: header_of(i),
+                        payload_len: size
+                    })
+                );
+            }
+            match events.next() {
+                Some(Event::Fragment(f)) => {
                     assert_eq!((f.module, f.peer), (0, 1));
                     assert_eq!(f.header, header_of(i));
-                    assert!(
-                        f.payload == payloads[i],
-                        "payload {i} ({} B) differs",
-                        sizes[i]
-                    );
-                    assert_eq!(f.landed, direct, "fragment {i}");
+                    assert!(f.payload == payloads[i], "payload {i} ({size} B) differs");
+                    assert_eq!(f.landed, direct && !copied, "fragment {i}");
                 }
                 other => panic!("expected fragment {i}, got {other:?}"),
             }
-            assert_eq!(chunk[2], Event::SendDone(1000 + i as u64));
+            if !copied {
+                assert_eq!(events.next(), Some(Event::SendDone(1000 + i as u64)));
+            }
         }
+        assert_eq!(events.next(), None);
         assert_eq!(c.progress(0), 0, "nothing left");
     }
     c.assert_clean("0 B to 4 MiB");
@@ -305,7 +315,7 @@ fn fragments_of_0_bytes_to_4_mib_arrive_in_order_with_their_data() {
 #[test]
 fn direct_placement_copies_into_the_destination_and_nowhere_else() {
     let s = Session::new(&[]);
-    let data = pattern(64, 9);
+    let data = pattern(INLINE_PAYLOAD + 1, 9);
     let (mut c, ep) = started(&s, 0);
     c.recorder(0).place_next([Placement::Destination]);
     assert_eq!(c.send(0, 0, ep, &[1, 2, 3], &data, 5), SendOutcome::Queued);
@@ -336,10 +346,11 @@ fn without_a_destination_the_senders_payload_is_handed_over_in_place() {
 
 #[test]
 fn the_header_is_copied_at_send_time() {
+    let data = pattern(INLINE_PAYLOAD + 1, 2);
     let s = Session::new(&[]);
     let (mut c, ep) = started(&s, 0);
     let mut header = [4u8; MAX_HEADER];
-    assert_eq!(c.send(0, 0, ep, &header, &[], 1), SendOutcome::Queued);
+    assert_eq!(c.send(0, 0, ep, &header, &data, 1), SendOutcome::Queued);
     header.fill(5);
     c.progress(0);
     assert_eq!(
@@ -348,10 +359,51 @@ fn the_header_is_copied_at_send_time() {
             module: 0,
             peer: 0,
             header: vec![4; MAX_HEADER],
-            payload_len: 0
+            payload_len: data.len()
         }
     );
     assert_eq!(header, [5; MAX_HEADER]);
+}
+
+#[test]
+fn a_small_payload_is_copied_at_send_time_and_its_send_is_done() {
+    let lens = [0, 1, INLINE_PAYLOAD];
+    let payloads: Vec<Vec<u8>> = lens.iter().map(|&n| pattern(n, n as u32)).collect();
+    let s = Session::new(&[]);
+    let (mut c, ep) = started(&s, 0);
+    // Placement is offered but not asked: the whole fragment is in memory.
+    c.recorder(0).set_default_placement(Placement::Destination);
+    for (len, data) in lens.into_iter().zip(&payloads) {
+        let mut header = [6u8; 10];
+        assert_eq!(
+            c.send(0, 0, ep, &header, data, 40 + len as u64),
+            SendOutcome::Done
+        );
+        // The send is finished: the header may change at once.
+        header.fill(0);
+        assert!(c.recorder(0).events().is_empty(), "send must not call back");
+        assert_eq!(c.progress(0), 1);
+        let events = c.recorder(0).take_events();
+        assert_eq!(events.len(), 1, "{len} B: {events:?}");
+        match &events[0] {
+            Event::Fragment(f) => {
+                assert_eq!((f.module, f.peer), (0, 0));
+                assert_eq!(f.header, [6u8; 10]);
+                assert_eq!(f.payload, *data, "{len} B");
+                assert!(!f.landed);
+                if len > 0 {
+                    assert_ne!(
+                        f.payload_addr,
+                        data.as_ptr() as usize,
+                        "{len} B: delivered from the sender's buffer, not a copy"
+                    );
+                }
+            }
+            other => panic!("{len} B: expected the fragment, got {other:?}"),
+        }
+        assert_eq!(c.recorder(0).outstanding(), 0);
+    }
+    c.assert_clean("copied payloads");
 }
 
 #[test]
@@ -362,19 +414,17 @@ fn many_queued_sends_are_delivered_in_one_progress_call() {
     let (mut c, ep) = started(&s, 2);
     for (i, p) in payloads.iter().enumerate() {
         let header = (i as u32).to_le_bytes();
-        assert_eq!(c.send(0, 0, ep, &header, p, i as u64), SendOutcome::Queued);
+        assert_eq!(c.send(0, 0, ep, &header, p, i as u64), SendOutcome::Done);
     }
     assert_eq!(c.progress(0), N);
     let events = c.recorder(0).take_events();
-    assert_eq!(events.len(), 3 * N);
-    for (i, chunk) in events.chunks(3).enumerate() {
+    assert_eq!(events.len(), N);
+    for (i, event) in events.iter().enumerate() {
         assert!(
-            matches!(&chunk[1], Event::Fragment(f)
+            matches!(event, Event::Fragment(f)
                 if f.header[..] == (i as u32).to_le_bytes() && f.payload[..] == (i as u64).to_le_bytes()),
-            "fragment {i}: {:?}",
-            chunk[1]
+            "fragment {i}: {event:?}"
         );
-        assert_eq!(chunk[2], Event::SendDone(i as u64));
     }
     assert_eq!(c.progress(0), 0);
     c.assert_clean("20 000 sends");
@@ -391,10 +441,12 @@ fn steady_state_sends_and_progress_do_not_allocate() {
     fn round<'p>(c: &mut Cluster<'p, SelfState>, ep: u64, headers: &[[u8; 8]], data: &'p [u8]) {
         for (i, header) in headers.iter().enumerate() {
             let payload = &data[..(i * 7) % 4096];
-            assert_eq!(
-                c.send(0, 0, ep, header, payload, i as u64),
+            let expected = if payload.len() <= INLINE_PAYLOAD {
+                SendOutcome::Done
+            } else {
                 SendOutcome::Queued
-            );
+            };
+            assert_eq!(c.send(0, 0, ep, header, payload, i as u64), expected);
         }
         assert_eq!(c.progress(0), 500);
         for _ in 0..100 {
@@ -410,9 +462,10 @@ fn steady_state_sends_and_progress_do_not_allocate() {
     }
     assert_eq!(allocations() - before, 0, "steady state allocated");
     let counts = c.recorder(0).counts();
+    let kept = (0..500).filter(|i| (i * 7) % 4096 > INLINE_PAYLOAD).count();
     assert_eq!(
         [counts.headers, counts.fragments, counts.send_done],
-        [3500; 3]
+        [7 * kept, 3500, 7 * kept]
     );
     c.assert_clean("steady state");
 }
@@ -421,7 +474,8 @@ fn steady_state_sends_and_progress_do_not_allocate() {
 fn a_send_from_inside_a_callback_is_refused_and_delivery_goes_on() {
     // A pml that sends from a callback breaks the interface; the adapter
     // refuses the nested entry, and the batch is still delivered whole.
-    static PAYLOAD: [u8; 4] = [1, 2, 3, 4];
+    // Larger than what is copied: its delivery ends with `on_send_done`.
+    static PAYLOAD: [u8; INLINE_PAYLOAD + 1] = [3; INLINE_PAYLOAD + 1];
     let s = Session::new(&[]);
     let (mut c, ep) = started(&s, 0);
     let handle = *c.handle(0).expect("the table rank");
@@ -454,7 +508,7 @@ fn a_send_from_inside_a_callback_is_refused_and_delivery_goes_on() {
 #[test]
 fn a_header_too_long_is_refused_by_the_adapter_and_the_btl_goes_on() {
     let s = Session::new(&[]);
-    let data = [7u8; 16];
+    let data = [7u8; INLINE_PAYLOAD + 1];
     let before = services::logged_by(FRAMEWORK, COMPONENT).len();
     let (mut c, ep) = started(&s, 1);
     assert_eq!(c.send(0, 0, ep, &[1], &data, 1), SendOutcome::Queued);
@@ -477,7 +531,7 @@ fn a_header_too_long_is_refused_by_the_adapter_and_the_btl_goes_on() {
 #[test]
 fn a_send_to_an_unknown_endpoint_fails_the_peer_once() {
     let s = Session::new(&[]);
-    let data = [7u8; 16];
+    let data = [7u8; INLINE_PAYLOAD + 1];
     let (mut c, ep) = started(&s, 1);
     assert_eq!(c.send(0, 0, ep, &[1], &data, 1), SendOutcome::Queued);
     assert_eq!(c.send(0, 0, 5, &[1], &data, 2), SendOutcome::Failed);

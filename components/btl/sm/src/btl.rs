@@ -514,17 +514,12 @@ impl Drop for SmBtl {
     }
 }
 
-/// Hands one fragment to the pml: at the destination it names, or in
-/// place.
+/// Hands one fragment to the pml, its payload in the segment: the whole
+/// fragment is in memory, so no `on_header` asks where it should go (the
+/// pml's copy out of the segment is the one copy placing would make).
 #[inline]
 fn deliver(pml: &Pml<'_>, sender: u32, header: &[u8], payload: &[u8]) {
-    match pml.header(MODULE, sender, header, payload.len()) {
-        Some(mut dest) => {
-            dest.write_at(0, payload);
-            pml.fragment(MODULE, sender, header, Arrived::Placed(dest));
-        }
-        None => pml.fragment(MODULE, sender, header, Arrived::Bytes(payload)),
-    }
+    pml.fragment(MODULE, sender, header, Arrived::Bytes(payload));
 }
 
 impl Btl for SmBtl {

@@ -258,6 +258,11 @@ impl Pml for Ob1 {
         self.engine.free(request)
     }
 
+    #[inline]
+    fn take(&mut self, request: u64) -> Option<RequestStatus> {
+        self.engine.take(request)
+    }
+
     fn cancel(&mut self, request: u64) -> bool {
         self.engine.cancel(request)
     }
@@ -269,6 +274,10 @@ impl Pml for Ob1 {
     #[inline]
     fn progress(&mut self) -> usize {
         self.engine.progress()
+    }
+
+    fn has_work(&self) -> bool {
+        self.engine.has_work()
     }
 
     /// Finalizes the btls ob1 initialized (a later `init` starts afresh).

@@ -219,6 +219,16 @@ impl Requests {
         (u64::from(slot.generation) << 32) | u64::from(index)
     }
 
+    /// The handle the next [`insert_with`](Self::insert_with) returns
+    /// (for a btl cookie given before the request is made).
+    #[inline]
+    pub(crate) fn vacant(&self) -> u64 {
+        match self.free.last() {
+            Some(&i) => (u64::from(self.slots[i as usize].generation) << 32) | u64::from(i),
+            None => (1 << 32) | self.slots.len() as u64,
+        }
+    }
+
     /// The request with this handle, if it is live.
     #[inline]
     pub(crate) fn get(&self, handle: u64) -> Option<&Request> {
@@ -295,8 +305,11 @@ mod tests {
         assert!(r.remove(a).is_some());
         assert!(r.get(a).is_none());
         assert!(r.remove(a).is_none());
+        let next = r.vacant();
         let b = r.insert(recv());
+        assert_eq!(b, next, "vacant names the next handle");
         assert_eq!(a & 0xffff_ffff, b & 0xffff_ffff, "slot reused");
+        assert_eq!(r.vacant(), 1 << 32 | 1, "a new slot's handle");
         assert_ne!(a, b);
         assert!(r.get(a).is_none());
         assert!(r.get_mut(b).is_some());

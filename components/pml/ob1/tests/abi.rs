@@ -366,17 +366,47 @@ fn progress_round() {
     pml().progress();
 }
 
-fn wait(request: u64) -> RequestStatus {
+/// A request as the MPI layer holds it: a pml handle, or the outcome of an
+/// operation the pml completed while starting it (handle 0).
+#[derive(Clone, Copy, Debug)]
+enum Req {
+    Pml(u64),
+    Done(RequestStatus),
+}
+
+impl Req {
+    fn handle(self) -> u64 {
+        match self {
+            Req::Pml(h) => h,
+            Req::Done(st) => panic!("no handle: the operation completed as it started ({st:?})"),
+        }
+    }
+}
+
+fn test(request: Req) -> Option<RequestStatus> {
+    match request {
+        Req::Pml(h) => pml().test(h),
+        Req::Done(st) => Some(st),
+    }
+}
+
+fn free(request: Req) {
+    if let Req::Pml(h) = request {
+        pml().free(h);
+    }
+}
+
+fn wait(request: Req) -> RequestStatus {
     for _ in 0..100_000 {
-        if let Some(status) = pml().test(request) {
+        if let Some(status) = test(request) {
             return status;
         }
         progress_round();
     }
-    panic!("request {request:#x} did not complete");
+    panic!("request {request:?} did not complete");
 }
 
-fn isend(buf: &[u8], dest: u32, tag: i32, mode: SendMode) -> Result<u64, String> {
+fn isend(buf: &[u8], dest: u32, tag: i32, mode: SendMode) -> Result<Req, String> {
     isend_kind(buf, dest, tag, mode).map_err(|(_, e)| e)
 }
 
@@ -385,7 +415,7 @@ fn isend_kind(
     dest: u32,
     tag: i32,
     mode: SendMode,
-) -> Result<u64, (RequestError, String)> {
+) -> Result<Req, (RequestError, String)> {
     let args = SendArgs {
         buf: buf.as_ptr(),
         len: buf.len(),
@@ -395,10 +425,13 @@ fn isend_kind(
         mode,
     };
     // SAFETY: the buffer outlives the request in these tests.
-    unsafe { pml().isend(&args) }
+    match unsafe { pml().isend(&args) }? {
+        0 => Ok(Req::Done(RequestStatus::default())),
+        h => Ok(Req::Pml(h)),
+    }
 }
 
-fn irecv(buf: &mut [u8], source: i32, tag: i32) -> u64 {
+fn irecv(buf: &mut [u8], source: i32, tag: i32) -> Req {
     let args = RecvArgs {
         buf: buf.as_mut_ptr(),
         len: buf.len(),
@@ -407,7 +440,10 @@ fn irecv(buf: &mut [u8], source: i32, tag: i32) -> u64 {
         context: 0,
     };
     // SAFETY: the buffer outlives the request in these tests.
-    unsafe { pml().irecv(&args) }.unwrap()
+    match unsafe { pml().irecv(&args) }.unwrap() {
+        (0, status) => Req::Done(status),
+        (h, _) => Req::Pml(h),
+    }
 }
 
 fn data(len: usize, seed: u8) -> Vec<u8> {
@@ -455,8 +491,8 @@ fn the_module_table_end_to_end() {
         );
         assert_eq!(buf, msg, "{len} bytes");
         assert_eq!(wait(s).error, RequestError::None);
-        pml().free(r);
-        pml().free(s);
+        free(r);
+        free(s);
     }
     {
         let l = LOOP_STATE.lock().unwrap();
@@ -474,7 +510,7 @@ fn the_module_table_end_to_end() {
     for _ in 0..10 {
         progress_round();
     }
-    assert_eq!(pml().test(s), None, "ssend completed unmatched");
+    assert_eq!(test(s), None, "ssend completed unmatched");
     let status = pml().iprobe(0, ANY_SOURCE, ANY_TAG).expect("a message");
     assert_eq!((status.source, status.tag, status.count), (0, 42, 200));
     let mut small = vec![0u8; 50];
@@ -483,7 +519,7 @@ fn the_module_table_end_to_end() {
     assert_eq!((st.count, st.error), (50, RequestError::Truncated));
     assert_eq!(small, msg[..50]);
     assert_eq!(
-        pml().request_error(r),
+        pml().request_error(r.handle()),
         "message of 200 bytes from rank 0 (tag 42) truncated to the 50-byte receive buffer"
     );
     assert_eq!(wait(s).error, RequestError::None);
@@ -491,8 +527,8 @@ fn the_module_table_end_to_end() {
     // Cancel.
     let mut buf = [0u8; 4];
     let r = irecv(&mut buf, 0, 99);
-    assert!(pml().cancel(r));
-    assert!(pml().test(r).expect("cancelled is complete").cancelled);
+    assert!(pml().cancel(r.handle()));
+    assert!(test(r).expect("cancelled is complete").cancelled);
 
     // Unreachable peer.
     assert_eq!(
@@ -528,7 +564,10 @@ fn the_module_table_end_to_end() {
         "pml ob1 isend: the component is not initialized"
     );
     // A request cannot hang on a pml that is gone: complete in error.
-    assert_eq!(pml().test(s).map(|s| s.error), Some(RequestError::Other));
+    assert_eq!(
+        pml().test(s.handle()).map(|s| s.error),
+        Some(RequestError::Other)
+    );
 
     // No usable btl, and none at all.
     assert_eq!(

@@ -65,10 +65,11 @@ mod broken {
     unsafe extern "C" fn irecv_tracked(
         args: &RecvArgs,
         request: &mut u64,
+        status: &mut RequestStatus,
         error: &mut RString,
     ) -> bool {
         // SAFETY: ob1's entry point with the caller's arguments.
-        let ok = unsafe { (MODULE.irecv)(args, request, error) };
+        let ok = unsafe { (MODULE.irecv)(args, request, status, error) };
         if ok {
             issued(*request, false);
         }

@@ -328,6 +328,7 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
         rank,
         size,
         level: required,
+        signals: pml.signals(),
         pml,
         pml_name,
         progress,

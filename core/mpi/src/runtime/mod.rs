@@ -8,11 +8,17 @@
 //!   that it runs the same pml as rank 0.
 //! - Communicators `WORLD` (context id 0) and `SELF` (context id 1); the pml
 //!   works in job ranks, this layer translates.
-//! - Requests are the pml's handles. [`Runtime::wait`] and friends drive one
-//!   progress engine: the functions the pml registered (its btls'; one that
-//!   found nothing in 1024 polls in a row runs every 8th poll only, until it
-//!   finds something), then the pml's own; when nothing happened and `mpi_yield_when_idle` is on (mpirun
-//!   sets it on oversubscribed nodes), the waiting thread yields the CPU.
+//! - Requests are the pml's handles; an operation the pml completed while
+//!   starting it (a send the btl took at once, a receive whose message had
+//!   arrived) carries its outcome in its [`RequestId`] and costs no further
+//!   call. [`Runtime::wait`] and friends drive one progress engine: the
+//!   functions the pml registered (its btls'; one that found nothing in
+//!   1024 polls in a row runs every 8th poll only, until it finds
+//!   something), then the pml's own when its signals say it has work; a
+//!   waiting request is tested again only after a poll in which the pml's
+//!   event counter moved. When nothing happened and `mpi_yield_when_idle`
+//!   is on (mpirun sets it on oversubscribed nodes), the waiting thread
+//!   yields the CPU.
 //! - Thread levels: every call into the pml holds one lock. At `MULTIPLE`
 //!   threads queue on it and waits release it between polls; below
 //!   `MULTIPLE` a call that finds it taken is an error (two threads at once),
@@ -35,7 +41,7 @@ pub use error::{Error, ErrorClass};
 pub use oxmpi_framework_pml::module::SendMode;
 
 use oxmpi_framework_pml::handle::PmlHandle;
-use oxmpi_framework_pml::module::{ProgressFn, RecvArgs, RequestError, SendArgs};
+use oxmpi_framework_pml::module::{PmlSignals, ProgressFn, RecvArgs, RequestError, SendArgs};
 use oxmpi_mca::framework::OpenFramework;
 use std::cell::Cell;
 use std::cell::UnsafeCell;
@@ -89,7 +95,7 @@ impl Comm {
 }
 
 /// The outcome of a receive or probe (`MPI_Status`); sends report zeros.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Status {
     /// Rank of the sender in the communicator used.
     pub source: i32,
@@ -101,9 +107,45 @@ pub struct Status {
     pub cancelled: bool,
 }
 
-/// A request of this process (a pml handle).
+/// A request of this process: a pml handle, or an operation that
+/// completed without error while it started, with its outcome.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub struct RequestId(pub u64);
+pub struct RequestId {
+    /// The pml's handle; 0 for an operation complete at its start.
+    handle: u64,
+    /// The outcome of an operation complete at its start.
+    done: Status,
+}
+
+impl RequestId {
+    /// A request the pml holds under `handle` (not 0).
+    pub fn pending(handle: u64) -> Self {
+        RequestId {
+            handle,
+            done: Status::default(),
+        }
+    }
+
+    /// An operation that completed without error while it started.
+    pub fn completed(status: Status) -> Self {
+        RequestId {
+            handle: 0,
+            done: status,
+        }
+    }
+
+    /// The pml's handle (0 for an operation complete at its start).
+    pub fn handle(&self) -> u64 {
+        self.handle
+    }
+
+    /// The outcome, if the operation completed while it started (nothing
+    /// then needs to wait for it or release it).
+    #[inline]
+    pub fn outcome(&self) -> Option<Status> {
+        (self.handle == 0).then_some(self.done)
+    }
+}
 
 /// State behind the lock.
 #[derive(Default)]
@@ -152,6 +194,8 @@ pub struct Runtime {
     size: u32,
     level: ThreadLevel,
     pml: PmlHandle,
+    /// The pml's event counter and work flag.
+    signals: &'static PmlSignals,
     pml_name: String,
     progress: Vec<ProgressFn>,
     yield_when_idle: bool,
@@ -443,11 +487,13 @@ impl Runtime {
         // SAFETY: the caller keeps the buffer valid and unchanged until
         // the request completes (this function's contract).
         let (kind, mut message) = match unsafe { self.pml.isend(&args) } {
+            // Complete already: a send's status is all zeros.
+            Ok(0) => return Ok(RequestId::completed(Status::default())),
             Ok(handle) => {
                 if comm == Comm::SelfComm {
                     state.on_self.push(handle);
                 }
-                return Ok(RequestId(handle));
+                return Ok(RequestId::pending(handle));
             }
             // The pml's sentence names the peer.
             Err(refused) => refused,
@@ -525,11 +571,17 @@ impl Runtime {
         // SAFETY: the caller keeps the buffer valid and untouched until
         // the request completes (this function's contract).
         match unsafe { self.pml.irecv(&args) } {
-            Ok(handle) => {
+            Ok((0, st)) => Ok(RequestId::completed(Status {
+                source: if comm == Comm::SelfComm { 0 } else { st.source },
+                tag: st.tag,
+                count: st.count,
+                cancelled: st.cancelled,
+            })),
+            Ok((handle, _)) => {
                 if comm == Comm::SelfComm {
                     state.on_self.push(handle);
                 }
-                Ok(RequestId(handle))
+                Ok(RequestId::pending(handle))
             }
             Err(error) => Err(Error::new(
                 ErrorClass::Other,
@@ -555,7 +607,9 @@ impl Runtime {
             *idle = if n == 0 { idle.saturating_add(1) } else { 0 };
             events += n;
         }
-        events += self.pml.progress();
+        if self.signals.has_work() {
+            events += self.pml.progress();
+        }
         if !state.detached.is_empty() {
             let pml = &self.pml;
             state.detached.retain(|&h| {
@@ -578,10 +632,13 @@ impl Runtime {
         }
     }
 
-    /// If `req` is complete: releases it and returns its outcome.
+    /// If `req` (a pml handle) is complete: releases it and returns its
+    /// outcome.
     fn complete(&self, state: &mut State, req: RequestId) -> Option<Result<Status, Error>> {
-        let st = self.pml.test(req.0)?;
-        let on_self = match state.on_self.iter().position(|&h| h == req.0) {
+        let handle = req.handle;
+        // Tests and releases an error-free request in one call.
+        let st = self.pml.take(handle)?;
+        let on_self = match state.on_self.iter().position(|&h| h == handle) {
             Some(i) => {
                 state.on_self.swap_remove(i);
                 true
@@ -596,23 +653,27 @@ impl Runtime {
                 cancelled: st.cancelled,
             }),
             other => {
-                let text = self.pml.request_error(req.0);
+                let text = self.pml.request_error(handle);
                 let class = match other {
                     RequestError::Truncated => ErrorClass::Truncate,
                     RequestError::PeerFailed => ErrorClass::ProcFailed,
                     _ => ErrorClass::Other,
                 };
+                // `take` keeps a request in error for its sentence:
+                // released exactly once, here.
+                self.pml.free(handle);
                 Err(Error::new(class, text))
             }
         };
-        // Complete: released exactly once.
-        self.pml.free(req.0);
         Some(result)
     }
 
     /// Checks `req` once (after one round of progress); `Some` once it is
     /// complete, and then the request is released.
     pub fn test(&self, req: RequestId) -> Option<Result<Status, Error>> {
+        if let Some(done) = req.outcome() {
+            return Some(Ok(done));
+        }
         let mut state = match self.enter() {
             Ok(s) => s,
             Err(e) => return Some(Err(e)),
@@ -620,7 +681,11 @@ impl Runtime {
         if let Some(r) = self.complete(&mut state, req) {
             return Some(r);
         }
+        let seen = self.signals.events();
         self.poll(&mut state);
+        if self.signals.events() == seen {
+            return None;
+        }
         self.complete(&mut state, req)
     }
 
@@ -630,6 +695,9 @@ impl Runtime {
     /// The request's error (`Truncate`: the buffer holds the message's
     /// first bytes; `ProcFailed`; …), or `Finalized`/`ThreadLevel`.
     pub fn wait(&self, req: RequestId) -> Result<Status, Error> {
+        if let Some(done) = req.outcome() {
+            return Ok(done);
+        }
         let mut state = self.enter()?;
         if let Some(r) = self.complete(&mut state, req) {
             return r;
@@ -637,10 +705,17 @@ impl Runtime {
         // Below MULTIPLE/SERIALIZED there is no lock to let go of between
         // polls: the thread stays entered until the request completes.
         let relock = state.lock.is_some();
+        // The counter when the request was last found incomplete: until it
+        // moves, nothing can have completed it.
+        let mut seen = self.signals.events();
         loop {
             let events = self.poll(&mut state);
-            if let Some(r) = self.complete(&mut state, req) {
-                return r;
+            let now = self.signals.events();
+            if now != seen {
+                if let Some(r) = self.complete(&mut state, req) {
+                    return r;
+                }
+                seen = now;
             }
             if relock {
                 drop(state);
@@ -666,6 +741,9 @@ impl Runtime {
                 "wait_any needs at least one request",
             ));
         }
+        if let Some(i) = reqs.iter().position(|r| r.outcome().is_some()) {
+            return Ok((i, Ok(reqs[i].done)));
+        }
         loop {
             let mut state = self.enter()?;
             for (i, &r) in reqs.iter().enumerate() {
@@ -685,17 +763,23 @@ impl Runtime {
     /// (complete it with wait or test; its status says `cancelled`).
     /// `Ok(false)` when too late, or for a send.
     pub fn cancel(&self, req: RequestId) -> Result<bool, Error> {
+        if req.outcome().is_some() {
+            return Ok(false);
+        }
         let _state = self.enter()?;
-        Ok(self.pml.cancel(req.0))
+        Ok(self.pml.cancel(req.handle))
     }
 
     /// Stops watching a send: it still completes, and finalize waits for it.
     pub fn free(&self, req: RequestId) {
+        if req.outcome().is_some() {
+            return;
+        }
         if let Ok(mut state) = self.enter() {
             if let Some(r) = self.complete(&mut state, req) {
                 drop(r);
             } else {
-                state.detached.push(req.0);
+                state.detached.push(req.handle);
             }
         }
     }

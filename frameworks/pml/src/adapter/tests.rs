@@ -485,9 +485,10 @@ fn init_runs_the_btls_and_calls_reach_the_pml() {
         "pml probe init: the component is already initialized (init called twice without finalize)"
     );
 
-    // Entry points answer Rust values.
-    assert_eq!(isend(1), Ok(2));
-    assert_eq!(seen(), ["card Some([101, 99, 104, 111])"]);
+    // Entry points answer Rust values. The probe's send 2 is complete at
+    // once (even handles are): handed back as 0, and released.
+    assert_eq!(isend(1), Ok(0));
+    assert_eq!(seen(), ["card Some([101, 99, 104, 111])", "free 2"]);
     assert_eq!(
         isend(5).unwrap_err(),
         (
@@ -503,8 +504,28 @@ fn init_runs_the_btls_and_calls_reach_the_pml() {
         tag: 2,
         context: 0,
     };
-    // SAFETY: `one` outlives the request (the probe never writes it).
-    assert_eq!(unsafe { pml().irecv(&args) }, Ok(3));
+    assert_eq!(
+        // SAFETY: `one` outlives the request (the probe never writes it).
+        unsafe { pml().irecv(&args) },
+        Ok((3, RequestStatus::default()))
+    );
+    // The next receive (4) is complete at once: handle 0, its status, and
+    // released.
+    assert_eq!(
+        // SAFETY: as above.
+        unsafe { pml().irecv(&args) },
+        Ok((
+            0,
+            RequestStatus {
+                source: 1,
+                tag: 2,
+                count: 4,
+                cancelled: false,
+                error: RequestError::None,
+            }
+        ))
+    );
+    assert_eq!(seen(), ["free 4"]);
     let mut empty = RecvArgs { len: 0, ..args };
     empty.buf = std::ptr::null_mut();
     assert_eq!(
@@ -522,7 +543,21 @@ fn init_runs_the_btls_and_calls_reach_the_pml() {
     );
     pml().free(4);
     assert_eq!(seen(), ["free 4"]);
+    // `take`: `test`, and an error-free complete request is released.
+    assert_eq!(pml().take(3), None);
+    assert_eq!(pml().take(6).map(|s| s.count), Some(6));
+    assert_eq!(seen(), ["free 6"]);
+    // The signals: entries that answer questions leave the event counter
+    // alone, the others move it; the probe keeps the default answer that
+    // `progress` always has work.
+    let signals = pml().signals();
+    let before = signals.events();
+    let _ = (pml().test(3), pml().take(3), pml().iprobe(0, 1, 2));
+    let _ = pml().request_error(3);
+    assert_eq!(signals.events(), before, "a question moved the counter");
     assert_eq!(pml().progress(), 1);
+    assert_eq!(signals.events(), before + 1, "progress did not move it");
+    assert!(signals.has_work());
 
     // The btls' callbacks reach the pml with each btl's index.
     let polls: Vec<ProgressFn> = core.progress.lock().unwrap().clone();
@@ -595,8 +630,8 @@ fn re_entry_is_refused() {
     );
     // The refused callback let the btl keep the payload.
     assert_eq!(*ECHO_RECEIVER.lock().unwrap(), Some(0));
-    // Nothing is poisoned by a refusal.
-    assert_eq!(isend(1), Ok(2));
+    // Nothing is poisoned by a refusal (send 2 is complete at once: 0).
+    assert_eq!(isend(1), Ok(0));
     pml().finalize();
 }
 
@@ -650,7 +685,7 @@ fn a_panic_stops_the_pml_with_the_first_error() {
     pml()
         .init(&IDENTITY, fake_core(), &candidates(&["echo"]))
         .unwrap();
-    assert_eq!(isend(1), Ok(2));
+    assert_eq!(isend(1), Ok(0));
     pml().finalize();
 }
 

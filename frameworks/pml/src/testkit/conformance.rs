@@ -304,6 +304,7 @@ pub fn run(subject: &Subject) {
     requests::iprobe(subject);
     requests::freed_sends_complete(subject);
     requests::stale_handles(subject);
+    requests::take(subject);
     faults::peer_failure(subject);
     faults::peer_failure_mid_transfer(subject);
     for offer in [RdmaOffer::Get, RdmaOffer::Put] {

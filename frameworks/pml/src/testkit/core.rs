@@ -8,12 +8,15 @@
 //! before it is refused and recorded as a violation
 //! ([`KitCore::violations`]). [`KitCore::round`] is one progress round in
 //! the MPI layer's order: every registered progress function, in
-//! registration order, then the pml's own `progress`.
+//! registration order, then the pml's own `progress` when its signals
+//! say it has work. Requests the pml completed during `isend`/`irecv`
+//! (handle 0) are kept here under the kit's own handles, so that a test
+//! treats every request alike ([`super::session::KitPml`]).
 
 use super::loopback::IN_ROUND;
 use crate::handle::{MpiCore, PmlHandle};
-use crate::module::ProgressFn;
-use std::sync::atomic::{AtomicBool, Ordering};
+use crate::module::{ProgressFn, RequestStatus};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 /// The kit's MPI layer (see the module docs). One is made (and leaked:
@@ -24,7 +27,15 @@ pub struct KitCore {
     progress: Mutex<Vec<ProgressFn>>,
     fenced: AtomicBool,
     violations: Mutex<Vec<String>>,
+    /// Requests that completed during `isend`/`irecv` (the pml answered
+    /// handle 0), under the kit's own handles.
+    immediate: Mutex<Vec<(u64, RequestStatus)>>,
+    next_immediate: AtomicU64,
 }
+
+/// The top bit marks the kit's own handles of requests that completed
+/// during `isend`/`irecv`.
+pub(crate) const KIT_HANDLE: u64 = 1 << 63;
 
 fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -40,6 +51,8 @@ impl KitCore {
             progress: Mutex::new(Vec::new()),
             fenced: AtomicBool::new(false),
             violations: Mutex::new(Vec::new()),
+            immediate: Mutex::new(Vec::new()),
+            next_immediate: AtomicU64::new(1),
         }))
     }
 
@@ -64,13 +77,33 @@ impl KitCore {
         locked(&self.violations).clone()
     }
 
-    fn violation(&self, text: String) {
+    pub(crate) fn violation(&self, text: String) {
         locked(&self.violations).push(text);
     }
 
-    /// One progress round: every registered progress function (in
-    /// registration order), then `pml`'s `progress`. Returns the number of
-    /// events all of them reported.
+    /// Keeps the status of a request that completed during `isend` or
+    /// `irecv` under a new kit handle, which it returns.
+    pub(crate) fn keep_immediate(&self, status: RequestStatus) -> u64 {
+        let h = KIT_HANDLE | self.next_immediate.fetch_add(1, Ordering::Relaxed);
+        locked(&self.immediate).push((h, status));
+        h
+    }
+
+    /// The status kept under kit handle `h`; with `release`, forgets it.
+    pub(crate) fn immediate(&self, h: u64, release: bool) -> Option<RequestStatus> {
+        let mut kept = locked(&self.immediate);
+        let i = kept.iter().position(|(k, _)| *k == h)?;
+        let status = kept[i].1;
+        if release {
+            kept.swap_remove(i);
+        }
+        Some(status)
+    }
+
+    /// One progress round, as the MPI layer runs it: every registered
+    /// progress function (in registration order), then `pml`'s `progress`
+    /// if its signals say it has work. Returns the number of events all of
+    /// them reported.
     pub fn round(&self, pml: &PmlHandle) -> usize {
         let mut events = 0;
         let count = locked(&self.progress).len();
@@ -81,7 +114,10 @@ impl KitCore {
             events += poll.run();
         }
         IN_ROUND.store(false, Ordering::Relaxed);
-        events + pml.progress()
+        if pml.signals().has_work() {
+            events += pml.progress();
+        }
+        events
     }
 }
 

@@ -51,7 +51,7 @@ pub mod session;
 pub use self::core::KitCore;
 pub use loopback::{Answer, Behaviour, Placement, RdmaAnswer, RdmaOffer};
 pub use oxmpi_plugin_api::testkit as services;
-pub use session::{Buf, Session, DEADLINE, IDENTITY};
+pub use session::{Buf, KitPml, Session, DEADLINE, IDENTITY};
 
 #[cfg(test)]
 mod tests;

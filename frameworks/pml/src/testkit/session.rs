@@ -10,11 +10,11 @@
 //! and reading a buffer ([`Session::bytes`]) borrows the session, so no
 //! test holds a view of a buffer while the pml may write it.
 
-use super::core::KitCore;
+use super::core::{KitCore, KIT_HANDLE};
 use super::loopback;
 use crate::handle::PmlHandle;
 use crate::module::{
-    BtlCandidate, PmlModule, RecvArgs, RequestError, RequestStatus, SendArgs, SendMode,
+    BtlCandidate, PmlModule, PmlSignals, RecvArgs, RequestError, RequestStatus, SendArgs, SendMode,
 };
 use oxmpi_framework_btl::module::JobIdentity;
 use oxmpi_plugin_api::testkit;
@@ -106,10 +106,14 @@ impl Session {
         })
     }
 
-    /// The pml's handle (its `test`, `free`, `cancel`, `iprobe`,
-    /// `request_error` need no buffer).
-    pub fn pml(&self) -> PmlHandle {
-        self.pml
+    /// The pml's entry points that need no buffer (`test`, `take`,
+    /// `free`, `cancel`, `iprobe`, `request_error`), which also answer for
+    /// the requests that completed during `isend`/`irecv`.
+    pub fn pml(&self) -> KitPml {
+        KitPml {
+            pml: self.pml,
+            core: self.core,
+        }
     }
 
     /// The session's MPI layer.
@@ -177,7 +181,10 @@ impl Session {
         // session hands out no writable view of it while the pml may
         // read it (a test rewrites a buffer only after its send
         // completed).
-        unsafe { self.pml.isend(&args) }
+        match unsafe { self.pml.isend(&args) }? {
+            0 => Ok(self.core.keep_immediate(RequestStatus::default())),
+            h => Ok(h),
+        }
     }
 
     /// Posts a receive into the first `len` bytes of `buf`.
@@ -210,7 +217,10 @@ impl Session {
             context,
         };
         // SAFETY: as in `isend`; nothing else writes the buffer.
-        unsafe { self.pml.irecv(&args) }
+        match unsafe { self.pml.irecv(&args) }? {
+            (0, status) => Ok(self.core.keep_immediate(status)),
+            (h, _) => Ok(h),
+        }
     }
 
     /// One progress round ([`KitCore::round`]).
@@ -232,11 +242,18 @@ impl Session {
     /// After [`DEADLINE`] without completion, naming `what`.
     pub fn wait(&mut self, request: u64, what: &str) -> RequestStatus {
         let start = Instant::now();
+        let pml = self.pml();
         loop {
-            if let Some(status) = self.pml.test(request) {
+            if let Some(status) = pml.test(request) {
                 return status;
             }
+            let before = self.pml.signals().events();
             self.round();
+            if self.pml.signals().events() == before && pml.test(request).is_some() {
+                self.core.violation(format!(
+                    "{what}: request {request:#x} completed while the pml's event counter stayed at {before} (a waiting MPI layer would not have tested it again)"
+                ));
+            }
             if start.elapsed() > DEADLINE {
                 panic!(
                     "{what}: request {request:#x} did not complete within {} s of progress",
@@ -295,5 +312,76 @@ impl Drop for Session {
             // the pml's finalize (nothing points into it any more).
             drop(unsafe { Box::from_raw(raw) });
         }
+    }
+}
+
+/// The pml as a session's test sees it (from [`Session::pml`]): its
+/// entry points that need no buffer, which also answer for the requests
+/// that completed during `isend`/`irecv` (kept by the kit under handles
+/// with the top bit set, which a pml's own handles never reach here).
+#[derive(Clone, Copy)]
+pub struct KitPml {
+    pml: PmlHandle,
+    core: &'static KitCore,
+}
+
+/// What `test` answers for a handle nobody knows (as a pml does).
+const UNKNOWN: RequestStatus = crate::adapter::BROKEN;
+
+impl KitPml {
+    /// The pml's `test` (a kit handle: its kept status).
+    pub fn test(&self, request: u64) -> Option<RequestStatus> {
+        if request & KIT_HANDLE != 0 {
+            return Some(self.core.immediate(request, false).unwrap_or(UNKNOWN));
+        }
+        self.pml.test(request)
+    }
+
+    /// The pml's `take` (a kit handle: its kept status, released).
+    pub fn take(&self, request: u64) -> Option<RequestStatus> {
+        if request & KIT_HANDLE != 0 {
+            return Some(self.core.immediate(request, true).unwrap_or(UNKNOWN));
+        }
+        self.pml.take(request)
+    }
+
+    /// The pml's `free` (a kit handle: released).
+    pub fn free(&self, request: u64) {
+        if request & KIT_HANDLE != 0 {
+            self.core.immediate(request, true);
+            return;
+        }
+        self.pml.free(request)
+    }
+
+    /// The pml's `cancel` (a kit handle: complete already, so false).
+    pub fn cancel(&self, request: u64) -> bool {
+        request & KIT_HANDLE == 0 && self.pml.cancel(request)
+    }
+
+    /// The pml's `request_error`.
+    pub fn request_error(&self, request: u64) -> String {
+        if request & KIT_HANDLE != 0 {
+            return match self.core.immediate(request, false) {
+                Some(_) => format!("request {request:#x} completed without error during its start"),
+                None => format!("the kit has no request {request:#x}: it was freed"),
+            };
+        }
+        self.pml.request_error(request)
+    }
+
+    /// The pml's `iprobe`.
+    pub fn iprobe(&self, context: u32, source: i32, tag: i32) -> Option<RequestStatus> {
+        self.pml.iprobe(context, source, tag)
+    }
+
+    /// The pml's `progress`.
+    pub fn progress(&self) -> usize {
+        self.pml.progress()
+    }
+
+    /// The pml's signals.
+    pub fn signals(&self) -> &'static PmlSignals {
+        self.pml.signals()
     }
 }

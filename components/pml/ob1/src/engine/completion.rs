@@ -74,6 +74,19 @@ impl<T: Transport> Engine<T> {
         }
     }
 
+    /// `PmlModule::take`: `test`, releasing an error-free complete
+    /// request with the same lookup.
+    #[inline]
+    pub(crate) fn take(&mut self, h: u64) -> Option<RequestStatus> {
+        let status = self.test(h)?;
+        if status.error == RequestError::None {
+            // Complete, not detached (a detached or unknown handle answers
+            // an error): released here.
+            self.requests.remove(h);
+        }
+        Some(status)
+    }
+
     /// `PmlModule::free`.
     #[inline]
     pub(crate) fn free(&mut self, h: u64) {

@@ -66,7 +66,8 @@ impl<T: Transport> Engine<T> {
             ));
         };
         let lane = route.next_eager();
-        let info = &self.modules[route.lanes[lane].module].info;
+        let (first_module, first_endpoint) = (route.lanes[lane].module, route.lanes[lane].endpoint);
+        let info = &self.modules[first_module].info;
         let sync = args.mode == SendMode::Synchronous;
         // RDMA for what the send pipeline would move in FRAGs.
         let rdma = self.use_rdma && args.len > info.rndv_eager_limit && args.len >= route.min_rdma;
@@ -79,6 +80,36 @@ impl<T: Transport> Engine<T> {
         };
         let offer_put = protocol == Protocol::Rendezvous && rdma && route.all_put;
         let sequence = peer.next_sequence(args.context);
+        let mut outcome = None;
+        if protocol == Protocol::Eager {
+            // The MATCH goes out before any request exists: a btl that
+            // takes it at once (`Done`) leaves nothing to track, and the
+            // send completes here (handle 0). Otherwise the request is made
+            // in the slot whose handle the btl was given as the cookie.
+            let header = Header::Match(MatchInfo {
+                context: args.context,
+                source: self.rank,
+                tag: args.tag,
+                sequence,
+                len: args.len as u64,
+            });
+            let mut bytes = [0u8; 64];
+            let n = header.encode(&mut bytes);
+            let m = &self.modules[first_module];
+            let sent = self.transport.send(
+                m.btl,
+                m.index,
+                first_endpoint,
+                &bytes[..n],
+                nonnull(args.buf, args.len),
+                args.len,
+                self.requests.vacant(),
+            );
+            if sent == SendOutcome::Done {
+                return Ok(0);
+            }
+            outcome = Some((sent, first_module));
+        }
         let h = self.requests.insert_with(|| {
             Request::new(Op::Send(SendReq {
                 buf: args.buf,
@@ -102,10 +133,36 @@ impl<T: Transport> Engine<T> {
                 offer_put,
             }))
         });
-        if !self.start(h) {
-            self.active.push_back(h);
+        match outcome {
+            None => {
+                if !self.start(h) {
+                    self.active.push_back(h);
+                }
+            }
+            Some((sent, module)) => self.started_eager(h, sent, dest, module),
         }
         Ok(h)
+    }
+
+    /// Records what the btl answered for the MATCH of eager send `h`,
+    /// sent before its request existed (see `isend`).
+    fn started_eager(&mut self, h: u64, sent: SendOutcome, dest: u32, module: usize) {
+        match sent {
+            SendOutcome::WouldBlock => self.active.push_back(h),
+            SendOutcome::Done | SendOutcome::Queued => {
+                if let Some(Request {
+                    op: Op::Send(s), ..
+                }) = self.requests.get_mut(h)
+                {
+                    s.started = true;
+                    if sent == SendOutcome::Queued {
+                        s.outstanding += 1;
+                    }
+                }
+                self.check_send(h);
+            }
+            SendOutcome::Failed => self.send_failed(dest, module),
+        }
     }
 
     /// Sends the first fragment of send `h` (MATCH or RNDV). False if the
@@ -303,6 +360,13 @@ impl<T: Transport> Engine<T> {
             }
         }
         sent
+    }
+
+    /// Whether [`progress`](Self::progress) has anything to do: queued
+    /// ACKs and FINs, or sends and receives waiting for a btl.
+    #[inline]
+    pub(crate) fn has_work(&self) -> bool {
+        !self.ctrl.is_empty() || !self.active.is_empty()
     }
 
     /// The pml's own progress (`PmlModule::progress`): sends queued ACKs,

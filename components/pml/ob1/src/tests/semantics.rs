@@ -216,7 +216,12 @@ fn stale_handles_are_refused() {
         e.free(h);
         e.on_send_done(h);
     }
-    let s = w.isend(0, 1, b"x", 0, SendMode::Standard).unwrap();
+    // A synchronous send (it waits for the match, so it has a handle).
+    let mut one = [0u8; 1];
+    w.irecv(1, &mut one, 0, 0);
+    let s = w.isend(0, 1, b"x", 0, SendMode::Synchronous).unwrap();
+    assert_ne!(s, 0);
+    w.settle();
     assert!(w.done(0, s));
     assert_eq!(
         w.engines[0].request_error(s),

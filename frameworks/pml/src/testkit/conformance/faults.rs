@@ -43,7 +43,7 @@ pub(super) fn lifecycle(subject: &Subject) {
     };
     // SAFETY: as above; a refused receive writes nothing.
     match unsafe { pml.irecv(&rargs) } {
-        Ok(h) => panic!("{at}: irecv before init answered request {h:#x}"),
+        Ok((h, _)) => panic!("{at}: irecv before init answered request {h:#x}"),
         Err(why) => assert!(
             !why.trim().is_empty(),
             "{at}: irecv before init: no sentence"

@@ -1,13 +1,13 @@
 //! Request checks: synchronous sends, cancel, iprobe, freed sends, stale
-//! handles.
+//! handles, `take`.
 
 use super::{
     check_data, check_guard, check_sent, check_status, end, message, recv_buffer, start, Behaviour,
     Subject, CANARY,
 };
-use crate::handle::PmlHandle;
 use crate::module::{RequestError, SendMode, ANY_SOURCE, ANY_TAG};
 use crate::testkit::loopback;
+use crate::testkit::session::KitPml;
 
 /// Check 5: A synchronous send completes only after a receive matched it
 /// (under `behaviour`).
@@ -255,7 +255,7 @@ pub(super) fn freed_sends_complete(subject: &Subject) {
 }
 
 /// Checks that `handle` is refused without a panic.
-fn refused(pml: &PmlHandle, handle: u64, at: &str) {
+fn refused(pml: &KitPml, handle: u64, at: &str) {
     match pml.test(handle) {
         None => panic!(
             "{at}: test of handle {handle:#x} answered \"not complete\" (a wait on it would hang)"
@@ -338,5 +338,53 @@ pub(super) fn stale_handles(subject: &Subject) {
     );
     let stats = loopback::stats();
     assert!(stats.delivered > 0, "{at}: nothing went through the btl");
+    end(s, &at);
+}
+
+/// Check 5: `take` answers like `test`, releases a request that completed
+/// without error, and keeps one that completed in error until `free`.
+pub(super) fn take(subject: &Subject) {
+    let at = format!("pml {} (take)", subject.component);
+    let mut s = start(subject, Behaviour::DEFAULT, &at);
+    let pml = s.pml();
+    // Posted first, so the pml cannot complete it during `irecv`.
+    let b = recv_buffer(&mut s, 40);
+    let r = s.irecv(b, 40, 0, 7, 0).expect("irecv");
+    assert_eq!(pml.take(r), None, "{at}: take of a receive with no message");
+    let (sbuf, msg) = message(&mut s, 40, 9);
+    let sreq = s.isend(sbuf, 0, 7, 0, SendMode::Standard).expect("isend");
+    s.wait(r, &format!("{at}: the receive"));
+    let got = pml
+        .take(r)
+        .unwrap_or_else(|| panic!("{at}: take of a complete receive answered \"not complete\""));
+    check_status(got, 7, 40, RequestError::None, &at);
+    check_data(&s, b, &msg, &at);
+    refused(&pml, r, &format!("{at}: a receive released by take"));
+    s.wait(sreq, &format!("{at}: the send"));
+    check_sent(pml.take(sreq).expect("take of a complete send"), &at);
+    refused(&pml, sreq, &format!("{at}: a send released by take"));
+
+    // Truncated: in error, so kept for request_error until free.
+    let b = recv_buffer(&mut s, 4);
+    let r = s.irecv(b, 4, 0, 8, 0).expect("irecv");
+    let (sbuf, _) = message(&mut s, 16, 10);
+    let sreq = s.isend(sbuf, 0, 8, 0, SendMode::Standard).expect("isend");
+    s.wait(r, &format!("{at}: the truncated receive"));
+    let got = pml.take(r).expect("take of a truncated receive");
+    assert_eq!(got.error, RequestError::Truncated, "{at}: {got:?}");
+    let again = pml.take(r);
+    assert_eq!(
+        again.map(|st| st.error),
+        Some(RequestError::Truncated),
+        "{at}: a receive in error must stay until free"
+    );
+    assert!(
+        !pml.request_error(r).trim().is_empty(),
+        "{at}: no sentence for the truncated receive"
+    );
+    pml.free(r);
+    refused(&pml, r, &format!("{at}: a truncated receive after free"));
+    s.wait(sreq, &format!("{at}: the truncated message's send"));
+    pml.free(sreq);
     end(s, &at);
 }
