@@ -294,6 +294,11 @@ impl LocalScope<'_> {
 
 impl Drop for LocalScope<'_> {
     fn drop(&mut self) {
+        // Usually every request completed: nothing to collect.
+        let overflow = self.overflow.get_mut().unwrap_or_else(|e| e.into_inner());
+        if overflow.live() == 0 && self.inline.iter_mut().all(|s| *s.get_mut() == 0) {
+            return;
+        }
         let ids = self.drain();
         if ids.is_empty() {
             return;

@@ -200,10 +200,27 @@ pub trait Exported: Pml {
 }
 
 /// Records in `P`'s signals an entry that may have completed requests or
-/// queued work (see [`PmlSignals`]).
+/// queued work, and releases the watched request if it completed without
+/// error (see [`PmlSignals`]).
 #[inline(always)]
-fn record<P: Exported>(p: &P) {
-    P::signals().record(p.has_work());
+fn record<P: Exported>(p: &mut P) {
+    let signals = P::signals();
+    signals.record(p.has_work());
+    let watched = signals.watched();
+    if watched != 0 {
+        release_watched(p, signals, watched);
+    }
+}
+
+/// The watched request, if complete without error: released and published.
+#[inline]
+fn release_watched<P: Pml>(p: &mut P, signals: &PmlSignals, watched: u64) {
+    if let Some(status) = p.test(watched) {
+        if status.error == RequestError::None {
+            p.free(watched);
+            signals.publish_release(watched, &status);
+        }
+    }
 }
 
 /// What the MPI layer offers the pml during and after `init`: the modex
@@ -487,13 +504,7 @@ unsafe extern "C" fn init<P: Exported>(
             receiver: receiver::<P>(index),
         })
         .collect();
-    let signals = P::signals();
-    signals
-        .events
-        .store(0, std::sync::atomic::Ordering::Relaxed);
-    signals
-        .work
-        .store(true, std::sync::atomic::Ordering::Relaxed);
+    P::signals().reset();
     let installed = P::instance().install(context, || {
         P::init(context, identity, Core::new(core), &candidates)
     });

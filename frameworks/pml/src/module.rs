@@ -28,8 +28,10 @@
 //! - **Signals.** [`signals`](PmlModule::signals) gives a block of words
 //!   the pml keeps current ([`PmlSignals`]): a counter of entries that may
 //!   have completed requests, so a waiting caller tests again only after
-//!   one, and whether [`progress`](PmlModule::progress) has work, so it is
-//!   called only then.
+//!   one; whether [`progress`](PmlModule::progress) has work, so it is
+//!   called only then; and a watched request, which the pml releases as
+//!   soon as it completes without error, publishing its status, so the
+//!   waiter needs no further call.
 //!   A handle the pml does not know — freed, or never issued — is refused:
 //!   `test` answers it complete with an error (never "not complete", so no
 //!   wait hangs, and never the status of a request issued since),
@@ -52,7 +54,7 @@ use abi_stable::StableAbi;
 use oxmpi_framework_btl::module::{BtlComponentModule, JobIdentity};
 use oxmpi_plugin_api::ComponentContext;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
 
 /// The source of a receive that accepts every sender (`MPI_ANY_SOURCE`).
 pub const ANY_SOURCE: i32 = -1;
@@ -190,16 +192,90 @@ pub struct PmlSignals {
     /// Whether [`PmlModule::progress`] has work (queued sends or
     /// acknowledgements); while false the MPI layer does not call it.
     pub work: AtomicBool,
+    /// The request a caller that stays entered between polls waits for (0:
+    /// none), written by the MPI layer. When an entry point that moves
+    /// `events` finds it complete without error, the pml releases it (as
+    /// `take` would) and publishes its handle in `released` and its status
+    /// in the `released_*` words, so the waiter needs no `take`.
+    pub watched: AtomicU64,
+    /// The watched request the pml released (0: none since the watch was
+    /// set).
+    pub released: AtomicU64,
+    /// Its status's `source`.
+    pub released_source: AtomicI32,
+    /// Its status's `tag`.
+    pub released_tag: AtomicI32,
+    /// Its status's `count`.
+    pub released_count: AtomicU64,
+    /// Its status's `cancelled` (1) or not (0).
+    pub released_cancelled: AtomicU8,
 }
 
 impl PmlSignals {
-    /// A block with no events and work pending (so `progress` runs until
-    /// the pml says otherwise).
+    /// A block with no events, work pending (so `progress` runs until the
+    /// pml says otherwise) and nothing watched.
     pub const fn new() -> Self {
         PmlSignals {
             events: AtomicU64::new(0),
             work: AtomicBool::new(true),
+            watched: AtomicU64::new(0),
+            released: AtomicU64::new(0),
+            released_source: AtomicI32::new(0),
+            released_tag: AtomicI32::new(0),
+            released_count: AtomicU64::new(0),
+            released_cancelled: AtomicU8::new(0),
         }
+    }
+
+    /// Forgets every event, watch and release (a pml's `init`).
+    pub fn reset(&self) {
+        self.events.store(0, Ordering::Relaxed);
+        self.work.store(true, Ordering::Relaxed);
+        self.watched.store(0, Ordering::Relaxed);
+        self.released.store(0, Ordering::Relaxed);
+    }
+
+    /// The MPI layer: watch `request` (0: stop watching).
+    #[inline]
+    pub fn watch(&self, request: u64) {
+        self.watched.store(request, Ordering::Relaxed);
+        self.released.store(0, Ordering::Relaxed);
+    }
+
+    /// The request being watched (0: none).
+    #[inline]
+    pub fn watched(&self) -> u64 {
+        self.watched.load(Ordering::Relaxed)
+    }
+
+    /// The pml: the watched request completed without error with `status`
+    /// and was released.
+    #[inline]
+    pub fn publish_release(&self, request: u64, status: &RequestStatus) {
+        self.released_source.store(status.source, Ordering::Relaxed);
+        self.released_tag.store(status.tag, Ordering::Relaxed);
+        self.released_count
+            .store(status.count as u64, Ordering::Relaxed);
+        self.released_cancelled
+            .store(u8::from(status.cancelled), Ordering::Relaxed);
+        self.released.store(request, Ordering::Relaxed);
+        self.watched.store(0, Ordering::Relaxed);
+    }
+
+    /// The MPI layer: the status of `request` if the pml released it
+    /// while it was watched.
+    #[inline]
+    pub fn released(&self, request: u64) -> Option<RequestStatus> {
+        if self.released.load(Ordering::Relaxed) != request {
+            return None;
+        }
+        Some(RequestStatus {
+            source: self.released_source.load(Ordering::Relaxed),
+            tag: self.released_tag.load(Ordering::Relaxed),
+            count: self.released_count.load(Ordering::Relaxed) as usize,
+            cancelled: self.released_cancelled.load(Ordering::Relaxed) != 0,
+            error: RequestError::None,
+        })
     }
 
     /// The event counter's value.

@@ -210,7 +210,7 @@ pub struct RemovedContext<T> {
 /// let (e0, p0) = msg(0, 7, b"first");
 /// let Incoming::Matched(got) = m.incoming(e0, p0) else { panic!() };
 /// assert_eq!((got.recv, got.payload.as_slice()), (RecvId(42), &b"first"[..]));
-/// assert!(got.truncated); // 5 bytes for a 4-byte buffer: MPI_ERR_TRUNCATE
+/// assert!(got.truncated()); // 5 bytes for a 4-byte buffer: MPI_ERR_TRUNCATE
 /// assert_eq!(got.status().count, 4);
 /// // Sequence 0 released sequence 1: it is queued as unexpected now.
 /// let Some(Incoming::Queued(_)) = m.next_released() else { panic!() };

@@ -300,26 +300,30 @@ pub struct Match<T> {
     /// What the caller stored with the message (eager data, a rendezvous
     /// handle, …).
     pub payload: T,
-    /// Whether the message is longer than the buffer. It still matched
-    /// (MPI semantics: the receive completes with the first `capacity`
-    /// bytes and `MPI_ERR_TRUNCATE` in its status).
-    pub truncated: bool,
 }
 
 impl<T> Match<T> {
+    /// Whether the message is longer than the buffer. It still matched
+    /// (MPI semantics: the receive completes with the first `capacity`
+    /// bytes and `MPI_ERR_TRUNCATE` in its status). Computed, not stored: a
+    /// flag byte in the moved value cost a stalled reload on every match.
+    #[inline]
+    pub const fn truncated(&self) -> bool {
+        self.envelope.len > self.capacity
+    }
+
     pub(crate) fn new(recv: &PostedRecv, envelope: Envelope, payload: T) -> Match<T> {
         Match {
             recv: recv.id,
             capacity: recv.capacity,
             envelope,
             payload,
-            truncated: envelope.len > recv.capacity,
         }
     }
 
     /// The bytes to deliver: the message length, at most the capacity.
     pub const fn count(&self) -> usize {
-        if self.truncated {
+        if self.truncated() {
             self.capacity
         } else {
             self.envelope.len
@@ -333,7 +337,7 @@ impl<T> Match<T> {
             source: self.envelope.source,
             tag: self.envelope.tag,
             count: self.count(),
-            error: if self.truncated {
+            error: if self.truncated() {
                 Some(MatchError::Truncated {
                     len: self.envelope.len,
                     capacity: self.capacity,

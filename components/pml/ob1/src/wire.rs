@@ -188,6 +188,20 @@ fn decode_info(b: &[u8]) -> MatchInfo {
     }
 }
 
+/// The MatchInfo of a MATCH header, if `b` is one (the eager path's
+/// decoding, field by field: no [`Header`] value is built and moved).
+#[inline(always)]
+pub(crate) fn match_info(b: &[u8]) -> Option<MatchInfo> {
+    (b.len() >= MATCH_LEN && b[0] == MATCH).then(|| decode_info(b))
+}
+
+/// Writes a MATCH header for `info` into `out`; its length.
+#[inline(always)]
+pub(crate) fn encode_match(info: &MatchInfo, out: &mut [u8; 64]) -> usize {
+    encode_info(out, MATCH, 0, info);
+    MATCH_LEN
+}
+
 #[inline]
 fn encode_info(out: &mut [u8], kind: u8, flags: u8, info: &MatchInfo) {
     out[0] = kind;
@@ -413,5 +427,34 @@ mod tests {
             Header::decode(&[ACK, 0, 0]).unwrap_err().to_string(),
             "a truncated ACK header (3 of 40 bytes)"
         );
+    }
+
+    #[test]
+    fn the_eager_path_encodes_and_decodes_a_match_like_the_header() {
+        let info = MatchInfo {
+            context: 7,
+            source: 3,
+            tag: -5,
+            sequence: u64::MAX - 1,
+            len: 1 << 40,
+        };
+        let mut direct = [0u8; 64];
+        let n = encode_match(&info, &mut direct);
+        let mut general = [0u8; 64];
+        assert_eq!(n, Header::Match(info).encode(&mut general));
+        assert_eq!(direct[..n], general[..n]);
+        assert_eq!(match_info(&direct[..n]), Some(info));
+        assert_eq!(Header::decode(&direct[..n]).unwrap(), Header::Match(info));
+        // Anything else is left to the general decoder.
+        assert_eq!(match_info(&direct[..n - 1]), None, "short");
+        let mut rndv = [0u8; 64];
+        let m = Header::Rndv {
+            info,
+            flags: 0,
+            sender: 9,
+        }
+        .encode(&mut rndv);
+        assert_eq!(match_info(&rndv[..m]), None, "a RNDV");
+        assert_eq!(match_info(&[]), None, "empty");
     }
 }

@@ -109,20 +109,31 @@ pub struct Status {
 
 /// A request of this process: a pml handle, or an operation that
 /// completed without error while it started, with its outcome.
+///
+/// Three words, each written whole: the caller reads the value right
+/// after the call, and a word assembled from narrower stores cannot be
+/// forwarded to that read (the processor waits for the stores to land).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RequestId {
     /// The pml's handle; 0 for an operation complete at its start.
     handle: u64,
-    /// The outcome of an operation complete at its start.
-    done: Status,
+    /// The outcome of an operation complete at its start: source (high
+    /// half) and tag (low half).
+    source_tag: u64,
+    /// Its byte count, with `cancelled` in the top bit.
+    count_cancelled: u64,
 }
+
+/// The `cancelled` bit of [`RequestId::count_cancelled`].
+const CANCELLED_BIT: u64 = 1 << 63;
 
 impl RequestId {
     /// A request the pml holds under `handle` (not 0).
     pub fn pending(handle: u64) -> Self {
         RequestId {
             handle,
-            done: Status::default(),
+            source_tag: 0,
+            count_cancelled: 0,
         }
     }
 
@@ -130,7 +141,8 @@ impl RequestId {
     pub fn completed(status: Status) -> Self {
         RequestId {
             handle: 0,
-            done: status,
+            source_tag: (u64::from(status.source as u32) << 32) | u64::from(status.tag as u32),
+            count_cancelled: status.count as u64 | if status.cancelled { CANCELLED_BIT } else { 0 },
         }
     }
 
@@ -143,7 +155,12 @@ impl RequestId {
     /// then needs to wait for it or release it).
     #[inline]
     pub fn outcome(&self) -> Option<Status> {
-        (self.handle == 0).then_some(self.done)
+        (self.handle == 0).then_some(Status {
+            source: (self.source_tag >> 32) as u32 as i32,
+            tag: self.source_tag as u32 as i32,
+            count: (self.count_cancelled & !CANCELLED_BIT) as usize,
+            cancelled: self.count_cancelled & CANCELLED_BIT != 0,
+        })
     }
 }
 
@@ -159,6 +176,28 @@ struct State {
     idle_polls: Vec<u32>,
     /// Polls so far (wrapping).
     polls: u32,
+    /// The request started last and the pml's event counter right after:
+    /// while the counter has not moved, that request is not complete, and a
+    /// wait or test need not ask.
+    fresh: (u64, u64),
+}
+
+/// A request the pml watches while a wait runs (see
+/// [`PmlSignals::watch`]); the watch ends when this is dropped, however the
+/// wait ends.
+struct Watch(&'static PmlSignals);
+
+impl Watch {
+    fn new(signals: &'static PmlSignals, request: u64) -> Self {
+        signals.watch(request);
+        Watch(signals)
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.0.watch(0);
+    }
 }
 
 /// Polls in a row that found nothing after which a progress function is
@@ -354,6 +393,7 @@ impl Runtime {
     /// lock is an error; at `SINGLE`/`FUNNELED` only the initializing thread
     /// gets in, and no lock is needed (one atomic load and a thread-local
     /// read).
+    #[inline]
     fn enter(&self) -> Result<Entered<'_>, Error> {
         if PHASE.load(Ordering::Acquire) != PHASE_RUNNING {
             return Err(Error::new(
@@ -443,6 +483,7 @@ impl Runtime {
     /// `Rank`, `Tag`, `Unreachable` (the message names the peer and each
     /// btl's reason, and says when the `self` btl is missing), `ProcFailed`,
     /// `Finalized`, `ThreadLevel`.
+    #[inline]
     pub unsafe fn isend(
         &self,
         comm: Comm,
@@ -466,6 +507,7 @@ impl Runtime {
     /// As [`Runtime::isend`]: the buffer stays valid and unchanged until
     /// the request completes.
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     unsafe fn start_send(
         &self,
         state: &mut State,
@@ -486,18 +528,25 @@ impl Runtime {
         };
         // SAFETY: the caller keeps the buffer valid and unchanged until
         // the request completes (this function's contract).
-        let (kind, mut message) = match unsafe { self.pml.isend(&args) } {
+        match unsafe { self.pml.isend(&args) } {
             // Complete already: a send's status is all zeros.
-            Ok(0) => return Ok(RequestId::completed(Status::default())),
+            Ok(0) => Ok(RequestId::completed(Status::default())),
             Ok(handle) => {
                 if comm == Comm::SelfComm {
                     state.on_self.push(handle);
                 }
-                return Ok(RequestId::pending(handle));
+                state.fresh = (handle, self.signals.events());
+                Ok(RequestId::pending(handle))
             }
             // The pml's sentence names the peer.
-            Err(refused) => refused,
-        };
+            Err((kind, message)) => Err(self.send_refused(dest, kind, message)),
+        }
+    }
+
+    /// The error of a send the pml refused: its sentence, with the hints
+    /// about btls.
+    #[cold]
+    fn send_refused(&self, dest: u32, kind: RequestError, mut message: String) -> Error {
         let class = match kind {
             RequestError::Unreachable => ErrorClass::Unreachable,
             RequestError::PeerFailed => ErrorClass::ProcFailed,
@@ -520,7 +569,7 @@ impl Runtime {
                 add(hint);
             }
         }
-        Err(Error::new(class, message))
+        Error::new(class, message)
     }
 
     /// Posts a receive into `len` bytes at `buf` from rank `source` of
@@ -532,6 +581,7 @@ impl Runtime {
     ///
     /// # Errors
     /// `Rank`, `Tag`, `Finalized`, `ThreadLevel`, or the pml's refusal.
+    #[inline]
     pub unsafe fn irecv(
         &self,
         comm: Comm,
@@ -552,6 +602,7 @@ impl Runtime {
     /// # Safety
     /// As [`Runtime::irecv`]: the buffer stays valid and untouched until
     /// the request completes.
+    #[inline]
     unsafe fn start_recv(
         &self,
         state: &mut State,
@@ -581,13 +632,20 @@ impl Runtime {
                 if comm == Comm::SelfComm {
                     state.on_self.push(handle);
                 }
+                state.fresh = (handle, self.signals.events());
                 Ok(RequestId::pending(handle))
             }
-            Err(error) => Err(Error::new(
-                ErrorClass::Other,
-                format!("cannot post the receive: {error}"),
-            )),
+            Err(error) => Err(Self::recv_refused(error)),
         }
+    }
+
+    /// The error of a receive the pml refused.
+    #[cold]
+    fn recv_refused(error: String) -> Error {
+        Error::new(
+            ErrorClass::Other,
+            format!("cannot post the receive: {error}"),
+        )
     }
 
     /// One round of the progress engine (under the lock).
@@ -632,12 +690,30 @@ impl Runtime {
         }
     }
 
+    /// Whether `req` may be complete: false only for the request started
+    /// last while nothing happened since (no call needed to know).
+    #[inline]
+    fn may_be_complete(&self, state: &State, req: RequestId) -> bool {
+        state.fresh != (req.handle, self.signals.events())
+    }
+
     /// If `req` (a pml handle) is complete: releases it and returns its
     /// outcome.
     fn complete(&self, state: &mut State, req: RequestId) -> Option<Result<Status, Error>> {
         let handle = req.handle;
         // Tests and releases an error-free request in one call.
         let st = self.pml.take(handle)?;
+        Some(self.outcome(state, handle, st))
+    }
+
+    /// The outcome of request `handle`, which completed with `st` (and was
+    /// released, unless in error: then it is released here).
+    fn outcome(
+        &self,
+        state: &mut State,
+        handle: u64,
+        st: oxmpi_framework_pml::module::RequestStatus,
+    ) -> Result<Status, Error> {
         let on_self = match state.on_self.iter().position(|&h| h == handle) {
             Some(i) => {
                 state.on_self.swap_remove(i);
@@ -645,7 +721,7 @@ impl Runtime {
             }
             None => false,
         };
-        let result = match st.error {
+        match st.error {
             RequestError::None => Ok(Status {
                 source: if on_self { 0 } else { st.source },
                 tag: st.tag,
@@ -664,22 +740,29 @@ impl Runtime {
                 self.pml.free(handle);
                 Err(Error::new(class, text))
             }
-        };
-        Some(result)
+        }
     }
 
     /// Checks `req` once (after one round of progress); `Some` once it is
     /// complete, and then the request is released.
+    #[inline]
     pub fn test(&self, req: RequestId) -> Option<Result<Status, Error>> {
-        if let Some(done) = req.outcome() {
-            return Some(Ok(done));
+        match req.outcome() {
+            Some(done) => Some(Ok(done)),
+            None => self.test_pending(req),
         }
+    }
+
+    /// [`Runtime::test`] for a request the pml holds.
+    fn test_pending(&self, req: RequestId) -> Option<Result<Status, Error>> {
         let mut state = match self.enter() {
             Ok(s) => s,
             Err(e) => return Some(Err(e)),
         };
-        if let Some(r) = self.complete(&mut state, req) {
-            return Some(r);
+        if self.may_be_complete(&state, req) {
+            if let Some(r) = self.complete(&mut state, req) {
+                return Some(r);
+            }
         }
         let seen = self.signals.events();
         self.poll(&mut state);
@@ -694,17 +777,27 @@ impl Runtime {
     /// # Errors
     /// The request's error (`Truncate`: the buffer holds the message's
     /// first bytes; `ProcFailed`; …), or `Finalized`/`ThreadLevel`.
+    #[inline]
     pub fn wait(&self, req: RequestId) -> Result<Status, Error> {
-        if let Some(done) = req.outcome() {
-            return Ok(done);
+        match req.outcome() {
+            Some(done) => Ok(done),
+            None => self.wait_pending(req),
         }
+    }
+
+    /// [`Runtime::wait`] for a request the pml holds.
+    fn wait_pending(&self, req: RequestId) -> Result<Status, Error> {
         let mut state = self.enter()?;
-        if let Some(r) = self.complete(&mut state, req) {
-            return r;
+        if self.may_be_complete(&state, req) {
+            if let Some(r) = self.complete(&mut state, req) {
+                return r;
+            }
         }
         // Below MULTIPLE/SERIALIZED there is no lock to let go of between
-        // polls: the thread stays entered until the request completes.
+        // polls: the thread stays entered until the request completes, and
+        // has the pml watch it (released as it completes, no `take`).
         let relock = state.lock.is_some();
+        let _watch = (!relock).then(|| Watch::new(self.signals, req.handle));
         // The counter when the request was last found incomplete: until it
         // moves, nothing can have completed it.
         let mut seen = self.signals.events();
@@ -712,6 +805,11 @@ impl Runtime {
             let events = self.poll(&mut state);
             let now = self.signals.events();
             if now != seen {
+                if !relock {
+                    if let Some(st) = self.signals.released(req.handle) {
+                        return self.outcome(&mut state, req.handle, st);
+                    }
+                }
                 if let Some(r) = self.complete(&mut state, req) {
                     return r;
                 }
@@ -741,8 +839,12 @@ impl Runtime {
                 "wait_any needs at least one request",
             ));
         }
-        if let Some(i) = reqs.iter().position(|r| r.outcome().is_some()) {
-            return Ok((i, Ok(reqs[i].done)));
+        if let Some((i, done)) = reqs
+            .iter()
+            .enumerate()
+            .find_map(|(i, r)| Some((i, r.outcome()?)))
+        {
+            return Ok((i, Ok(done)));
         }
         loop {
             let mut state = self.enter()?;
@@ -910,5 +1012,47 @@ impl Runtime {
         // A singleton's own directory; mpirun removes a job's.
         let removed = jobdir::remove_own().map_err(|e| Error::new(ErrorClass::Other, e));
         barrier.and(done).and(removed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{RequestId, Status};
+
+    #[test]
+    fn a_completed_request_id_keeps_its_whole_status() {
+        for status in [
+            Status::default(),
+            Status {
+                source: 3,
+                tag: 17,
+                count: 8,
+                cancelled: false,
+            },
+            Status {
+                source: i32::MAX,
+                tag: i32::MAX,
+                count: (1 << 63) - 1,
+                cancelled: true,
+            },
+            Status {
+                source: -1,
+                tag: -1,
+                count: 0,
+                cancelled: true,
+            },
+        ] {
+            let id = RequestId::completed(status);
+            assert_eq!(id.handle(), 0);
+            assert_eq!(id.outcome(), Some(status));
+        }
+    }
+
+    #[test]
+    fn a_pending_request_id_has_no_outcome() {
+        let id = RequestId::pending(0x5_0000_0007);
+        assert_eq!(id.handle(), 0x5_0000_0007);
+        assert_eq!(id.outcome(), None);
+        assert_ne!(id, RequestId::pending(0x6_0000_0007));
     }
 }

@@ -558,6 +558,25 @@ fn init_runs_the_btls_and_calls_reach_the_pml() {
     assert_eq!(pml().progress(), 1);
     assert_eq!(signals.events(), before + 1, "progress did not move it");
     assert!(signals.has_work());
+    // A watched request found complete without error by an entry that
+    // moves the counter is released and published: its waiter needs no
+    // `take`.
+    signals.watch(8);
+    assert_eq!(signals.released(8), None);
+    assert_eq!(pml().progress(), 1);
+    assert_eq!(seen(), ["free 8"]);
+    assert_eq!(
+        signals.released(8).map(|s| (s.count, s.error)),
+        Some((8, RequestError::None))
+    );
+    assert_eq!(signals.watched(), 0, "the watch ends with the release");
+    // One still running stays watched and is not released.
+    signals.watch(9);
+    pml().progress();
+    assert_eq!(signals.released(9), None);
+    assert_eq!(signals.watched(), 9);
+    assert!(seen().is_empty());
+    signals.watch(0);
 
     // The btls' callbacks reach the pml with each btl's index.
     let polls: Vec<ProgressFn> = core.progress.lock().unwrap().clone();

@@ -203,8 +203,8 @@ fn event(m: &Matcher<Key>, outcome: Incoming<Key>) -> Event {
                 key(&got.envelope),
                 "payload travels with its message"
             );
-            assert_eq!(got.truncated, got.envelope.len > got.capacity);
-            Event::Matched(got.recv, got.payload, got.truncated)
+            assert_eq!(got.truncated(), got.envelope.len > got.capacity);
+            Event::Matched(got.recv, got.payload, got.truncated())
         }
         Incoming::Queued(id) => {
             let (e, p) = m.unexpected(id).expect("a fresh queued handle is valid");
@@ -267,9 +267,9 @@ fn run(ops: &[Op]) -> Result<Coverage, TestCaseError> {
                 let got = m.post_recv(r).map(|got| {
                     assert_eq!(got.payload, key(&got.envelope));
                     cov.matched_on_post += 1;
-                    cov.truncated += usize::from(got.truncated);
+                    cov.truncated += usize::from(got.truncated());
                     cov.wildcard_matches += usize::from(source.is_none() || tag.is_none());
-                    Event::Matched(got.recv, got.payload, got.truncated)
+                    Event::Matched(got.recv, got.payload, got.truncated())
                 });
                 prop_assert_eq!(got, model.post(r), "post {:?}", r);
             }

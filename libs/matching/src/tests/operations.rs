@@ -134,7 +134,7 @@ fn a_longer_message_still_matches_and_reports_truncation() {
     // Posted first.
     m.post_recv(recv(C0, Source::Rank(0), Tag::Value(1), 10, 1));
     let got = matched(m.incoming(s.msg(C0, 0, 1, 100), ()));
-    assert!(got.truncated);
+    assert!(got.truncated());
     assert_eq!(got.count(), 10);
     assert_eq!(
         got.status(),
@@ -157,13 +157,13 @@ fn a_longer_message_still_matches_and_reports_truncation() {
     // Message first.
     m.incoming(s.msg(C0, 0, 1, 11), ());
     let got = m.post_recv(recv(C0, Source::Any, Tag::Any, 10, 2)).unwrap();
-    assert!(got.truncated);
+    assert!(got.truncated());
     // An exact fit and a shorter message are not truncated.
     m.incoming(s.msg(C0, 0, 1, 10), ());
     m.incoming(s.msg(C0, 0, 1, 3), ());
     let fit = m.post_recv(recv(C0, Source::Any, Tag::Any, 10, 3)).unwrap();
     let short = m.post_recv(recv(C0, Source::Any, Tag::Any, 10, 4)).unwrap();
-    assert!(!fit.truncated && !short.truncated);
+    assert!(!fit.truncated() && !short.truncated());
     assert_eq!((fit.count(), short.count()), (10, 3));
     assert_eq!(short.status().error, None);
 }

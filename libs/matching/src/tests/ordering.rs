@@ -19,7 +19,7 @@ fn exact_match_receive_posted_first() {
     assert_eq!(got.recv, RecvId(7));
     assert_eq!(got.payload, "data");
     assert_eq!((got.envelope.source, got.envelope.tag), (1, 5));
-    assert!(!got.truncated);
+    assert!(!got.truncated());
     assert_eq!(
         got.status(),
         Status {

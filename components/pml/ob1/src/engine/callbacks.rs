@@ -10,7 +10,7 @@ use oxmpi_plugin_api::verbosity;
 use super::peers::Link;
 use super::{clause, Engine, Kind, Transport};
 use crate::requests::{Op, Protocol, RecvPhase};
-use crate::wire::{Header, FLAG_PUT, FRAG};
+use crate::wire::{self, Header, FLAG_PUT, FRAG};
 
 impl<T: Transport> Engine<T> {
     /// An ACK arrived for send `sender`.
@@ -182,6 +182,10 @@ impl<T: Transport> Engine<T> {
                 ),
             );
             return;
+        }
+        // The common case first, decoded straight into the call.
+        if let Some(info) = wire::match_info(header) {
+            return self.incoming(peer, info, Kind::Eager, payload);
         }
         let decoded = match Header::decode(header) {
             Ok(h) => h,

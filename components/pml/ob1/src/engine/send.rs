@@ -11,7 +11,7 @@ use oxmpi_plugin_api::verbosity;
 use super::peers::Link;
 use super::{clause, nonnull, Ctrl, Engine, Push, Transport};
 use crate::requests::{Op, Protocol, Request, SendReq};
-use crate::wire::{Header, MatchInfo, FLAG_PUT, FLAG_SYNC};
+use crate::wire::{self, Header, MatchInfo, FLAG_PUT, FLAG_SYNC};
 
 impl<T: Transport> Engine<T> {
     /// Starts a send (`PmlModule::isend`): the request handle, or the
@@ -86,15 +86,15 @@ impl<T: Transport> Engine<T> {
             // takes it at once (`Done`) leaves nothing to track, and the
             // send completes here (handle 0). Otherwise the request is made
             // in the slot whose handle the btl was given as the cookie.
-            let header = Header::Match(MatchInfo {
+            let info = MatchInfo {
                 context: args.context,
                 source: self.rank,
                 tag: args.tag,
                 sequence,
                 len: args.len as u64,
-            });
+            };
             let mut bytes = [0u8; 64];
-            let n = header.encode(&mut bytes);
+            let n = wire::encode_match(&info, &mut bytes);
             let m = &self.modules[first_module];
             let sent = self.transport.send(
                 m.btl,
