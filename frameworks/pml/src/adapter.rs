@@ -212,12 +212,12 @@ fn record<P: Exported>(p: &mut P) {
     }
 }
 
-/// The watched request, if complete without error: released and published.
+/// The watched request, if complete without error: released (by `take`)
+/// and published. One in error stays for its waiter's `take`.
 #[inline]
 fn release_watched<P: Pml>(p: &mut P, signals: &PmlSignals, watched: u64) {
-    if let Some(status) = p.test(watched) {
+    if let Some(status) = p.take(watched) {
         if status.error == RequestError::None {
-            p.free(watched);
             signals.publish_release(watched, &status);
         }
     }
@@ -601,10 +601,17 @@ unsafe extern "C" fn irecv<P: Exported>(
     }
 }
 
-unsafe extern "C" fn test<P: Exported>(request: u64, status: &mut RequestStatus) -> bool {
+/// The body of `test` and `take`: `ask` answers for the request; a
+/// refused entry answers complete in error ([`BROKEN`]) so no wait hangs.
+#[inline(always)]
+fn status_entry<P: Exported>(
+    what: &str,
+    status: &mut RequestStatus,
+    ask: impl FnOnce(&mut P) -> Option<RequestStatus>,
+) -> bool {
     // The status is written where the caller wants it from inside the
     // entry, so only a flag travels back through the guard's layers.
-    let answered = P::instance().call("test", |p| match p.test(request) {
+    let answered = P::instance().call(what, |p| match ask(p) {
         Some(st) => {
             *status = st;
             true
@@ -620,21 +627,12 @@ unsafe extern "C" fn test<P: Exported>(request: u64, status: &mut RequestStatus)
     }
 }
 
+unsafe extern "C" fn test<P: Exported>(request: u64, status: &mut RequestStatus) -> bool {
+    status_entry::<P>("test", status, |p| p.test(request))
+}
+
 unsafe extern "C" fn take<P: Exported>(request: u64, status: &mut RequestStatus) -> bool {
-    let answered = P::instance().call("take", |p| match p.take(request) {
-        Some(st) => {
-            *status = st;
-            true
-        }
-        None => false,
-    });
-    match answered {
-        Ok(done) => done,
-        Err(_) => {
-            *status = BROKEN;
-            true
-        }
-    }
+    status_entry::<P>("take", status, |p| p.take(request))
 }
 
 unsafe extern "C" fn request_error<P: Exported>(request: u64, error: &mut RString) {

@@ -350,15 +350,20 @@ mod tests {
         n
     }
 
-    #[test]
-    fn headers_round_trip_and_fit() {
-        let info = MatchInfo {
+    /// A MatchInfo with every field far from zero.
+    fn sample_info() -> MatchInfo {
+        MatchInfo {
             context: 0xdead_beef,
             source: 7,
             tag: -12,
             sequence: u64::MAX - 1,
             len: 1 << 40,
-        };
+        }
+    }
+
+    #[test]
+    fn headers_round_trip_and_fit() {
+        let info = sample_info();
         assert_eq!(round_trip(Header::Match(info)), MATCH_LEN);
         assert_eq!(
             round_trip(Header::Rndv {
@@ -431,13 +436,7 @@ mod tests {
 
     #[test]
     fn the_eager_path_encodes_and_decodes_a_match_like_the_header() {
-        let info = MatchInfo {
-            context: 7,
-            source: 3,
-            tag: -5,
-            sequence: u64::MAX - 1,
-            len: 1 << 40,
-        };
+        let info = sample_info();
         let mut direct = [0u8; 64];
         let n = encode_match(&info, &mut direct);
         let mut general = [0u8; 64];
