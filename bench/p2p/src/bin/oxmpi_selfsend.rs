@@ -22,11 +22,14 @@
 //! |---|---|---|
 //! | before the lean message path | 401–415 (404) | 403–419 (409) |
 //! | after | 211–228 (214) | 215–222 (219) |
+//! | pml interface 3.0 (a later series, against the row above) | 127–140 (130) | 128–174 (130) |
 //!
 //! (An earlier series on a busier machine: before 379–417 and 385–413,
-//! after 212–224 and 214–227, before the last change of about 6 ns.)
+//! after 212–224 and 214–227, before the last change of about 6 ns. The
+//! last row's series ran the previous build alongside: 193–243 (202) and
+//! 197–270 (203).)
 //!
-//! What the lean path removed per message: the request scope's mutex and
+//! What the first lean path removed per message: the request scope's mutex and
 //! its two allocations (a scope keeps its creating thread's first four
 //! requests in atomic slots, written with plain loads and stores); one
 //! atomic swap per component entry (about fourteen entries per message:
@@ -36,11 +39,24 @@
 //! in pieces); a ~200-byte move per request into ob1's slab; a hash lookup
 //! per send for the sequence number; a copy of each outcome kept in a
 //! request that `wait` consumes; a call to `pthread_self` per entry. What
-//! is left (by profile): ob1's protocol and matching (about half: the
+//! was left then (by profile): ob1's protocol and matching (about half: the
 //! matcher's post, match and removal about 15 %), fourteen guarded
 //! component entries of about 3 ns each (the MPI layer's `wait` tests,
 //! polls every registered progress function — self, tcp — and the pml's,
 //! tests again and frees), and the Rust API's request objects.
+//!
+//! What the pml interface 3.0 removed per message: the send's request
+//! (self copies the 8 bytes and answers Done, ob1 sends the MATCH before
+//! making a request, and the send completes as it starts: no test, no
+//! free); the test before the message arrived (the pml's event counter had
+//! not moved); the test and the release after it (the pml released the
+//! watched receive and published its status); `on_header` and
+//! `on_send_done` of the self btl; the pml's `progress` (no work); and
+//! stalls where a value written in narrow stores was read back wide (the
+//! MATCH header as an enum, the match's truncation flag, the request id).
+//! Left: five guarded entries (isend, the btl's send, irecv, the btl's
+//! progress, its callback), ob1's matching (posting the receive, then
+//! matching the arrival), and the Rust API's scope and requests.
 
 #![forbid(unsafe_code)]
 
