@@ -364,6 +364,29 @@ impl<T> Matcher<T> {
         outcome
     }
 
+    /// The common case of [`Matcher::incoming`] without moving a payload:
+    /// when the message is the next in order from its sender, nothing of
+    /// that sender is held back, and a posted receive matches it, that
+    /// receive is taken (as `incoming` would) and its id and capacity
+    /// returned. Otherwise nothing changes and the answer is `None`: the
+    /// caller then hands the message to [`Matcher::incoming`] (or
+    /// [`Matcher::incoming_keeping`]).
+    #[inline]
+    pub fn match_in_order(&mut self, envelope: &Envelope) -> Option<(RecvId, usize)> {
+        let p = self.peer_slot(envelope.context, envelope.source);
+        let peer = &self.peers[p];
+        if envelope.sequence != peer.expected || !peer.held.is_empty() {
+            return None;
+        }
+        let r = self.find_posted(p, envelope);
+        if r == NIL {
+            return None;
+        }
+        self.peers[p].expected += 1;
+        let recv = self.remove_posted(r);
+        Some((recv.id, recv.capacity))
+    }
+
     /// The next outcome of a held-back message that became in order
     /// (only [`Incoming::Matched`] or [`Incoming::Queued`]), oldest first;
     /// `None` when there is none. The matcher's queues already reflect

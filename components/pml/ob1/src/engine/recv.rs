@@ -87,10 +87,13 @@ impl<T: Transport> Engine<T> {
             None => inline,
         };
         let Some(r) = self.requests.get_mut(h) else {
-            self.transport.log(
-                verbosity::ERROR,
-                &format!("internal error: a message matched request {h:#x}, which does not exist"),
-            );
+            self.matched_unknown(h);
+            if let Some(v) = data {
+                self.pool.give(v);
+            }
+            return;
+        };
+        let Some((wanted, n)) = land(r, &envelope, bytes) else {
             if let Some(v) = data {
                 self.pool.give(v);
             }
@@ -98,33 +101,6 @@ impl<T: Transport> Engine<T> {
         };
         let Op::Recv(q) = &mut r.op else {
             return;
-        };
-        let len = envelope.len;
-        let wanted = len.min(q.capacity);
-        let n = bytes.len().min(wanted);
-        if n > 0 {
-            // SAFETY: the receive buffer holds `capacity >= wanted >= n`
-            // bytes (irecv's contract); `bytes` is ours or the btl's, and
-            // `copy` allows overlap (a btl handing a send's payload over in
-            // place may show bytes of a buffer that overlaps this one).
-            unsafe { ptr::copy(bytes.as_ptr(), q.buf, n) };
-        }
-        let truncated = len > q.capacity;
-        r.status = RequestStatus {
-            source: envelope.source,
-            tag: envelope.tag,
-            count: wanted,
-            cancelled: false,
-            error: if truncated {
-                RequestError::Truncated
-            } else {
-                RequestError::None
-            },
-        };
-        r.failure = if truncated {
-            Failure::Truncated { len }
-        } else {
-            Failure::None
         };
         match kind {
             Kind::Eager => {
@@ -198,6 +174,32 @@ impl<T: Transport> Engine<T> {
         }
     }
 
+    /// Completes receive `h`, matched by the eager message `envelope`
+    /// whose bytes are `bytes` (still in the btl's memory).
+    #[inline]
+    fn deliver_eager(&mut self, h: u64, envelope: &Envelope, bytes: &[u8]) {
+        let Some(r) = self.requests.get_mut(h) else {
+            self.matched_unknown(h);
+            return;
+        };
+        if land(r, envelope, bytes).is_none() {
+            return;
+        }
+        if let Op::Recv(q) = &mut r.op {
+            q.phase = RecvPhase::Done;
+        }
+        self.finish(h);
+    }
+
+    /// Logs a match naming a request that does not exist (a bug).
+    #[cold]
+    fn matched_unknown(&self, h: u64) {
+        self.transport.log(
+            verbosity::ERROR,
+            &format!("internal error: a message matched request {h:#x}, which does not exist"),
+        );
+    }
+
     /// A MATCH or RNDV arrived: match it, queue it or hold it back.
     pub(super) fn incoming(&mut self, peer: u32, info: MatchInfo, kind: Kind, payload: &[u8]) {
         let len = usize::try_from(info.len).unwrap_or(usize::MAX);
@@ -227,6 +229,14 @@ impl<T: Transport> Engine<T> {
             len,
             sync: kind != Kind::Eager,
         };
+        if kind == Kind::Eager {
+            // The common case, matched without moving a match value: in
+            // order, with a receive posted, straight from the btl's memory.
+            if let Some((recv, _)) = self.matcher.match_in_order(&envelope) {
+                self.deliver_eager(recv.0, &envelope, payload);
+                return;
+            }
+        }
         // In order, the payload is matched straight from the btl's memory;
         // a message held back for an earlier one is copied first.
         let pool = &mut self.pool;
@@ -280,4 +290,44 @@ impl<T: Transport> Engine<T> {
             ),
         }
     }
+}
+
+/// Copies the bytes that came with a message matched by receive `r` into
+/// its buffer (`bytes`: ours or the btl's, at most what the receive takes)
+/// and sets its status: `(wanted, copied)`, the bytes the receive takes
+/// (`min(message, buffer)`) and those copied now. `None` if `r` is not a
+/// receive.
+#[inline]
+fn land(r: &mut Request, envelope: &Envelope, bytes: &[u8]) -> Option<(usize, usize)> {
+    let Op::Recv(q) = &mut r.op else {
+        return None;
+    };
+    let len = envelope.len;
+    let wanted = len.min(q.capacity);
+    let n = bytes.len().min(wanted);
+    if n > 0 {
+        // SAFETY: the receive buffer holds `capacity >= wanted >= n` bytes
+        // (irecv's contract); `bytes` is ours or the btl's, and `copy`
+        // allows overlap (a btl handing a send's payload over in place may
+        // show bytes of a buffer that overlaps this one).
+        unsafe { ptr::copy(bytes.as_ptr(), q.buf, n) };
+    }
+    let truncated = len > q.capacity;
+    r.status = RequestStatus {
+        source: envelope.source,
+        tag: envelope.tag,
+        count: wanted,
+        cancelled: false,
+        error: if truncated {
+            RequestError::Truncated
+        } else {
+            RequestError::None
+        },
+    };
+    r.failure = if truncated {
+        Failure::Truncated { len }
+    } else {
+        Failure::None
+    };
+    Some((wanted, n))
 }
