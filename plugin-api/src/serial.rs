@@ -367,6 +367,19 @@ mod tests {
         assert_eq!(S.enter(|v| v.replace(3)), Ok(None));
     }
 
+    /// Enters `s` and adds one to its count with a pause between the read
+    /// and the write (an overlap of two entries would lose an addition);
+    /// whether the entry was admitted.
+    fn bump_slowly(s: &Serialized<u64>) -> bool {
+        s.enter(|v| {
+            let n = v.as_mut().unwrap();
+            let seen = *n;
+            std::hint::spin_loop();
+            *n = seen + 1;
+        })
+        .is_ok()
+    }
+
     #[test]
     fn the_owner_and_a_few_foreign_entries_never_overlap() {
         // Fewer successful foreign entries than UNBIAS_AFTER: the owner
@@ -377,14 +390,7 @@ mod tests {
         let foreign = std::thread::spawn(|| {
             let mut done = 0u64;
             while done < u64::from(UNBIAS_AFTER) - 1 {
-                if S.enter(|v| {
-                    let n = v.as_mut().unwrap();
-                    let seen = *n;
-                    std::hint::spin_loop();
-                    *n = seen + 1;
-                })
-                .is_ok()
-                {
+                if bump_slowly(&S) {
                     done += 1;
                 }
             }
@@ -392,14 +398,7 @@ mod tests {
         });
         let mut done = 0;
         while done < owner_entries {
-            if S.enter(|v| {
-                let n = v.as_mut().unwrap();
-                let seen = *n;
-                std::hint::spin_loop();
-                *n = seen + 1;
-            })
-            .is_ok()
-            {
+            if bump_slowly(&S) {
                 done += 1;
             }
         }

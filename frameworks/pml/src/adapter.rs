@@ -212,6 +212,14 @@ fn record<P: Exported>(p: &mut P) {
     }
 }
 
+/// The status of request `handle`, just started, if it is complete
+/// without error already; `take` has then released it (one in error stays
+/// for its caller's `take`).
+#[inline]
+fn released_at_start<P: Pml>(p: &mut P, handle: u64) -> Option<RequestStatus> {
+    p.take(handle).filter(|st| st.error == RequestError::None)
+}
+
 /// The watched request, if complete without error: released (by `take`)
 /// and published. One in error stays for its waiter's `take`.
 #[inline]
@@ -538,13 +546,8 @@ unsafe extern "C" fn isend<P: Exported>(
         // handle 0: the caller has nothing to test or free.
         *request = match handle {
             0 => 0,
-            _ => match p.test(handle) {
-                Some(st) if st.error == RequestError::None => {
-                    p.free(handle);
-                    0
-                }
-                _ => handle,
-            },
+            _ if released_at_start(p, handle).is_some() => 0,
+            _ => handle,
         };
         Ok(())
     });
@@ -578,13 +581,12 @@ unsafe extern "C" fn irecv<P: Exported>(
         let handle = posted?;
         // A receive that matched an arrived message and completed without
         // error is handed back as handle 0 with its status.
-        *request = match p.test(handle) {
-            Some(st) if st.error == RequestError::None => {
+        *request = match released_at_start(p, handle) {
+            Some(st) => {
                 *status = st;
-                p.free(handle);
                 0
             }
-            _ => handle,
+            None => handle,
         };
         Ok::<(), String>(())
     });

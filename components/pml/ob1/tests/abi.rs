@@ -13,8 +13,9 @@ use std::sync::Mutex;
 use abi_stable::std_types::{RSlice, RStr, RString, RVec};
 use mca_pml_ob1::MODULE;
 use oxmpi_framework_btl::module::{
-    flags, BtlComponentModule, BtlModuleInfo, BtlReceiver, JobIdentity, RdmaOutcome, SendOutcome,
+    flags, BtlComponentModule, BtlModuleInfo, BtlReceiver, JobIdentity, SendOutcome,
 };
+use oxmpi_framework_btl::testkit::{refused_get, refused_put};
 use oxmpi_framework_pml::handle::{MpiCore, PmlHandle};
 use oxmpi_framework_pml::module::{
     BtlCandidate, ProgressFn, RecvArgs, RequestError, RequestStatus, SendArgs, SendMode,
@@ -233,37 +234,14 @@ unsafe extern "C" fn loop_finalize() {
     LOOP_STATE.lock().unwrap().finalized = true;
 }
 
-/// get/put of a btl that offers neither (its modules lack the flags).
-unsafe extern "C" fn no_get(
-    _m: u32,
-    _e: u64,
-    _l: *mut u8,
-    _r: u64,
-    _n: usize,
-    _c: u64,
-) -> RdmaOutcome {
-    RdmaOutcome::Failed
-}
-
-/// See `no_get`.
-unsafe extern "C" fn no_put(
-    _m: u32,
-    _e: u64,
-    _l: *const u8,
-    _r: u64,
-    _n: usize,
-    _c: u64,
-) -> RdmaOutcome {
-    RdmaOutcome::Failed
-}
-
 static LOOP: BtlComponentModule = BtlComponentModule {
     init: loop_init,
     contact_card: loop_card,
     add_peer: loop_add_peer,
     send: loop_send,
-    get: no_get,
-    put: no_put,
+    // Its modules offer neither get nor put.
+    get: refused_get,
+    put: refused_put,
     progress: loop_progress,
     finalize: loop_finalize,
 };
@@ -320,8 +298,9 @@ static BROKEN: BtlComponentModule = BtlComponentModule {
     contact_card: never_card,
     add_peer: never_add_peer,
     send: never_send,
-    get: no_get,
-    put: no_put,
+    // Its modules offer neither get nor put.
+    get: refused_get,
+    put: refused_put,
     progress: never_progress,
     finalize: never_finalize,
 };

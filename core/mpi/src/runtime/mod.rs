@@ -41,7 +41,9 @@ pub use error::{Error, ErrorClass};
 pub use oxmpi_framework_pml::module::SendMode;
 
 use oxmpi_framework_pml::handle::PmlHandle;
-use oxmpi_framework_pml::module::{PmlSignals, ProgressFn, RecvArgs, RequestError, SendArgs};
+use oxmpi_framework_pml::module::{
+    PmlSignals, ProgressFn, RecvArgs, RequestError, RequestStatus, SendArgs,
+};
 use oxmpi_mca::framework::OpenFramework;
 use std::cell::Cell;
 use std::cell::UnsafeCell;
@@ -95,7 +97,7 @@ impl Comm {
 }
 
 /// The outcome of a receive or probe (`MPI_Status`); sends report zeros.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Default)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
 pub struct Status {
     /// Rank of the sender in the communicator used.
     pub source: i32,
@@ -105,6 +107,19 @@ pub struct Status {
     pub count: usize,
     /// Whether the request was cancelled.
     pub cancelled: bool,
+}
+
+impl Status {
+    /// The status of a request the pml reports with `st`; on `SELF`
+    /// (`on_self`) the source is rank 0 of that communicator.
+    fn of_request(st: &RequestStatus, on_self: bool) -> Status {
+        Status {
+            source: if on_self { 0 } else { st.source },
+            tag: st.tag,
+            count: st.count,
+            cancelled: st.cancelled,
+        }
+    }
 }
 
 /// A request of this process: a pml handle, or an operation that
@@ -622,12 +637,10 @@ impl Runtime {
         // SAFETY: the caller keeps the buffer valid and untouched until
         // the request completes (this function's contract).
         match unsafe { self.pml.irecv(&args) } {
-            Ok((0, st)) => Ok(RequestId::completed(Status {
-                source: if comm == Comm::SelfComm { 0 } else { st.source },
-                tag: st.tag,
-                count: st.count,
-                cancelled: st.cancelled,
-            })),
+            Ok((0, st)) => Ok(RequestId::completed(Status::of_request(
+                &st,
+                comm == Comm::SelfComm,
+            ))),
             Ok((handle, _)) => {
                 if comm == Comm::SelfComm {
                     state.on_self.push(handle);
@@ -708,12 +721,7 @@ impl Runtime {
 
     /// The outcome of request `handle`, which completed with `st` (and was
     /// released, unless in error: then it is released here).
-    fn outcome(
-        &self,
-        state: &mut State,
-        handle: u64,
-        st: oxmpi_framework_pml::module::RequestStatus,
-    ) -> Result<Status, Error> {
+    fn outcome(&self, state: &mut State, handle: u64, st: RequestStatus) -> Result<Status, Error> {
         let on_self = match state.on_self.iter().position(|&h| h == handle) {
             Some(i) => {
                 state.on_self.swap_remove(i);
@@ -722,12 +730,7 @@ impl Runtime {
             None => false,
         };
         match st.error {
-            RequestError::None => Ok(Status {
-                source: if on_self { 0 } else { st.source },
-                tag: st.tag,
-                count: st.count,
-                cancelled: st.cancelled,
-            }),
+            RequestError::None => Ok(Status::of_request(&st, on_self)),
             other => {
                 let text = self.pml.request_error(handle);
                 let class = match other {

@@ -46,6 +46,42 @@ pub mod recorder;
 pub mod stamp;
 
 pub use drive::{identity, Cluster, DEADLINE};
+
+use crate::module::RdmaOutcome;
+
+/// `get` for a btl table written by hand (a test's fake component) whose
+/// modules offer no get: refused, as the generated table refuses it.
+///
+/// # Safety
+///
+/// None needed: it reads nothing.
+pub unsafe extern "C" fn refused_get(
+    _module: u32,
+    _endpoint: u64,
+    _local: *mut u8,
+    _remote: u64,
+    _len: usize,
+    _cookie: u64,
+) -> RdmaOutcome {
+    RdmaOutcome::Failed
+}
+
+/// `put` for a hand-written btl table whose modules offer no put (see
+/// [`refused_get`]).
+///
+/// # Safety
+///
+/// None needed: it reads nothing.
+pub unsafe extern "C" fn refused_put(
+    _module: u32,
+    _endpoint: u64,
+    _local: *const u8,
+    _remote: u64,
+    _len: usize,
+    _cookie: u64,
+) -> RdmaOutcome {
+    RdmaOutcome::Failed
+}
 pub use oxmpi_plugin_api::testkit as services;
 pub use recorder::{Callback, Counts, Event, Fragment, Placement, Recorder};
 pub use stamp::{pattern, Stamp, STAMP_LEN};

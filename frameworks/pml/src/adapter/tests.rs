@@ -7,9 +7,8 @@ use super::*;
 use crate::handle::{MpiCore, PmlHandle};
 use crate::module::{SendMode, ANY_SOURCE, ANY_TAG};
 use abi_stable::std_types::{RSlice, RString, RVec};
-use oxmpi_framework_btl::module::{
-    flags, BtlComponentModule, BtlModuleInfo, RdmaOutcome, SendOutcome,
-};
+use oxmpi_framework_btl::module::{flags, BtlComponentModule, BtlModuleInfo, SendOutcome};
+use oxmpi_framework_btl::testkit::{refused_get, refused_put};
 use oxmpi_plugin_api::{testkit, ComponentError, Lifecycle, QueryReply, Version};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -119,37 +118,14 @@ unsafe extern "C" fn echo_finalize() {
     ECHO_RX.lock().unwrap().clear();
 }
 
-/// get/put of a btl that offers neither (its modules lack the flags).
-unsafe extern "C" fn no_get(
-    _m: u32,
-    _e: u64,
-    _l: *mut u8,
-    _r: u64,
-    _n: usize,
-    _c: u64,
-) -> RdmaOutcome {
-    RdmaOutcome::Failed
-}
-
-/// See `no_get`.
-unsafe extern "C" fn no_put(
-    _m: u32,
-    _e: u64,
-    _l: *const u8,
-    _r: u64,
-    _n: usize,
-    _c: u64,
-) -> RdmaOutcome {
-    RdmaOutcome::Failed
-}
-
 static ECHO: BtlComponentModule = BtlComponentModule {
     init: echo_init,
     contact_card: echo_card,
     add_peer: echo_add_peer,
     send: echo_send,
-    get: no_get,
-    put: no_put,
+    // Its modules offer neither get nor put.
+    get: refused_get,
+    put: refused_put,
     progress: echo_progress,
     finalize: echo_finalize,
 };

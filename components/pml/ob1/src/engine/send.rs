@@ -133,22 +133,21 @@ impl<T: Transport> Engine<T> {
                 offer_put,
             }))
         });
-        match outcome {
-            None => {
-                if !self.start(h) {
-                    self.active.push_back(h);
-                }
-            }
-            Some((sent, module)) => self.started_eager(h, sent, dest, module),
+        let taken = match outcome {
+            None => self.start(h),
+            Some((sent, module)) => self.first_sent(h, sent, dest, module),
+        };
+        if !taken {
+            self.active.push_back(h);
         }
         Ok(h)
     }
 
-    /// Records what the btl answered for the MATCH of eager send `h`,
-    /// sent before its request existed (see `isend`).
-    fn started_eager(&mut self, h: u64, sent: SendOutcome, dest: u32, module: usize) {
+    /// Records what the btl (module `module`) answered for the first
+    /// fragment of send `h` to `dest`. False if it would block.
+    fn first_sent(&mut self, h: u64, sent: SendOutcome, dest: u32, module: usize) -> bool {
         match sent {
-            SendOutcome::WouldBlock => self.active.push_back(h),
+            SendOutcome::WouldBlock => false,
             SendOutcome::Done | SendOutcome::Queued => {
                 if let Some(Request {
                     op: Op::Send(s), ..
@@ -160,8 +159,12 @@ impl<T: Transport> Engine<T> {
                     }
                 }
                 self.check_send(h);
+                true
             }
-            SendOutcome::Failed => self.send_failed(dest, module),
+            SendOutcome::Failed => {
+                self.send_failed(dest, module);
+                true
+            }
         }
     }
 
@@ -206,7 +209,8 @@ impl<T: Transport> Engine<T> {
             return true;
         };
         let lane = &route.lanes[s.lane];
-        let m = &self.modules[lane.module];
+        let module = lane.module;
+        let m = &self.modules[module];
         let outcome = self.transport.send(
             m.btl,
             m.index,
@@ -216,22 +220,7 @@ impl<T: Transport> Engine<T> {
             s.first_len,
             h,
         );
-        match outcome {
-            SendOutcome::WouldBlock => false,
-            SendOutcome::Done | SendOutcome::Queued => {
-                s.started = true;
-                if outcome == SendOutcome::Queued {
-                    s.outstanding += 1;
-                }
-                self.check_send(h);
-                true
-            }
-            SendOutcome::Failed => {
-                let module = lane.module;
-                self.send_failed(dest, module);
-                true
-            }
-        }
+        self.first_sent(h, outcome, dest, module)
     }
 
     /// Sends FRAGs of rendezvous send `h` while the pipeline has room.
