@@ -72,6 +72,13 @@
 //!   `on_rdma_done` (the btl holds none of their buffers once it reported
 //!   the peer).
 //!
+//! - **Loopback.** A module with [`flags::LOOPBACK`] reaches only its own
+//!   process; the pml may skip its `send` for a fragment it can deliver to
+//!   itself at once (and still uses `send` for the others). Such a fragment
+//!   overtakes those still queued in the btl, so the pml delivers to
+//!   itself only fragments whose order it restores (ob1: eager MATCHes,
+//!   ordered by their sequence numbers).
+//!
 //! Interface 2.0 added get/put (the entry points, `on_rdma_done` and the
 //! RDMA limits of [`BtlModuleInfo`]) to interface 1.0, which moved every
 //! payload with `send`.
@@ -93,6 +100,14 @@ pub mod flags {
     pub const PUT: u32 = 0x2;
     /// The module can read remote memory (RDMA get).
     pub const GET: u32 = 0x4;
+    /// The module reaches only the process it runs in, and delivering a
+    /// fragment it was sent would hand the pml the same header and payload,
+    /// in sending order: the pml may deliver such a fragment to itself
+    /// during the send instead of calling [`send`](super::BtlComponentModule::send)
+    /// (what a self btl's synchronous delivery amounts to). A pml honours
+    /// it only for the endpoint of its own rank. Not one of Open MPI's
+    /// `btl_<c>_flags` bits: a btl declares it, users do not set it.
+    pub const LOOPBACK: u32 = 0x4000_0000;
 }
 
 /// What [`BtlComponentModule::send`] did with a fragment.

@@ -93,6 +93,34 @@ pub trait Pml: Send + Sized + 'static {
     /// accesses it until the request completes (the MPI layer's promise).
     unsafe fn irecv(&mut self, args: &RecvArgs) -> Result<u64, String>;
 
+    /// Posts a receive or completes it during the call: 0 when it matched
+    /// an arrived message and completed without error (its status is then
+    /// in `status`, and there is nothing to test or free), otherwise what
+    /// [`irecv`](Pml::irecv) answers. The generated `irecv` entry calls
+    /// this. Default: `irecv`, and a request that [`take`](Pml::take)
+    /// answers complete without error at once is answered as 0; a pml
+    /// overrides it to complete a receive from an arrived message without
+    /// making a request.
+    ///
+    /// # Safety
+    ///
+    /// As for [`irecv`](Pml::irecv).
+    unsafe fn irecv_or_complete(
+        &mut self,
+        args: &RecvArgs,
+        status: &mut RequestStatus,
+    ) -> Result<u64, String> {
+        // SAFETY: this method's requirement is `irecv`'s.
+        let handle = unsafe { self.irecv(args) }?;
+        Ok(match released_at_start(self, handle) {
+            Some(st) => {
+                *status = st;
+                0
+            }
+            None => handle,
+        })
+    }
+
     /// The request's status once it is complete; `None` while it runs.
     /// Makes no progress itself.
     fn test(&mut self, request: u64) -> Option<RequestStatus>;
@@ -576,18 +604,11 @@ unsafe extern "C" fn irecv<P: Exported>(
         // SAFETY: the MPI layer keeps the buffer valid and untouched until
         // the request completes (the interface contract), `irecv`'s
         // requirement.
-        let posted = unsafe { p.irecv(args) };
-        record(p);
-        let handle = posted?;
         // A receive that matched an arrived message and completed without
         // error is handed back as handle 0 with its status.
-        *request = match released_at_start(p, handle) {
-            Some(st) => {
-                *status = st;
-                0
-            }
-            None => handle,
-        };
+        let posted = unsafe { p.irecv_or_complete(args, status) };
+        record(p);
+        *request = posted?;
         Ok::<(), String>(())
     });
     match posted {

@@ -72,14 +72,15 @@ mod slab;
 mod tests;
 mod types;
 
+use std::cell::Cell;
 use std::collections::hash_map::{Entry, HashMap};
 use std::collections::VecDeque;
 use std::fmt;
 
 use slab::{Links, List, Slab, NIL};
 pub use types::{
-    ContextId, Envelope, Incoming, Match, MatchError, PostedRecv, RecvId, Source, Status, Tag,
-    UnexpectedId, ANY_SOURCE, ANY_SOURCE_RAW, ANY_TAG, ANY_TAG_RAW,
+    ContextId, Envelope, InOrder, Incoming, Match, MatchError, PostedRecv, RecvId, Source, Status,
+    Tag, UnexpectedId, ANY_SOURCE, ANY_SOURCE_RAW, ANY_TAG, ANY_TAG_RAW,
 };
 
 /// The matcher's integer keys are not chosen by an adversary, so they are
@@ -218,6 +219,10 @@ pub struct RemovedContext<T> {
 /// ```
 pub struct Matcher<T = ()> {
     peer_index: HashMap<u64, u32, BuildKeyHasher>,
+    /// The (key, slot) of the peer looked up last: receives and messages
+    /// come in runs from one sender, and comparing a key costs less than
+    /// hashing it. `None` after a context is removed.
+    last_peer: Cell<Option<(u64, u32)>>,
     context_index: HashMap<u32, u32, BuildKeyHasher>,
     peers: Slab<Peer>,
     contexts: Slab<Context>,
@@ -255,6 +260,7 @@ impl<T> Matcher<T> {
     pub fn new() -> Matcher<T> {
         Matcher {
             peer_index: HashMap::default(),
+            last_peer: Cell::new(None),
             context_index: HashMap::default(),
             peers: Slab::new(),
             contexts: Slab::new(),
@@ -365,26 +371,30 @@ impl<T> Matcher<T> {
     }
 
     /// The common case of [`Matcher::incoming`] without moving a payload:
-    /// when the message is the next in order from its sender, nothing of
-    /// that sender is held back, and a posted receive matches it, that
-    /// receive is taken (as `incoming` would) and its id and capacity
-    /// returned. Otherwise nothing changes and the answer is `None`: the
-    /// caller then hands the message to [`Matcher::incoming`] (or
-    /// [`Matcher::incoming_keeping`]).
+    /// when the message is the next in order from its sender and nothing
+    /// of that sender is held back, it is matched with the oldest posted
+    /// receive that fits ([`InOrder::Matched`]: that receive's id and
+    /// capacity) or queued with the payload `store` makes
+    /// ([`InOrder::Queued`]), as `incoming` would. Otherwise nothing
+    /// changes ([`InOrder::NotInOrder`]): the caller then hands the message
+    /// to [`Matcher::incoming`] (or [`Matcher::incoming_keeping`]).
     #[inline]
-    pub fn match_in_order(&mut self, envelope: &Envelope) -> Option<(RecvId, usize)> {
+    pub fn arrive_in_order(&mut self, envelope: &Envelope, store: impl FnOnce() -> T) -> InOrder {
         let p = self.peer_slot(envelope.context, envelope.source);
-        let peer = &self.peers[p];
+        let peer = &mut self.peers[p];
         if envelope.sequence != peer.expected || !peer.held.is_empty() {
-            return None;
+            return InOrder::NotInOrder;
         }
+        peer.expected += 1;
         let r = self.find_posted(p, envelope);
         if r == NIL {
-            return None;
+            return InOrder::Queued(self.queue(p, *envelope, store()));
         }
-        self.peers[p].expected += 1;
         let recv = self.remove_posted(r);
-        Some((recv.id, recv.capacity))
+        InOrder::Matched {
+            recv: recv.id,
+            capacity: recv.capacity,
+        }
     }
 
     /// The next outcome of a held-back message that became in order
@@ -409,6 +419,25 @@ impl<T> Matcher<T> {
     pub fn probe(&self, context: ContextId, source: Source, tag: Tag) -> Option<&Envelope> {
         let i = self.find_unexpected(context, source, tag)?;
         Some(&self.unexpected[i].envelope)
+    }
+
+    /// Takes the message a receive for (`context`, `source`, `tag`) posted
+    /// now would match — the oldest fitting unexpected message, as
+    /// [`Matcher::post_recv`] chooses it — without posting anything: a
+    /// receive that can complete at once needs no id. `None` if none fits
+    /// (post the receive then).
+    #[inline]
+    pub fn take_matching(
+        &mut self,
+        context: ContextId,
+        source: Source,
+        tag: Tag,
+    ) -> Option<(Envelope, T)> {
+        if self.queued == 0 {
+            return None;
+        }
+        let i = self.find_unexpected(context, source, tag)?;
+        Some(self.remove_queued(i))
     }
 
     /// Matched probe (`MPI_Improbe`): like [`Matcher::probe`], but the
@@ -539,6 +568,7 @@ impl<T> Matcher<T> {
     /// still waiting in [`Matcher::next_released`]. An unknown context
     /// gives empty lists.
     pub fn remove_context(&mut self, context: ContextId) -> RemovedContext<T> {
+        self.last_peer.set(None);
         let mut removed = RemovedContext {
             posted: Vec::new(),
             unexpected: Vec::new(),
@@ -617,10 +647,23 @@ impl<T> Matcher<T> {
     /// The slot of (`context`, `rank`), created if new.
     #[inline]
     fn peer_slot(&mut self, context: ContextId, rank: i32) -> u32 {
-        match self.peer_index.get(&peer_key(context, rank)) {
-            Some(&p) => p,
+        match self.find_peer(peer_key(context, rank)) {
+            Some(p) => p,
             None => self.new_peer(context, rank),
         }
+    }
+
+    /// The slot of the peer with `key` ([`peer_key`]), if it exists.
+    #[inline]
+    fn find_peer(&self, key: u64) -> Option<u32> {
+        if let Some((k, p)) = self.last_peer.get() {
+            if k == key {
+                return Some(p);
+            }
+        }
+        let p = *self.peer_index.get(&key)?;
+        self.last_peer.set(Some((key, p)));
+        Some(p)
     }
 
     #[cold]
@@ -672,7 +715,7 @@ impl<T> Matcher<T> {
     fn find_unexpected(&self, context: ContextId, source: Source, tag: Tag) -> Option<u32> {
         let i = match source {
             Source::Rank(rank) => {
-                let &p = self.peer_index.get(&peer_key(context, rank))?;
+                let p = self.find_peer(peer_key(context, rank))?;
                 self.scan_peer_unexpected(p, tag)
             }
             Source::Any => {
@@ -737,6 +780,12 @@ impl<T> Matcher<T> {
             let recv = self.remove_posted(r);
             return Incoming::Matched(Match::new(&recv, envelope, payload));
         }
+        Incoming::Queued(self.queue(p, envelope, payload))
+    }
+
+    /// Queues an in-order message from peer `p` that matched nothing.
+    #[inline]
+    fn queue(&mut self, p: u32, envelope: Envelope, payload: T) -> UnexpectedId {
         let (i, generation) = self.unexpected.insert(UnexpectedNode {
             envelope,
             payload,
@@ -746,10 +795,10 @@ impl<T> Matcher<T> {
             context_links: Links::UNLINKED,
         });
         self.link_queued(p, i);
-        Incoming::Queued(UnexpectedId {
+        UnexpectedId {
             index: i,
             generation,
-        })
+        }
     }
 
     /// Appends unexpected node `i` (from peer `p`) to its two queues.

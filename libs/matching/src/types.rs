@@ -350,6 +350,25 @@ impl<T> Match<T> {
     }
 }
 
+/// What [`Matcher::arrive_in_order`] did with a message.
+///
+/// [`Matcher::arrive_in_order`]: crate::Matcher::arrive_in_order
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InOrder {
+    /// It matched this posted receive, which is no longer posted.
+    Matched {
+        /// The receive's id.
+        recv: RecvId,
+        /// The receive buffer's size in bytes.
+        capacity: usize,
+    },
+    /// No posted receive fits: it was queued as unexpected.
+    Queued(UnexpectedId),
+    /// It is not the next message in order from its sender, or an earlier
+    /// one is held back: nothing changed.
+    NotInOrder,
+}
+
 /// What became of an incoming message ([`Matcher::incoming`]), or of a
 /// held-back message released later ([`Matcher::next_released`], which
 /// yields only `Matched` and `Queued`).

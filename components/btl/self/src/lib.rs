@@ -2,6 +2,10 @@
 //!
 //! One module (index 0, label `self`) that reaches exactly one peer: the
 //! process's own rank ([`JobIdentity::rank`]). It publishes no contact card.
+//! The module is described with `flags::LOOPBACK`, so a pml may deliver a
+//! fragment it can order itself (ob1: an eager message) during its own
+//! send, as Open MPI's self btl does during `send`; what it sends through
+//! the btl is delivered as below.
 //!
 //! [`SelfState`] implements the safe [`Btl`] trait and
 //! [`export_btl_component!`](oxmpi_framework_btl::export_btl_component)

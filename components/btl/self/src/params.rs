@@ -98,7 +98,9 @@ impl Config {
                 exclusivity: p.exclusivity,
                 latency: p.latency,
                 bandwidth: p.bandwidth,
-                flags: flags::SEND,
+                // Loopback: the pml may deliver what it sends itself
+                // during the send (see `flags::LOOPBACK`).
+                flags: flags::SEND | flags::LOOPBACK,
                 max_rdma_size: 0,
                 min_rdma_message: 0,
             },

@@ -123,7 +123,7 @@ fn one_module_with_open_mpi_defaults_and_empty_card() {
     assert_eq!(m.max_send_size, 16 * 1024);
     assert_eq!(m.latency, 0);
     assert_eq!(m.bandwidth, 100);
-    assert_eq!(m.flags, flags::SEND);
+    assert_eq!(m.flags, flags::SEND | flags::LOOPBACK);
     assert!(c.contact_card(0).is_empty());
 }
 
@@ -177,7 +177,7 @@ fn unsupported_flag_bits_are_dropped_with_a_notice() {
     let s = Session::new(&[("flags", ParamValue::Int(0x7))]);
     let before = services::logged_by(FRAMEWORK, COMPONENT).len();
     let c = s.start(0).unwrap();
-    assert_eq!(c.modules(0)[0].flags, flags::SEND);
+    assert_eq!(c.modules(0)[0].flags, flags::SEND | flags::LOOPBACK);
     let log = services::logged_by(FRAMEWORK, COMPONENT);
     assert!(
         log[before..]

@@ -245,6 +245,16 @@ impl Pml for Ob1 {
     }
 
     #[inline]
+    unsafe fn irecv_or_complete(
+        &mut self,
+        args: &RecvArgs,
+        status: &mut RequestStatus,
+    ) -> Result<u64, String> {
+        // SAFETY: as in `isend`.
+        unsafe { self.engine.irecv_or_complete(args, status) }
+    }
+
+    #[inline]
     fn test(&mut self, request: u64) -> Option<RequestStatus> {
         self.engine.test(request)
     }

@@ -264,7 +264,16 @@ fn run(ops: &[Op]) -> Result<Coverage, TestCaseError> {
                     capacity,
                     next_id,
                 );
-                let got = m.post_recv(r).map(|got| {
+                // Every other receive first tries `take_matching` (a
+                // receive that completes without being posted), which must
+                // choose what posting it would have matched.
+                let taken = if next_id.is_multiple_of(2) {
+                    m.take_matching(r.context, r.source, r.tag)
+                        .map(|(envelope, payload)| Match::new(&r, envelope, payload))
+                } else {
+                    None
+                };
+                let got = taken.or_else(|| m.post_recv(r)).map(|got| {
                     assert_eq!(got.payload, key(&got.envelope));
                     cov.matched_on_post += 1;
                     cov.truncated += usize::from(got.truncated());
@@ -291,7 +300,22 @@ fn run(ops: &[Op]) -> Result<Coverage, TestCaseError> {
                 if !matches!(op, Op::Redeliver(_)) {
                     delivered.push(e);
                 }
-                let first = m.incoming(e, key(&e));
+                // Every other arrival goes through `arrive_in_order`
+                // first, which must do what `incoming` would.
+                let first = if delivered.len().is_multiple_of(2) {
+                    match m.arrive_in_order(&e, || key(&e)) {
+                        InOrder::Matched { recv, capacity } => Incoming::Matched(Match {
+                            recv,
+                            capacity,
+                            envelope: e,
+                            payload: key(&e),
+                        }),
+                        InOrder::Queued(id) => Incoming::Queued(id),
+                        InOrder::NotInOrder => m.incoming(e, key(&e)),
+                    }
+                } else {
+                    m.incoming(e, key(&e))
+                };
                 let mut got = vec![event(&m, first)];
                 while let Some(r) = m.next_released() {
                     got.push(event(&m, r));

@@ -87,6 +87,26 @@ fn take_unexpected_removes_a_queued_message() {
     m.check();
 }
 
+#[test]
+fn take_matching_takes_the_oldest_fit_and_posts_nothing() {
+    let mut m = Matcher::new();
+    let mut s = Senders::default();
+    assert!(m.take_matching(C0, Source::Any, Tag::Any).is_none());
+    assert_eq!(m.posted_len(), 0, "nothing is posted when nothing fits");
+    queued(m.incoming(s.msg(C0, 0, 5, 8), 1));
+    queued(m.incoming(s.msg(C0, 1, 6, 8), 2));
+    queued(m.incoming(s.msg(C0, 0, 6, 8), 3));
+    assert!(m.take_matching(C1, Source::Any, Tag::Any).is_none());
+    assert!(m.take_matching(C0, Source::Rank(2), Tag::Any).is_none());
+    let (e, p) = m.take_matching(C0, Source::Any, Tag::Value(6)).unwrap();
+    assert_eq!((e.source, e.tag, p), (1, 6, 2), "oldest arrival with tag 6");
+    let (_, p) = m.take_matching(C0, Source::Rank(0), Tag::Any).unwrap();
+    assert_eq!(p, 1);
+    assert_eq!(m.unexpected_len(), 1);
+    assert_eq!(m.posted_len(), 0);
+    m.check();
+}
+
 // ----- cancel -----
 
 #[test]

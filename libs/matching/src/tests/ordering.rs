@@ -357,7 +357,7 @@ fn incoming_keeping_asks_to_keep_only_a_payload_held_back() {
 }
 
 #[test]
-fn match_in_order_takes_only_what_incoming_would_match_at_once() {
+fn arrive_in_order_matches_or_queues_as_incoming_would() {
     let mut m: Matcher<u32> = Matcher::new();
     let mut s = Senders::default();
     let e = |seq: u64| Envelope {
@@ -368,28 +368,47 @@ fn match_in_order_takes_only_what_incoming_would_match_at_once() {
         len: 8,
         sync: false,
     };
-    // Nothing posted: no change, and incoming then queues it.
+    // Nothing posted: queued with the payload `store` makes.
     let first = s.msg(C0, 2, 5, 8);
-    assert_eq!(m.match_in_order(&first), None);
-    assert_eq!(m.expected_sequence(C0, 2), 0);
-    queued(m.incoming(first, 0));
+    let InOrder::Queued(id) = m.arrive_in_order(&first, || 7) else {
+        panic!("an in-order message with nothing posted is queued");
+    };
+    assert_eq!(m.unexpected(id).map(|(_, p)| *p), Some(7));
+    assert_eq!(m.expected_sequence(C0, 2), 1);
     let taken = m.post_recv(recv(C0, Source::Any, Tag::Any, 8, 19)).unwrap();
-    assert_eq!(taken.envelope.sequence, 0);
+    assert_eq!((taken.envelope.sequence, taken.payload), (0, 7));
     // An older wildcard receive wins over a later specific one, as in
-    // incoming.
+    // incoming; `store` is not called for a match.
     m.post_recv(recv(C0, Source::Any, Tag::Any, 8, 20));
     m.post_recv(recv(C0, Source::Rank(2), Tag::Value(5), 4, 21));
     let second = s.msg(C0, 2, 5, 8);
-    assert_eq!(m.match_in_order(&second), Some((RecvId(20), 8)));
+    let never = || -> u32 { panic!("a matched message stores nothing") };
+    assert_eq!(
+        m.arrive_in_order(&second, never),
+        InOrder::Matched {
+            recv: RecvId(20),
+            capacity: 8
+        }
+    );
     assert_eq!(m.expected_sequence(C0, 2), 2);
-    assert_eq!(m.match_in_order(&s.msg(C0, 2, 5, 8)), Some((RecvId(21), 4)));
+    assert_eq!(
+        m.arrive_in_order(&s.msg(C0, 2, 5, 8), never),
+        InOrder::Matched {
+            recv: RecvId(21),
+            capacity: 4
+        }
+    );
     assert_eq!(m.posted_len(), 0);
     m.check();
     // Out of order, or with an earlier message held back: no change.
     m.post_recv(recv(C0, Source::Rank(2), Tag::Any, 8, 22));
-    assert_eq!(m.match_in_order(&e(4)), None);
+    assert_eq!(m.arrive_in_order(&e(4), never), InOrder::NotInOrder);
     assert_eq!(m.incoming(e(4), 4), Incoming::HeldBack);
-    assert_eq!(m.match_in_order(&e(3)), None, "a message is held back");
+    assert_eq!(
+        m.arrive_in_order(&e(3), never),
+        InOrder::NotInOrder,
+        "a message is held back"
+    );
     assert_eq!(m.expected_sequence(C0, 2), 3);
     assert_eq!(m.posted_len(), 1);
     let got = matched(m.incoming(e(3), 3));

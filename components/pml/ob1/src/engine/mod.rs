@@ -221,6 +221,22 @@ fn nonnull(p: *const u8, len: usize) -> *const u8 {
     }
 }
 
+/// The `len` bytes at `p` (empty when `len` is 0, whatever `p` is).
+///
+/// # Safety
+///
+/// When `len > 0`, `p` is not null and is readable for `len` bytes for
+/// the returned lifetime.
+#[inline]
+unsafe fn bytes_of<'a>(p: *const u8, len: usize) -> &'a [u8] {
+    if len == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller's promise.
+        unsafe { std::slice::from_raw_parts(p, len) }
+    }
+}
+
 /// A btl's reason as a clause (no trailing period).
 fn clause(reason: &str) -> &str {
     let r = reason.trim();

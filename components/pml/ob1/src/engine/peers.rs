@@ -35,6 +35,10 @@ pub(crate) struct Lane {
     pub put: bool,
     /// Bytes of gets/puts striped onto this lane so far.
     pub rdma_striped: u64,
+    /// The lane reaches this process through a module with
+    /// [`flags::LOOPBACK`]: eager messages are delivered during the send,
+    /// without the btl.
+    pub loopback: bool,
 }
 
 /// The modules used for one peer.
@@ -253,7 +257,12 @@ impl<T: Transport> Engine<T> {
                 self.rank
             ));
         }
-        let route = self.select(reached);
+        let mut route = self.select(reached);
+        if peer == self.rank {
+            for lane in &mut route.lanes {
+                lane.loopback = self.modules[lane.module].info.flags & flags::LOOPBACK != 0;
+            }
+        }
         let text = self.describe_route(peer, &route);
         self.transport.log(verbosity::INFO, &text);
         Link::Reachable(route)
@@ -294,6 +303,7 @@ impl<T: Transport> Engine<T> {
                 get: info(m).flags & flags::GET != 0 && info(m).max_rdma_size > 0,
                 put: info(m).flags & flags::PUT != 0 && info(m).max_rdma_size > 0,
                 rdma_striped: 0,
+                loopback: false,
             })
             .collect();
         let all_get = lanes.iter().all(|l| l.get);
@@ -328,11 +338,16 @@ impl<T: Transport> Engine<T> {
             .enumerate()
             .map(|(i, l)| {
                 format!(
-                    "{} (weight {:.2}{})",
+                    "{} (weight {:.2}{}{})",
                     self.modules[l.module].info.label,
                     l.weight,
                     if route.eager.contains(&i) {
                         ", eager"
+                    } else {
+                        ""
+                    },
+                    if l.loopback {
+                        ", eager messages delivered during the send"
                     } else {
                         ""
                     }

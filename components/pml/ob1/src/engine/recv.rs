@@ -5,7 +5,9 @@
 use std::ptr;
 
 use oxmpi_framework_pml::module::{RecvArgs, RequestError, RequestStatus, ANY_SOURCE};
-use oxmpi_matching::{ContextId, Envelope, Incoming, Match, PostedRecv, RecvId, Source, Tag};
+use oxmpi_matching::{
+    ContextId, Envelope, InOrder, Incoming, Match, PostedRecv, RecvId, Source, Tag,
+};
 use oxmpi_plugin_api::verbosity;
 
 use super::{Ctrl, Engine, Kind, Stored, Transport};
@@ -20,6 +22,71 @@ impl<T: Transport> Engine<T> {
     /// `args.buf` must be writable for `args.len` bytes until the request
     /// completes.
     pub(crate) unsafe fn irecv(&mut self, args: &RecvArgs) -> Result<u64, String> {
+        self.check_recv(args)?;
+        // SAFETY: the caller's promise.
+        Ok(unsafe { self.post(args) })
+    }
+
+    /// Posts a receive or completes it at once
+    /// (`Pml::irecv_or_complete`): an eager message that arrived before it
+    /// and fits its buffer is copied there and the receive completes
+    /// without a request (0, with `status`); any other arrived message it
+    /// matches is delivered to a new request, as a posted receive would
+    /// have it.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Engine::irecv`].
+    pub(crate) unsafe fn irecv_or_complete(
+        &mut self,
+        args: &RecvArgs,
+        status: &mut RequestStatus,
+    ) -> Result<u64, String> {
+        self.check_recv(args)?;
+        let Some((envelope, stored)) = self.matcher.take_matching(
+            ContextId(args.context),
+            Source::from_raw(args.source),
+            Tag::from_raw(args.tag),
+        ) else {
+            // SAFETY: the caller's promise.
+            return Ok(unsafe { self.post(args) });
+        };
+        if stored.kind == Kind::Eager && envelope.len <= args.len {
+            let bytes = stored.data.as_deref().unwrap_or(&[]);
+            let n = bytes.len().min(envelope.len);
+            if n > 0 {
+                // SAFETY: the buffer holds `args.len >= envelope.len >= n`
+                // bytes (the caller's promise); `bytes` are ours.
+                unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), args.buf, n) };
+            }
+            *status = RequestStatus {
+                source: envelope.source,
+                tag: envelope.tag,
+                count: envelope.len,
+                cancelled: false,
+                error: RequestError::None,
+            };
+            if let Some(v) = stored.data {
+                self.pool.give(v);
+            }
+            return Ok(0);
+        }
+        let h = self.new_recv(args);
+        let m = Match {
+            recv: RecvId(h),
+            capacity: args.len,
+            envelope,
+            payload: stored,
+        };
+        self.deliver(m, &[]);
+        if !self.ctrl.is_empty() {
+            self.flush_ctrl();
+        }
+        Ok(h)
+    }
+
+    /// Refuses a receive from a rank outside the job or into a null buffer.
+    fn check_recv(&self, args: &RecvArgs) -> Result<(), String> {
         if args.source != ANY_SOURCE && (args.source < 0 || args.source as u32 >= self.size) {
             return Err(format!(
                 "rank {} cannot receive from rank {}: the job has {} ranks (0 to {}; -1 for any source)",
@@ -35,7 +102,13 @@ impl<T: Transport> Engine<T> {
                 self.rank, args.len
             ));
         }
-        let h = self.requests.insert_with(|| {
+        Ok(())
+    }
+
+    /// A new receive request for `args`, posted.
+    #[inline]
+    fn new_recv(&mut self, args: &RecvArgs) -> u64 {
+        self.requests.insert_with(|| {
             Request::new(Op::Recv(RecvReq {
                 buf: args.buf,
                 capacity: args.len,
@@ -43,7 +116,17 @@ impl<T: Transport> Engine<T> {
                 tag: args.tag,
                 phase: RecvPhase::Posted,
             }))
-        });
+        })
+    }
+
+    /// Makes a request for a checked receive and posts it (matching an
+    /// arrived message at once if one fits).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Engine::irecv`].
+    unsafe fn post(&mut self, args: &RecvArgs) -> u64 {
+        let h = self.new_recv(args);
         let posted = PostedRecv {
             context: ContextId(args.context),
             source: Source::from_raw(args.source),
@@ -67,7 +150,7 @@ impl<T: Transport> Engine<T> {
                 }
             }
         }
-        Ok(h)
+        h
     }
 
     /// Hands a matched message to its receive: copies the bytes that came
@@ -230,11 +313,20 @@ impl<T: Transport> Engine<T> {
             sync: kind != Kind::Eager,
         };
         if kind == Kind::Eager {
-            // The common case, matched without moving a match value: in
-            // order, with a receive posted, straight from the btl's memory.
-            if let Some((recv, _)) = self.matcher.match_in_order(&envelope) {
-                self.deliver_eager(recv.0, &envelope, payload);
-                return;
+            // The common case, without moving a match value: in order,
+            // matched straight from the btl's memory, or queued with a copy.
+            let pool = &mut self.pool;
+            let stored = || Stored {
+                kind,
+                data: Some(pool.copy(payload)),
+            };
+            match self.matcher.arrive_in_order(&envelope, stored) {
+                InOrder::Matched { recv, .. } => {
+                    self.deliver_eager(recv.0, &envelope, payload);
+                    return;
+                }
+                InOrder::Queued(_) => return,
+                InOrder::NotInOrder => {}
             }
         }
         // In order, the payload is matched straight from the btl's memory;

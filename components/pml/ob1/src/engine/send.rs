@@ -9,7 +9,7 @@ use oxmpi_framework_pml::module::{RequestError, SendArgs, SendMode, ANY_TAG};
 use oxmpi_plugin_api::verbosity;
 
 use super::peers::Link;
-use super::{clause, nonnull, Ctrl, Engine, Push, Transport};
+use super::{bytes_of, clause, nonnull, Ctrl, Engine, Kind, Push, Transport};
 use crate::requests::{Op, Protocol, Request, SendReq};
 use crate::wire::{self, Header, MatchInfo, FLAG_PUT, FLAG_SYNC};
 
@@ -66,7 +66,11 @@ impl<T: Transport> Engine<T> {
             ));
         };
         let lane = route.next_eager();
-        let (first_module, first_endpoint) = (route.lanes[lane].module, route.lanes[lane].endpoint);
+        let (first_module, first_endpoint, loopback) = (
+            route.lanes[lane].module,
+            route.lanes[lane].endpoint,
+            route.lanes[lane].loopback,
+        );
         let info = &self.modules[first_module].info;
         let sync = args.mode == SendMode::Synchronous;
         // RDMA for what the send pipeline would move in FRAGs.
@@ -93,6 +97,17 @@ impl<T: Transport> Engine<T> {
                 sequence,
                 len: args.len as u64,
             };
+            if loopback {
+                // A message to this process through a loopback module is
+                // delivered here, as the btl would deliver it: matched,
+                // kept as unexpected or held back by its sequence number.
+                // SAFETY: the caller keeps `args.buf` readable for
+                // `args.len` bytes (this function's contract); it is not
+                // null when `len > 0` (checked above).
+                let payload = unsafe { bytes_of(args.buf, args.len) };
+                self.incoming(self.rank, info, Kind::Eager, payload);
+                return Ok(0);
+            }
             let mut bytes = [0u8; 64];
             let n = wire::encode_match(&info, &mut bytes);
             let m = &self.modules[first_module];

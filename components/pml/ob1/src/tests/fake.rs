@@ -380,6 +380,16 @@ pub(crate) fn module(label: &str, exclusivity: u32, latency: u32, bandwidth: u32
     }
 }
 
+/// A loopback module description (`flags::LOOPBACK`), as the self btl's.
+pub(crate) fn loopback_module(label: &str) -> BtlModuleInfo {
+    BtlModuleInfo {
+        flags: oxmpi_framework_btl::module::flags::SEND
+            | oxmpi_framework_btl::module::flags::LOOPBACK,
+        eager_limit: 1024,
+        ..module(label, 65536, 0, 100)
+    }
+}
+
 /// A btl with these modules.
 pub(crate) fn btl(name: &str, modules: Vec<BtlModuleInfo>) -> BtlDesc {
     BtlDesc {
@@ -587,6 +597,30 @@ impl World {
         };
         // SAFETY: tests keep their buffers until completion.
         counted(|| unsafe { self.engines[at as usize].irecv(&args) }).expect("irecv")
+    }
+
+    /// Posts a receive of `buf`, or completes it at once from an arrived
+    /// message (`Pml::irecv_or_complete`): handle 0 and its status then.
+    pub(crate) fn irecv_or_complete(
+        &mut self,
+        at: u32,
+        buf: &mut [u8],
+        source: i32,
+        tag: i32,
+    ) -> (u64, RequestStatus) {
+        let args = RecvArgs {
+            buf: buf.as_mut_ptr(),
+            len: buf.len(),
+            source,
+            tag,
+            context: 0,
+        };
+        let mut status = RequestStatus::default();
+        // SAFETY: tests keep their buffers until completion.
+        let h =
+            counted(|| unsafe { self.engines[at as usize].irecv_or_complete(&args, &mut status) })
+                .expect("irecv_or_complete");
+        (h, status)
     }
 
     /// The status of a request, once complete (handle 0: a send that

@@ -6,6 +6,7 @@
 mod alloc;
 mod data;
 mod fake;
+mod immediate;
 mod routing;
 mod semantics;
 
