@@ -196,12 +196,13 @@ fn singleton_point_to_point() {
     });
 
     // A forgotten and a dropped request are waited for by the scope. The
-    // messages are larger than the self btl copies at send time (256 B), so
-    // the sends are still pending too when the scope ends.
-    let first: Vec<i64> = (0..40).collect();
-    let second: Vec<i64> = (100..140).collect();
-    let mut forgotten = [0i64; 40];
-    let mut dropped = [0i64; 40];
+    // messages are larger than the self btl's eager limit (1 KiB), so the
+    // sends use the rendezvous and are still pending too when the scope
+    // ends.
+    let first: Vec<i64> = (0..200).collect();
+    let second: Vec<i64> = (1000..1200).collect();
+    let mut forgotten = [0i64; 200];
+    let mut dropped = [0i64; 200];
     request::scope(|scope| {
         let r = me
             .immediate_receive_into_with_tag(scope, &mut forgotten[..], 20)
@@ -217,8 +218,9 @@ fn singleton_point_to_point() {
     });
     assert_eq!((&forgotten[..], &dropped[..]), (&first[..], &second[..]));
 
-    // A send that completes as it starts (a small message the self btl
-    // copies) is not pending: its scope has nothing to wait for.
+    // A send that completes as it starts (an eager message to oneself,
+    // delivered during the send) is not pending: its scope has nothing to
+    // wait for.
     let mut small = [0i64; 2];
     request::scope(|scope| {
         drop(

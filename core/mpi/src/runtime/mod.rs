@@ -191,10 +191,6 @@ struct State {
     idle_polls: Vec<u32>,
     /// Polls so far (wrapping).
     polls: u32,
-    /// The request started last and the pml's event counter right after:
-    /// while the counter has not moved, that request is not complete, and a
-    /// wait or test need not ask.
-    fresh: (u64, u64),
 }
 
 /// A request the pml watches while a wait runs (see
@@ -550,7 +546,6 @@ impl Runtime {
                 if comm == Comm::SelfComm {
                     state.on_self.push(handle);
                 }
-                state.fresh = (handle, self.signals.events());
                 Ok(RequestId::pending(handle))
             }
             // The pml's sentence names the peer.
@@ -645,7 +640,6 @@ impl Runtime {
                 if comm == Comm::SelfComm {
                     state.on_self.push(handle);
                 }
-                state.fresh = (handle, self.signals.events());
                 Ok(RequestId::pending(handle))
             }
             Err(error) => Err(Self::recv_refused(error)),
@@ -703,13 +697,6 @@ impl Runtime {
         }
     }
 
-    /// Whether `req` may be complete: false only for the request started
-    /// last while nothing happened since (no call needed to know).
-    #[inline]
-    fn may_be_complete(&self, state: &State, req: RequestId) -> bool {
-        state.fresh != (req.handle, self.signals.events())
-    }
-
     /// If `req` (a pml handle) is complete: releases it and returns its
     /// outcome.
     fn complete(&self, state: &mut State, req: RequestId) -> Option<Result<Status, Error>> {
@@ -762,10 +749,8 @@ impl Runtime {
             Ok(s) => s,
             Err(e) => return Some(Err(e)),
         };
-        if self.may_be_complete(&state, req) {
-            if let Some(r) = self.complete(&mut state, req) {
-                return Some(r);
-            }
+        if let Some(r) = self.complete(&mut state, req) {
+            return Some(r);
         }
         let seen = self.signals.events();
         self.poll(&mut state);
@@ -791,10 +776,11 @@ impl Runtime {
     /// [`Runtime::wait`] for a request the pml holds.
     fn wait_pending(&self, req: RequestId) -> Result<Status, Error> {
         let mut state = self.enter()?;
-        if self.may_be_complete(&state, req) {
-            if let Some(r) = self.complete(&mut state, req) {
-                return r;
-            }
+        // A request may complete during the call that starts it (in error,
+        // or as a pml without immediate completion reports it): ask once
+        // before polling.
+        if let Some(r) = self.complete(&mut state, req) {
+            return r;
         }
         // Below MULTIPLE/SERIALIZED there is no lock to let go of between
         // polls: the thread stays entered until the request completes, and
