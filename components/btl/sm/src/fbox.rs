@@ -158,6 +158,8 @@ pub struct FboxIn {
     pos: u64,
     /// `pos % size`, kept to spare a division per poll.
     off: usize,
+    /// `tag(key, pos)`, kept to spare its multiplication per poll.
+    expected: u64,
     size: usize,
 }
 
@@ -167,14 +169,39 @@ impl FboxIn {
     /// finished.
     pub fn open(segment: &Segment, index: u32) -> Option<FboxIn> {
         let owner = segment.fbox_owner(index).load(Ordering::Acquire);
-        (owner != 0).then(|| FboxIn {
-            index,
-            sender: owner - 1,
-            key: segment.fbox_key(index).load(Ordering::Relaxed),
-            pos: 0,
-            off: 0,
-            size: segment.sizes().fbox_size as usize,
+        (owner != 0).then(|| {
+            let key = segment.fbox_key(index).load(Ordering::Relaxed);
+            FboxIn {
+                index,
+                sender: owner - 1,
+                key,
+                pos: 0,
+                off: 0,
+                expected: tag(key, 0),
+                size: segment.sizes().fbox_size as usize,
+            }
         })
+    }
+
+    /// Whether a record (or a skip record) waits at the box's position:
+    /// one load and a compare, for the idle poll.
+    #[inline]
+    pub fn ready(&self, segment: &Segment) -> bool {
+        segment
+            .fbox_word(self.index, self.off)
+            .load(Ordering::Acquire)
+            == self.expected
+    }
+
+    /// Moves the position by `len` bytes (wrapping at the ring's end).
+    #[inline]
+    fn advance(&mut self, len: usize) {
+        self.pos += len as u64;
+        self.off += len;
+        if self.off == self.size {
+            self.off = 0;
+        }
+        self.expected = tag(self.key, self.pos);
     }
 
     /// Looks at the next record (skipping to the ring's start over a skip
@@ -183,16 +210,14 @@ impl FboxIn {
     pub fn poll(&mut self, segment: &Segment) -> Polled {
         loop {
             let off = self.off;
-            if segment.fbox_word(self.index, off).load(Ordering::Acquire) != tag(self.key, self.pos)
-            {
+            if !self.ready(segment) {
                 return Polled::Empty;
             }
             let lens = segment
                 .fbox_word(self.index, off + 8)
                 .load(Ordering::Relaxed);
             if lens == SKIP {
-                self.pos += (self.size - off) as u64;
-                self.off = 0;
+                self.advance(self.size - off);
                 continue;
             }
             let control = lens & CONTROL != 0;
@@ -213,12 +238,7 @@ impl FboxIn {
     /// and gives its room back to the sender.
     #[inline]
     pub fn consume(&mut self, segment: &Segment, header: usize, payload: usize) {
-        let len = record_len(header, payload);
-        self.pos += len as u64;
-        self.off += len;
-        if self.off == self.size {
-            self.off = 0;
-        }
+        self.advance(record_len(header, payload));
         segment
             .fbox_consumed(self.index)
             .store(self.pos, Ordering::Release);

@@ -251,19 +251,22 @@ impl Requests {
         slot.req.as_mut()
     }
 
-    /// Releases a request; its handle becomes stale.
+    /// Releases a request (dropped in its slot, not moved out); its handle
+    /// becomes stale. False if the handle was not live.
     #[inline]
-    pub(crate) fn remove(&mut self, handle: u64) -> Option<Request> {
+    pub(crate) fn remove(&mut self, handle: u64) -> bool {
         let (i, g) = split(handle);
-        let slot = self.slots.get_mut(i)?;
-        if slot.generation != g {
-            return None;
+        let Some(slot) = self.slots.get_mut(i) else {
+            return false;
+        };
+        if slot.generation != g || slot.req.is_none() {
+            return false;
         }
-        let req = slot.req.take()?;
+        slot.req = None;
         slot.generation = slot.generation.wrapping_add(1).max(1);
         self.free.push(i as u32);
         self.live -= 1;
-        Some(req)
+        true
     }
 
     /// Handles of all live requests (for the rare whole-table walks).
@@ -302,9 +305,9 @@ mod tests {
         let a = r.insert(recv());
         assert_ne!(a, 0);
         assert!(r.get(a).is_some());
-        assert!(r.remove(a).is_some());
+        assert!(r.remove(a));
         assert!(r.get(a).is_none());
-        assert!(r.remove(a).is_none());
+        assert!(!r.remove(a));
         let next = r.vacant();
         let b = r.insert(recv());
         assert_eq!(b, next, "vacant names the next handle");
