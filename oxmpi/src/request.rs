@@ -446,25 +446,29 @@ impl<'a, S: Scope<'a>> Request<'a, S> {
             self.scope.release(slot);
         }
         match result {
-            Ok(status) => {
-                let status = Status::from(status);
-                match self.kind {
-                    Kind::Receive {
-                        element_size,
-                        element_name,
-                    } if element_count_of(status.byte_count(), element_size).is_none() => {
-                        Err(partial_element_error(
-                            status.byte_count(),
-                            element_name,
-                            element_size,
-                            status.source_rank(),
-                            status.tag(),
-                        ))
-                    }
-                    _ => Ok(status),
-                }
-            }
+            Ok(status) => self.checked(Status::from(status)),
             Err(e) => Err(Error::from(e)),
+        }
+    }
+
+    /// The outcome of a request that completed with `status`: a receive
+    /// of a partial element is an error.
+    #[inline]
+    fn checked(&self, status: Status) -> Result<Status, Error> {
+        match self.kind {
+            Kind::Receive {
+                element_size,
+                element_name,
+            } if element_count_of(status.byte_count(), element_size).is_none() => {
+                Err(partial_element_error(
+                    status.byte_count(),
+                    element_name,
+                    element_size,
+                    status.source_rank(),
+                    status.tag(),
+                ))
+            }
+            _ => Ok(status),
         }
     }
 
@@ -478,7 +482,13 @@ impl<'a, S: Scope<'a>> Request<'a, S> {
     /// `ThreadLevel` if this thread may not call MPI now (the request is
     /// then still pending, and its scope waits for it).
     pub fn wait(mut self) -> Result<Status, Error> {
-        if let Some(outcome) = self.outcome.take() {
+        if self.outcome.is_none() {
+            // Completed as it started (the common case of small messages):
+            // MPI holds nothing, and the outcome is in the id.
+            if let Some(status) = self.id.outcome() {
+                return self.checked(Status::from(status));
+            }
+        } else if let Some(outcome) = self.outcome.take() {
             return outcome;
         }
         match self.runtime.wait(self.id) {

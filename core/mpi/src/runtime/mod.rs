@@ -406,6 +406,22 @@ impl Runtime {
     /// read).
     #[inline]
     fn enter(&self) -> Result<Entered<'_>, Error> {
+        if matches!(self.level, ThreadLevel::Single | ThreadLevel::Funneled)
+            && PHASE.load(Ordering::Acquire) == PHASE_RUNNING
+            && IS_MAIN_THREAD.with(Cell::get)
+        {
+            // SAFETY: below `SERIALIZED` only the initializing thread is
+            // admitted, and no method enters while entered.
+            let state = unsafe { &mut *self.state.get() };
+            return Ok(Entered { state, lock: None });
+        }
+        self.enter_checked()
+    }
+
+    /// [`Runtime::enter`] with every check and the lock (above
+    /// `FUNNELED`), and the errors.
+    #[inline(never)]
+    fn enter_checked(&self) -> Result<Entered<'_>, Error> {
         if PHASE.load(Ordering::Acquire) != PHASE_RUNNING {
             return Err(Error::new(
                 ErrorClass::Finalized,
@@ -443,17 +459,11 @@ impl Runtime {
         Ok(Entered { state, lock })
     }
 
+    #[inline]
     fn world_rank(&self, comm: Comm, rank: i32, what: &str) -> Result<u32, Error> {
         let size = self.comm_size(comm);
         if rank < 0 || rank >= size {
-            return Err(Error::new(
-                ErrorClass::Rank,
-                format!(
-                    "{what} rank {rank} is not in {} (ranks 0 to {})",
-                    comm.name(),
-                    size - 1
-                ),
-            ));
+            return Err(Self::rank_error(comm, rank, what, size));
         }
         Ok(match comm {
             Comm::World => rank as u32,
@@ -461,7 +471,22 @@ impl Runtime {
         })
     }
 
+    /// The error of a rank outside `comm` (`size` ranks).
+    #[cold]
+    #[inline(never)]
+    fn rank_error(comm: Comm, rank: i32, what: &str, size: i32) -> Error {
+        Error::new(
+            ErrorClass::Rank,
+            format!(
+                "{what} rank {rank} is not in {} (ranks 0 to {})",
+                comm.name(),
+                size - 1
+            ),
+        )
+    }
+
     /// A receive's or probe's source as a job rank ([`ANY_SOURCE`] stays).
+    #[inline]
     fn world_source(&self, comm: Comm, source: i32) -> Result<i32, Error> {
         if source == ANY_SOURCE {
             Ok(ANY_SOURCE)
@@ -470,18 +495,26 @@ impl Runtime {
         }
     }
 
+    #[inline]
     fn check_tag(tag: i32, wildcard: bool) -> Result<(), Error> {
         if (0..=TAG_UB).contains(&tag) || (wildcard && tag == ANY_TAG) {
             Ok(())
         } else {
-            Err(Error::new(
-                ErrorClass::Tag,
-                format!(
-                    "tag {tag} is not valid: tags go from 0 to {TAG_UB}{}",
-                    if wildcard { " (or ANY_TAG)" } else { "" }
-                ),
-            ))
+            Err(Self::tag_error(tag, wildcard))
         }
+    }
+
+    /// The error of an invalid tag.
+    #[cold]
+    #[inline(never)]
+    fn tag_error(tag: i32, wildcard: bool) -> Error {
+        Error::new(
+            ErrorClass::Tag,
+            format!(
+                "tag {tag} is not valid: tags go from 0 to {TAG_UB}{}",
+                if wildcard { " (or ANY_TAG)" } else { "" }
+            ),
+        )
     }
 
     /// Starts a send of `len` bytes at `buf` to rank `dest` of `comm`.

@@ -174,7 +174,18 @@ impl Peer {
 impl<T: Transport> Engine<T> {
     /// Resolves `peer` on first use: reads each btl's card, asks each of
     /// its modules, and keeps the best (see the crate docs).
+    #[inline]
     pub(super) fn resolve(&mut self, peer: u32) -> Result<(), String> {
+        match &self.peers[peer as usize].link {
+            Link::Reachable(_) => Ok(()),
+            _ => self.resolve_first(peer),
+        }
+    }
+
+    /// [`Engine::resolve`] for a peer not known to be reachable.
+    #[cold]
+    #[inline(never)]
+    fn resolve_first(&mut self, peer: u32) -> Result<(), String> {
         match &self.peers[peer as usize].link {
             Link::Reachable(_) => return Ok(()),
             Link::Unreachable(s) => return Err(s.clone()),
