@@ -404,6 +404,25 @@ impl SmBtl {
     /// a fragment buffer and its queue.
     #[inline]
     fn transmit(&mut self, endpoint: u64, header: &[u8], bytes: &[u8], control: bool) -> Tx {
+        // The common case inline: a healthy peer, nothing of it in a
+        // fragment buffer, room in its fast box.
+        if let Some(p) = self.peers.get_mut(endpoint as usize) {
+            if let (None, None, Some(segment), Some(out)) =
+                (&p.failed, p.last_frag, &p.segment, &mut p.out)
+            {
+                let len = record_len(header.len(), bytes.len());
+                if out.takes(len) && out.write(segment, header, bytes, len, control) {
+                    return Tx::Done;
+                }
+            }
+        }
+        self.transmit_any(endpoint, header, bytes, control)
+    }
+
+    /// [`SmBtl::transmit`] in every case: checks, the fast box once the
+    /// fragments sent before have been taken, else a fragment buffer.
+    #[inline(never)]
+    fn transmit_any(&mut self, endpoint: u64, header: &[u8], bytes: &[u8], control: bool) -> Tx {
         let rank = self.rank;
         let Some(p) = self.peers.get_mut(endpoint as usize) else {
             return Tx::Lost;

@@ -172,6 +172,26 @@ impl<T: Transport> Engine<T> {
         header: &[u8],
         payload: &[u8],
     ) {
+        // The common case first, decoded straight into the call.
+        if peer < self.size {
+            if let Some(info) = wire::match_info(header) {
+                return self.incoming(peer, info, Kind::Eager, payload);
+            }
+        }
+        self.on_other_fragment(btl, module, peer, header, payload)
+    }
+
+    /// [`Engine::on_fragment`] for every fragment but a MATCH from a rank
+    /// of the job.
+    #[inline(never)]
+    fn on_other_fragment(
+        &mut self,
+        btl: usize,
+        module: u32,
+        peer: u32,
+        header: &[u8],
+        payload: &[u8],
+    ) {
         if peer >= self.size {
             let label = self.label(btl, module);
             self.transport.log(
@@ -182,10 +202,6 @@ impl<T: Transport> Engine<T> {
                 ),
             );
             return;
-        }
-        // The common case first, decoded straight into the call.
-        if let Some(info) = wire::match_info(header) {
-            return self.incoming(peer, info, Kind::Eager, payload);
         }
         let decoded = match Header::decode(header) {
             Ok(h) => h,

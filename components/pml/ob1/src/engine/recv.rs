@@ -86,23 +86,34 @@ impl<T: Transport> Engine<T> {
     }
 
     /// Refuses a receive from a rank outside the job or into a null buffer.
+    #[inline]
     fn check_recv(&self, args: &RecvArgs) -> Result<(), String> {
+        if (args.source != ANY_SOURCE && (args.source < 0 || args.source as u32 >= self.size))
+            || (args.buf.is_null() && args.len > 0)
+        {
+            return Err(self.invalid_recv(args));
+        }
+        Ok(())
+    }
+
+    /// The sentence of a receive with invalid arguments.
+    #[cold]
+    #[inline(never)]
+    fn invalid_recv(&self, args: &RecvArgs) -> String {
         if args.source != ANY_SOURCE && (args.source < 0 || args.source as u32 >= self.size) {
-            return Err(format!(
+            format!(
                 "rank {} cannot receive from rank {}: the job has {} ranks (0 to {}; -1 for any source)",
                 self.rank,
                 args.source,
                 self.size,
                 self.size - 1
-            ));
-        }
-        if args.buf.is_null() && args.len > 0 {
-            return Err(format!(
+            )
+        } else {
+            format!(
                 "rank {} cannot post a receive of {} bytes: the buffer is a null pointer",
                 self.rank, args.len
-            ));
+            )
         }
-        Ok(())
     }
 
     /// A new receive request for `args`, posted.
@@ -284,6 +295,7 @@ impl<T: Transport> Engine<T> {
     }
 
     /// A MATCH or RNDV arrived: match it, queue it or hold it back.
+    #[inline]
     pub(super) fn incoming(&mut self, peer: u32, info: MatchInfo, kind: Kind, payload: &[u8]) {
         let len = usize::try_from(info.len).unwrap_or(usize::MAX);
         let consistent = info.source == peer
@@ -293,16 +305,7 @@ impl<T: Transport> Engine<T> {
                 Kind::Rget { .. } => payload.is_empty(),
             };
         if !consistent {
-            self.transport.log(
-                verbosity::ERROR,
-                &format!(
-                    "dropped a malformed message header from rank {peer}: source {}, length {}, {} payload bytes",
-                    info.source,
-                    info.len,
-                    payload.len()
-                ),
-            );
-            return;
+            return self.malformed(peer, &info, payload.len());
         }
         let envelope = Envelope {
             context: ContextId(info.context),
@@ -329,6 +332,28 @@ impl<T: Transport> Engine<T> {
                 InOrder::NotInOrder => {}
             }
         }
+        self.incoming_any(peer, envelope, kind, payload)
+    }
+
+    /// Logs a MATCH or RNDV whose header contradicts its sender or payload
+    /// (it is dropped).
+    #[cold]
+    #[inline(never)]
+    fn malformed(&self, peer: u32, info: &MatchInfo, payload: usize) {
+        self.transport.log(
+            verbosity::ERROR,
+            &format!(
+                "dropped a malformed message header from rank {peer}: source {}, length {}, {payload} payload bytes",
+                info.source,
+                info.len,
+            ),
+        );
+    }
+
+    /// [`Engine::incoming`] for a rendezvous, or an eager message out of
+    /// order: matched, queued or held back by `Matcher::incoming`.
+    #[inline(never)]
+    fn incoming_any(&mut self, peer: u32, envelope: Envelope, kind: Kind, payload: &[u8]) {
         // In order, the payload is matched straight from the btl's memory;
         // a message held back for an earlier one is copied first.
         let pool = &mut self.pool;

@@ -23,47 +23,19 @@ impl<T: Transport> Engine<T> {
     /// `args.buf` must be readable for `args.len` bytes until the request
     /// completes.
     pub(crate) unsafe fn isend(&mut self, args: &SendArgs) -> Result<u64, (RequestError, String)> {
-        let invalid = |sentence: String| Err((RequestError::Other, sentence));
         let dest = args.dest;
-        if dest >= self.size {
-            return invalid(format!(
-                "rank {} cannot send to rank {dest}: the job has {} ranks (0 to {})",
-                self.rank,
-                self.size,
-                self.size - 1
-            ));
-        }
-        if args.buf.is_null() && args.len > 0 {
-            return invalid(format!(
-                "rank {} cannot send {} bytes to rank {dest}: the buffer is a null pointer",
-                self.rank, args.len
-            ));
-        }
-        if args.tag == ANY_TAG {
-            return invalid(format!(
-                "rank {} cannot send to rank {dest} with tag {ANY_TAG}: that is MPI_ANY_TAG, which no receive can match",
-                self.rank
-            ));
+        if dest >= self.size || (args.buf.is_null() && args.len > 0) || args.tag == ANY_TAG {
+            return Err((RequestError::Other, self.invalid_send(args)));
         }
         if let Err(e) = self.resolve(dest) {
             return Err((RequestError::Unreachable, e));
         }
         let peer = &mut self.peers[dest as usize];
-        if let Some(reason) = &peer.failed {
-            return Err((
-                RequestError::PeerFailed,
-                format!(
-                    "rank {} cannot send to rank {dest}: rank {dest} was lost ({})",
-                    self.rank,
-                    clause(reason)
-                ),
-            ));
+        if peer.failed.is_some() {
+            return Err((RequestError::PeerFailed, self.lost_peer(dest)));
         }
         let Link::Reachable(route) = &mut peer.link else {
-            return invalid(format!(
-                "rank {} cannot send to rank {dest}: no route was resolved",
-                self.rank
-            ));
+            return Err((RequestError::Other, self.no_route(dest)));
         };
         let lane = route.next_eager();
         let (first_module, first_endpoint, loopback) = (
@@ -156,6 +128,54 @@ impl<T: Transport> Engine<T> {
             self.active.push_back(h);
         }
         Ok(h)
+    }
+
+    /// The sentence of a send with invalid arguments (a rank outside the
+    /// job, a null buffer, `MPI_ANY_TAG`).
+    #[cold]
+    #[inline(never)]
+    fn invalid_send(&self, args: &SendArgs) -> String {
+        let dest = args.dest;
+        if dest >= self.size {
+            format!(
+                "rank {} cannot send to rank {dest}: the job has {} ranks (0 to {})",
+                self.rank,
+                self.size,
+                self.size - 1
+            )
+        } else if args.buf.is_null() && args.len > 0 {
+            format!(
+                "rank {} cannot send {} bytes to rank {dest}: the buffer is a null pointer",
+                self.rank, args.len
+            )
+        } else {
+            format!(
+                "rank {} cannot send to rank {dest} with tag {ANY_TAG}: that is MPI_ANY_TAG, which no receive can match",
+                self.rank
+            )
+        }
+    }
+
+    /// The sentence of a send to a lost peer.
+    #[cold]
+    #[inline(never)]
+    fn lost_peer(&self, dest: u32) -> String {
+        let reason = self.peers[dest as usize].failed.as_deref().unwrap_or("");
+        format!(
+            "rank {} cannot send to rank {dest}: rank {dest} was lost ({})",
+            self.rank,
+            clause(reason)
+        )
+    }
+
+    /// The sentence of a send to a peer whose route was not resolved.
+    #[cold]
+    #[inline(never)]
+    fn no_route(&self, dest: u32) -> String {
+        format!(
+            "rank {} cannot send to rank {dest}: no route was resolved",
+            self.rank
+        )
     }
 
     /// Records what the btl (module `module`) answered for the first
