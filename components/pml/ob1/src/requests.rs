@@ -5,7 +5,7 @@
 //! request, or one whose slot was reused) is refused, and no valid handle
 //! is 0 (which the wire protocol uses as "no request").
 
-use oxmpi_framework_pml::module::RequestStatus;
+use oxmpi_framework_pml::module::{RequestError, RequestStatus};
 
 /// The protocol a send uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -262,11 +262,44 @@ impl Requests {
         if slot.generation != g || slot.req.is_none() {
             return false;
         }
+        self.vacate(i);
+        true
+    }
+
+    /// Empties live slot `i` (dropping its request in place) and makes its
+    /// handle stale.
+    #[inline]
+    fn vacate(&mut self, i: usize) {
+        let slot = &mut self.slots[i];
         slot.req = None;
         slot.generation = slot.generation.wrapping_add(1).max(1);
         self.free.push(i as u32);
         self.live -= 1;
-        true
+    }
+
+    /// In one lookup: the status of request `handle` once it is complete
+    /// (`Ok(None)` while it runs), and its release if it completed without
+    /// error (one in error stays, for its sentence). `Err` for a handle
+    /// that is not live or was freed by its caller.
+    #[inline]
+    pub(crate) fn take_complete(&mut self, handle: u64) -> Result<Option<RequestStatus>, ()> {
+        let (i, g) = split(handle);
+        let slot = self.slots.get_mut(i).ok_or(())?;
+        if slot.generation != g {
+            return Err(());
+        }
+        let r = slot.req.as_ref().ok_or(())?;
+        if r.detached {
+            return Err(());
+        }
+        if !r.complete {
+            return Ok(None);
+        }
+        let status = r.status;
+        if status.error == RequestError::None {
+            self.vacate(i);
+        }
+        Ok(Some(status))
     }
 
     /// Handles of all live requests (for the rare whole-table walks).

@@ -751,19 +751,23 @@ impl Runtime {
         };
         match st.error {
             RequestError::None => Ok(Status::of_request(&st, on_self)),
-            other => {
-                let text = self.pml.request_error(handle);
-                let class = match other {
-                    RequestError::Truncated => ErrorClass::Truncate,
-                    RequestError::PeerFailed => ErrorClass::ProcFailed,
-                    _ => ErrorClass::Other,
-                };
-                // `take` keeps a request in error for its sentence:
-                // released exactly once, here.
-                self.pml.free(handle);
-                Err(Error::new(class, text))
-            }
+            other => Err(self.request_failed(handle, other)),
         }
+    }
+
+    /// The error of request `handle`, which completed with `error`; the
+    /// request is released (`take` keeps one in error for its sentence).
+    #[cold]
+    #[inline(never)]
+    fn request_failed(&self, handle: u64, error: RequestError) -> Error {
+        let text = self.pml.request_error(handle);
+        let class = match error {
+            RequestError::Truncated => ErrorClass::Truncate,
+            RequestError::PeerFailed => ErrorClass::ProcFailed,
+            _ => ErrorClass::Other,
+        };
+        self.pml.free(handle);
+        Error::new(class, text)
     }
 
     /// Checks `req` once (after one round of progress); `Some` once it is

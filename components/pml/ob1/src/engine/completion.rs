@@ -64,13 +64,7 @@ impl<T: Transport> Engine<T> {
     pub(crate) fn test(&self, h: u64) -> Option<RequestStatus> {
         match self.requests.get(h) {
             Some(r) if !r.detached => r.complete.then_some(r.status),
-            _ => Some(RequestStatus {
-                source: ANY_SOURCE,
-                tag: ANY_TAG,
-                count: 0,
-                cancelled: false,
-                error: RequestError::Other,
-            }),
+            _ => Some(unknown_status()),
         }
     }
 
@@ -78,13 +72,9 @@ impl<T: Transport> Engine<T> {
     /// request with the same lookup.
     #[inline]
     pub(crate) fn take(&mut self, h: u64) -> Option<RequestStatus> {
-        let status = self.test(h)?;
-        if status.error == RequestError::None {
-            // Complete, not detached (a detached or unknown handle answers
-            // an error): released here.
-            self.requests.remove(h);
-        }
-        Some(status)
+        self.requests
+            .take_complete(h)
+            .unwrap_or_else(|()| Some(unknown_status()))
     }
 
     /// `PmlModule::free`.
@@ -186,5 +176,18 @@ impl<T: Transport> Engine<T> {
             }
             (Failure::Message(s), _) => s.clone(),
         }
+    }
+}
+
+/// The status `test` answers for an unknown or freed handle (see
+/// [`Engine::request_error`]).
+#[inline]
+fn unknown_status() -> RequestStatus {
+    RequestStatus {
+        source: ANY_SOURCE,
+        tag: ANY_TAG,
+        count: 0,
+        cancelled: false,
+        error: RequestError::Other,
     }
 }

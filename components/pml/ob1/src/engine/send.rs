@@ -97,6 +97,26 @@ impl<T: Transport> Engine<T> {
             }
             outcome = Some((sent, first_module));
         }
+        Ok(self.track_send(
+            args,
+            SendPlan {
+                sync,
+                sequence,
+                protocol,
+                lane,
+                first_len,
+                offer_put,
+                outcome,
+            },
+        ))
+    }
+
+    /// Makes the request of a send that did not complete in `isend`, and
+    /// starts it (or records what the btl answered for its first
+    /// fragment); its handle.
+    #[inline(never)]
+    fn track_send(&mut self, args: &SendArgs, plan: SendPlan) -> u64 {
+        let dest = args.dest;
         let h = self.requests.insert_with(|| {
             Request::new(Op::Send(SendReq {
                 buf: args.buf,
@@ -104,30 +124,30 @@ impl<T: Transport> Engine<T> {
                 dest,
                 tag: args.tag,
                 context: args.context,
-                sync,
-                sequence,
-                protocol,
-                lane,
-                first_len,
+                sync: plan.sync,
+                sequence: plan.sequence,
+                protocol: plan.protocol,
+                lane: plan.lane,
+                first_len: plan.first_len,
                 started: false,
                 acked: false,
                 receiver: 0,
                 end: args.len,
-                next: first_len,
+                next: plan.first_len,
                 outstanding: 0,
                 put_addr: 0,
                 fin_queued: false,
-                offer_put,
+                offer_put: plan.offer_put,
             }))
         });
-        let taken = match outcome {
+        let taken = match plan.outcome {
             None => self.start(h),
             Some((sent, module)) => self.first_sent(h, sent, dest, module),
         };
         if !taken {
             self.active.push_back(h);
         }
-        Ok(h)
+        h
     }
 
     /// The sentence of a send with invalid arguments (a rank outside the
@@ -446,4 +466,17 @@ impl<T: Transport> Engine<T> {
         }
         events
     }
+}
+
+/// What `isend` decided for a send it hands to `track_send`.
+struct SendPlan {
+    sync: bool,
+    sequence: u64,
+    protocol: Protocol,
+    lane: usize,
+    first_len: usize,
+    offer_put: bool,
+    /// What the btl answered for an eager MATCH sent before the request
+    /// existed, and through which module; `None` when nothing was sent.
+    outcome: Option<(SendOutcome, usize)>,
 }
