@@ -1,10 +1,11 @@
 //! Fast boxes: a ring in the receiver's segment that one sender writes
 //! and the receiver polls, for small fragments.
 //!
-//! A record at absolute position `p` (a multiple of 16; its offset in the
+//! A record at absolute position `p` (a multiple of 64; its offset in the
 //! ring is `p % size`) is a tag word, a lengths word (header bytes in the
 //! low half, payload bytes in the high half), the header and the payload,
-//! padded to 16 bytes. The sender writes everything but the tag, then the
+//! padded to whole cache lines: a record of up to 64 bytes (a MATCH header
+//! and up to 16 payload bytes) is one line, never two. The sender writes everything but the tag, then the
 //! tag (release); the receiver polls the tag word at its position
 //! (acquire), so a record costs the receiver one cache-line transfer when
 //! it fits in a line. The tag mixes `p` with the box's random key: words
@@ -14,7 +15,7 @@
 //! The receiver publishes its consumed position after each record; the
 //! sender reads it only when its last copy says the ring is full.
 
-use crate::segment::{Segment, CONTROL, FRAG_HEADER};
+use crate::segment::{Segment, CONTROL, FRAG_HEADER, LINE};
 use std::sync::atomic::Ordering;
 
 /// Bytes of a record before its header: tag and lengths.
@@ -33,7 +34,7 @@ fn tag(key: u64, pos: u64) -> u64 {
 /// Bytes a fragment takes in a ring.
 #[inline]
 pub fn record_len(header: usize, payload: usize) -> usize {
-    (HEAD + header + payload).next_multiple_of(16)
+    (HEAD + header + payload).next_multiple_of(LINE)
 }
 
 /// The sender's side of one fast box.
