@@ -588,13 +588,7 @@ impl World {
         source: i32,
         tag: i32,
     ) -> u64 {
-        let args = RecvArgs {
-            buf,
-            len,
-            source,
-            tag,
-            context: 0,
-        };
+        let args = recv_args(buf, len, source, tag);
         // SAFETY: tests keep their buffers until completion.
         counted(|| unsafe { self.engines[at as usize].irecv(&args) }).expect("irecv")
     }
@@ -608,13 +602,7 @@ impl World {
         source: i32,
         tag: i32,
     ) -> (u64, RequestStatus) {
-        let args = RecvArgs {
-            buf: buf.as_mut_ptr(),
-            len: buf.len(),
-            source,
-            tag,
-            context: 0,
-        };
+        let args = recv_args(buf.as_mut_ptr(), buf.len(), source, tag);
         let mut status = RequestStatus::default();
         // SAFETY: tests keep their buffers until completion.
         let h =
@@ -646,6 +634,17 @@ impl World {
     pub(crate) fn wait(&mut self, at: u32, h: u64) -> RequestStatus {
         self.run_until("a request", |w| w.done(at, h));
         self.test(at, h).unwrap()
+    }
+}
+
+/// The arguments of a receive on context 0.
+fn recv_args(buf: *mut u8, len: usize, source: i32, tag: i32) -> RecvArgs {
+    RecvArgs {
+        buf,
+        len,
+        source,
+        tag,
+        context: 0,
     }
 }
 
