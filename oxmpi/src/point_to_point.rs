@@ -129,6 +129,7 @@ impl<'a> Process<'a> {
 }
 
 impl Sealed for Process<'_> {
+    #[inline]
     fn endpoint(&self) -> Endpoint {
         Endpoint {
             runtime: self.comm.runtime,
@@ -137,19 +138,29 @@ impl Sealed for Process<'_> {
         }
     }
 
+    #[inline]
     fn source_endpoint(&self) -> Result<Endpoint, Error> {
         if self.rank < 0 {
-            return Err(Error::new(
-                crate::ErrorClass::Rank,
-                format!(
-                    "source rank {} is not in {} (ranks 0 to {}); to receive from any rank, use any_process()",
-                    self.rank,
-                    self.comm.name(),
-                    self.comm.size() - 1
-                ),
-            ));
+            return Err(self.negative_source());
         }
         Ok(self.endpoint())
+    }
+}
+
+impl Process<'_> {
+    /// The error of a receive or probe from a negative rank.
+    #[cold]
+    #[inline(never)]
+    fn negative_source(&self) -> Error {
+        Error::new(
+            crate::ErrorClass::Rank,
+            format!(
+                "source rank {} is not in {} (ranks 0 to {}); to receive from any rank, use any_process()",
+                self.rank,
+                self.comm.name(),
+                self.comm.size() - 1
+            ),
+        )
     }
 }
 
@@ -180,6 +191,7 @@ impl Sealed for AnyProcess<'_> {
 ///
 /// # Safety
 /// `bytes` stays valid and unchanged until MPI releases the request.
+#[inline]
 unsafe fn start_send(
     ep: &Endpoint,
     bytes: &[u8],
@@ -199,6 +211,7 @@ unsafe fn start_send(
 /// # Safety
 /// `buf..buf + len` stays valid and untouched until MPI releases the
 /// request.
+#[inline]
 unsafe fn start_receive(
     ep: &Endpoint,
     buf: *mut u8,
@@ -211,6 +224,7 @@ unsafe fn start_receive(
     Ok(unsafe { ep.runtime.irecv(ep.comm, ep.rank, tag, buf, len) }?)
 }
 
+#[inline]
 fn blocking_send(ep: &Endpoint, bytes: &[u8], tag: Tag, mode: SendMode) -> Result<(), Error> {
     // SAFETY: `bytes` is borrowed until `wait_released` returns, which is
     // when MPI has released the request.
@@ -223,6 +237,7 @@ fn blocking_send(ep: &Endpoint, bytes: &[u8], tag: Tag, mode: SendMode) -> Resul
 ///
 /// # Safety
 /// `buf..buf + len` is valid for writes for the duration of the call.
+#[inline]
 unsafe fn blocking_receive(
     ep: &Endpoint,
     buf: *mut u8,
