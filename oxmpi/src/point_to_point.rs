@@ -191,7 +191,9 @@ impl Sealed for AnyProcess<'_> {
 ///
 /// # Safety
 /// `bytes` stays valid and unchanged until MPI releases the request.
-#[inline]
+// Always inlined: called, its result came back through memory in pieces
+// the caller read back whole (a stalled load on every send).
+#[inline(always)]
 unsafe fn start_send(
     ep: &Endpoint,
     bytes: &[u8],
