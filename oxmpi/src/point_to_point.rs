@@ -213,7 +213,8 @@ unsafe fn start_send(
 /// # Safety
 /// `buf..buf + len` stays valid and untouched until MPI releases the
 /// request.
-#[inline]
+// Always inlined, as `start_send`.
+#[inline(always)]
 unsafe fn start_receive(
     ep: &Endpoint,
     buf: *mut u8,
