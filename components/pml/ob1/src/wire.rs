@@ -195,11 +195,12 @@ pub(crate) fn match_info(b: &[u8]) -> Option<MatchInfo> {
     (b.len() >= MATCH_LEN && b[0] == MATCH).then(|| decode_info(b))
 }
 
-/// Writes a MATCH header for `info` into `out`; its length.
+/// The MATCH header for `info` (every byte written, none zeroed first).
 #[inline(always)]
-pub(crate) fn encode_match(info: &MatchInfo, out: &mut [u8; 64]) -> usize {
-    encode_info(out, MATCH, 0, info);
-    MATCH_LEN
+pub(crate) fn encode_match(info: &MatchInfo) -> [u8; MATCH_LEN] {
+    let mut out = [0u8; MATCH_LEN];
+    encode_info(&mut out, MATCH, 0, info);
+    out
 }
 
 #[inline]
@@ -437,8 +438,8 @@ mod tests {
     #[test]
     fn the_eager_path_encodes_and_decodes_a_match_like_the_header() {
         let info = sample_info();
-        let mut direct = [0u8; 64];
-        let n = encode_match(&info, &mut direct);
+        let direct = encode_match(&info);
+        let n = direct.len();
         let mut general = [0u8; 64];
         assert_eq!(n, Header::Match(info).encode(&mut general));
         assert_eq!(direct[..n], general[..n]);

@@ -80,14 +80,13 @@ impl<T: Transport> Engine<T> {
                 self.incoming(self.rank, info, Kind::Eager, payload);
                 return Ok(0);
             }
-            let mut bytes = [0u8; 64];
-            let n = wire::encode_match(&info, &mut bytes);
+            let bytes = wire::encode_match(&info);
             let m = &self.modules[first_module];
             let sent = self.transport.send(
                 m.btl,
                 m.index,
                 first_endpoint,
-                &bytes[..n],
+                &bytes,
                 nonnull(args.buf, args.len),
                 args.len,
                 self.requests.vacant(),
