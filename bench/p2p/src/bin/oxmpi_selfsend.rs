@@ -24,6 +24,7 @@
 //! | after | 211–228 (214) | 215–222 (219) |
 //! | pml interface 3.0 (a later series, against the row above) | 127–140 (130) | 128–174 (130) |
 //! | loopback delivery and immediate receives (against the row above, rebuilt) | 80–84 (83) | 81–89 (85) |
+//! | and inlined message starts in the Rust API (`scripts/bench-shm.sh`, three runs) | 68–70 | 71–74 |
 //!
 //! (An earlier series on a busier machine: before 379–417 and 385–413,
 //! after 212–224 and 214–227, before the last change of about 6 ns. The
@@ -67,9 +68,11 @@
 //! posted receives and a hash per message in the matcher, and about a
 //! fifth of the instructions by moving error branches out of hot
 //! functions (the MPI layer's entry and argument checks, ob1's send).
-//! Left: two guarded entries (isend, irecv), the unexpected queue (queue,
-//! copy, take), and the Rust API's scope and requests: about 1,550
-//! instructions by callgrind.
+//! Then inlining the Rust API's message starts removed a stalled load per
+//! message (their request ids came back through memory in pieces the
+//! caller read back whole). Left: two guarded entries (isend, irecv), the
+//! unexpected queue (queue, copy, take), and the Rust API's scope and
+//! requests: about 1,450 instructions by callgrind.
 
 #![forbid(unsafe_code)]
 
