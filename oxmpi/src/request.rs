@@ -74,9 +74,10 @@ use crate::error::Error;
 use crate::point_to_point::Status;
 use crate::ErrorClass;
 use oxmpi_mpi_core::{RequestId, Runtime};
+use oxmpi_plugin_api::serial::{Reentered, Serialized};
+use std::cell::RefCell;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 pub(crate) mod private {
     use oxmpi_mpi_core::RequestId;
@@ -166,11 +167,19 @@ impl Registry {
         }
     }
 
-    /// The pending requests, oldest slot first, leaving the registry empty.
+    /// The pending requests, oldest slot first, leaving the registry empty
+    /// (its storage kept).
     fn drain(&mut self) -> Vec<RequestId> {
         self.free.clear();
         self.live = 0;
         self.slots.drain(..).flatten().collect()
+    }
+
+    /// Forgets every entry, keeping the storage.
+    fn clear(&mut self) {
+        self.slots.clear();
+        self.free.clear();
+        self.live = 0;
     }
 
     pub(crate) fn live(&self) -> usize {
@@ -178,9 +187,25 @@ impl Registry {
     }
 }
 
-/// How many requests a [`LocalScope`] keeps without locking or
-/// allocating (more go to its overflow registry).
+/// How many requests a [`LocalScope`] keeps in atomic slots (more go to
+/// its overflow registry).
 const INLINE_SLOTS: usize = 4;
+
+thread_local! {
+    /// The storage of an overflow registry whose scope ended on this
+    /// thread, for the next scope that needs one: a program that keeps
+    /// windows of requests in a scope per window allocates once, not per
+    /// window.
+    static SPARE_REGISTRY: RefCell<Option<Registry>> = const { RefCell::new(None) };
+}
+
+/// A registry for a scope's overflow: the spare one of this thread, or a
+/// new one.
+fn spare_registry() -> Registry {
+    SPARE_REGISTRY
+        .with(|spare| spare.borrow_mut().take())
+        .unwrap_or_default()
+}
 
 /// A number no other live thread has: the address of a thread-local (in
 /// the program's own TLS block, so reading it costs no call).
@@ -202,12 +227,21 @@ fn thread_mark() -> usize {
 /// only the request recorded in a slot empties it, so recording takes a
 /// load and a store, forgetting one store, and no read-modify-write.
 /// Requests made on other threads, beyond the slots, or with an id of 0
-/// go to a locked registry.
+/// go to an overflow registry, entered through the owner-biased exclusion
+/// of `oxmpi_plugin_api::serial`: the thread that uses it first (the
+/// creating one, in practice) enters with plain loads and stores, so a
+/// window of many requests takes no lock either; another thread that
+/// finds it entered retries. The registry's storage is kept per thread
+/// across scopes.
 pub struct LocalScope<'a> {
     /// The creating thread ([`thread_mark`]).
     creator: usize,
     inline: [AtomicU64; INLINE_SLOTS],
-    overflow: Mutex<Registry>,
+    /// `None` until the first overflow.
+    overflow: Serialized<Registry>,
+    /// Whether the overflow registry was ever entered (when not, ending the
+    /// scope need not enter it: its first entry takes a lock).
+    overflowed: AtomicBool,
     // Invariant in 'a (a scope cannot be made to accept shorter borrows),
     // and Send + Sync.
     _buffers: PhantomData<fn(&'a ()) -> &'a ()>,
@@ -226,15 +260,61 @@ impl LocalScope<'_> {
         LocalScope {
             creator: thread_mark(),
             inline: [const { AtomicU64::new(0) }; INLINE_SLOTS],
-            overflow: Mutex::new(Registry::default()),
+            overflow: Serialized::new(),
+            overflowed: AtomicBool::new(false),
             _buffers: PhantomData,
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Registry> {
-        // Registry updates cannot leave it inconsistent, so a poisoned
-        // lock is reused.
-        self.overflow.lock().unwrap_or_else(|e| e.into_inner())
+    /// Runs `f` on the overflow registry (made on first use), waiting
+    /// while another thread is inside it.
+    fn with_overflow<R>(&self, mut f: impl FnMut(&mut Registry) -> R) -> R {
+        self.overflowed.store(true, Ordering::Relaxed);
+        loop {
+            match self
+                .overflow
+                .enter(|slot| f(slot.get_or_insert_with(spare_registry)))
+            {
+                Ok(r) => return r,
+                // Another thread is inside (registry updates are short).
+                Err(Reentered) => std::thread::yield_now(),
+            }
+        }
+    }
+
+    /// Requests in the overflow registry (0 when it was never used).
+    fn overflow_live(&self) -> usize {
+        if !self.overflowed.load(Ordering::Relaxed) {
+            return 0;
+        }
+        loop {
+            match self
+                .overflow
+                .enter(|slot| slot.as_ref().map_or(0, Registry::live))
+            {
+                Ok(n) => return n,
+                Err(Reentered) => std::thread::yield_now(),
+            }
+        }
+    }
+
+    /// Gives the overflow registry's storage back to this thread's spare
+    /// (the scope ends).
+    fn keep_registry(&mut self) {
+        if !*self.overflowed.get_mut() {
+            return;
+        }
+        let mut taken = None;
+        let _ = self.overflow.enter(|slot| taken = slot.take());
+        if let Some(mut registry) = taken {
+            registry.clear();
+            let _ = SPARE_REGISTRY.try_with(|spare| {
+                let mut spare = spare.borrow_mut();
+                if spare.is_none() {
+                    *spare = Some(registry);
+                }
+            });
+        }
     }
 
     /// Records `id`; the slot number to release it with.
@@ -251,7 +331,7 @@ impl LocalScope<'_> {
                 }
             }
         }
-        INLINE_SLOTS + self.lock().insert(id)
+        INLINE_SLOTS + self.with_overflow(|r| r.insert(id))
     }
 
     /// Forgets the request recorded in `slot`.
@@ -260,7 +340,7 @@ impl LocalScope<'_> {
             // Only the request that owns the slot releases it, so a store
             // is enough (Release: pairs with `record`'s acquire).
             Some(s) => s.store(0, Ordering::Release),
-            None => self.lock().remove(slot - INLINE_SLOTS),
+            None => self.with_overflow(|r| r.remove(slot - INLINE_SLOTS)),
         }
     }
 
@@ -273,10 +353,8 @@ impl LocalScope<'_> {
             .filter(|&id| id != 0)
             .map(RequestId::pending)
             .collect();
-        // Exclusive access: no locking.
-        let overflow = self.overflow.get_mut().unwrap_or_else(|e| e.into_inner());
-        if overflow.live() > 0 {
-            ids.extend(overflow.drain());
+        if self.overflow_live() > 0 {
+            ids.extend(self.with_overflow(Registry::drain));
         }
         ids
     }
@@ -288,18 +366,19 @@ impl LocalScope<'_> {
             .iter()
             .filter(|s| s.load(Ordering::Acquire) != 0)
             .count();
-        inline + self.lock().live()
+        inline + self.overflow_live()
     }
 }
 
 impl Drop for LocalScope<'_> {
     fn drop(&mut self) {
         // Usually every request completed: nothing to collect.
-        let overflow = self.overflow.get_mut().unwrap_or_else(|e| e.into_inner());
-        if overflow.live() == 0 && self.inline.iter_mut().all(|s| *s.get_mut() == 0) {
+        if self.overflow_live() == 0 && self.inline.iter_mut().all(|s| *s.get_mut() == 0) {
+            self.keep_registry();
             return;
         }
         let ids = self.drain();
+        self.keep_registry();
         if ids.is_empty() {
             return;
         }
@@ -691,6 +770,27 @@ mod tests {
             ]
         );
         assert_eq!(scope.pending(), 0);
+    }
+
+    #[test]
+    fn the_overflow_storage_is_kept_for_the_next_scope_of_the_thread() {
+        let spare_capacity =
+            || SPARE_REGISTRY.with(|s| s.borrow().as_ref().map(|r| r.slots.capacity()));
+        for round in 0..3 {
+            let scope = LocalScope::new();
+            let slots: Vec<usize> = (1..=40)
+                .map(|i| scope.record(RequestId::pending(i)))
+                .collect();
+            assert_eq!(scope.pending(), 40, "round {round}");
+            assert_eq!(spare_capacity(), None, "in use by the scope");
+            for slot in slots {
+                scope.forget(slot);
+            }
+            assert_eq!(scope.pending(), 0);
+            drop(scope);
+            let kept = spare_capacity().expect("given back when the scope ends");
+            assert!(kept >= 36, "round {round}: capacity {kept}");
+        }
     }
 
     #[test]
