@@ -73,7 +73,7 @@ mod tests;
 mod types;
 
 use std::cell::Cell;
-use std::collections::hash_map::{Entry, HashMap};
+use std::collections::hash_map::HashMap;
 use std::collections::VecDeque;
 use std::fmt;
 
@@ -86,6 +86,19 @@ pub use types::{
 /// The matcher's integer keys are not chosen by an adversary, so they are
 /// hashed with FxHash (`rustc-hash`), much cheaper than SipHash.
 type BuildKeyHasher = rustc_hash::FxBuildHasher;
+
+/// Context ids below this are found by index (larger ones by hash).
+const DIRECT_CONTEXTS: u32 = 4096;
+
+/// Ranks below this are found by index in their context (larger and
+/// negative ones by hash).
+const DIRECT_RANKS: i32 = 1 << 20;
+
+/// Whether `rank`'s peer is found by index.
+#[inline]
+fn direct_rank(rank: i32) -> bool {
+    (0..DIRECT_RANKS).contains(&rank)
+}
 
 #[inline]
 fn peer_key(context: ContextId, rank: i32) -> u64 {
@@ -116,6 +129,9 @@ struct Context {
     unexpected: List,
     /// The peers' slots (for [`Matcher::remove_context`]).
     peers: Vec<u32>,
+    /// The slot of the peer of each rank below [`DIRECT_RANKS`] (NIL: none
+    /// yet), found by index.
+    ranks: Vec<u32>,
 }
 
 struct PostedNode {
@@ -218,12 +234,18 @@ pub struct RemovedContext<T> {
 /// assert_eq!(m.probe(world, Source::Rank(1), ANY_TAG).unwrap().sequence, 1);
 /// ```
 pub struct Matcher<T = ()> {
+    /// Peers of ranks outside `0..DIRECT_RANKS` (the others are found by
+    /// index in their context's `ranks`).
     peer_index: HashMap<u64, u32, BuildKeyHasher>,
-    /// The (key, slot) of the peer looked up last: receives and messages
-    /// come in runs from one sender, and comparing a key costs less than
-    /// hashing it. `None` after a context is removed.
-    last_peer: Cell<Option<(u64, u32)>>,
+    /// The slot of each context id below [`DIRECT_CONTEXTS`] (NIL: none),
+    /// found by index.
+    context_table: Vec<u32>,
+    /// Contexts of ids from [`DIRECT_CONTEXTS`] up.
     context_index: HashMap<u32, u32, BuildKeyHasher>,
+    /// The ([`peer_key`], slot) of the peer found last: receives and
+    /// messages come in runs from one sender, and one compare costs less
+    /// than the indexed loads. `None` after a context is removed.
+    last_peer: Cell<Option<(u64, u32)>>,
     peers: Slab<Peer>,
     contexts: Slab<Context>,
     posted: Slab<PostedNode>,
@@ -260,8 +282,9 @@ impl<T> Matcher<T> {
     pub fn new() -> Matcher<T> {
         Matcher {
             peer_index: HashMap::default(),
-            last_peer: Cell::new(None),
+            context_table: Vec::new(),
             context_index: HashMap::default(),
+            last_peer: Cell::new(None),
             peers: Slab::new(),
             contexts: Slab::new(),
             posted: Slab::new(),
@@ -525,17 +548,15 @@ impl<T> Matcher<T> {
     /// per message delivered in order (held-back messages do not count
     /// until released).
     pub fn expected_sequence(&self, context: ContextId, source: i32) -> u64 {
-        self.peer_index
-            .get(&peer_key(context, source))
-            .map_or(0, |&p| self.peers[p].expected)
+        self.find_peer(context, source)
+            .map_or(0, |p| self.peers[p].expected)
     }
 
     /// How many messages from `source` on `context` are held back waiting
     /// for a predecessor.
     pub fn held_back(&self, context: ContextId, source: i32) -> usize {
-        self.peer_index
-            .get(&peer_key(context, source))
-            .map_or(0, |&p| self.peers[p].held.len())
+        self.find_peer(context, source)
+            .map_or(0, |p| self.peers[p].held.len())
     }
 
     /// Number of posted receives (all communicators).
@@ -573,9 +594,14 @@ impl<T> Matcher<T> {
             posted: Vec::new(),
             unexpected: Vec::new(),
         };
-        let Some(c) = self.context_index.remove(&context.0) else {
+        let Some(c) = self.find_context(context) else {
             return removed;
         };
+        if context.0 < DIRECT_CONTEXTS {
+            self.context_table[context.0 as usize] = NIL;
+        } else {
+            self.context_index.remove(&context.0);
+        }
         let ctx = self.contexts.remove(c);
 
         let mut posted: Vec<u32> = Vec::new();
@@ -608,7 +634,9 @@ impl<T> Matcher<T> {
         }
         for &p in &ctx.peers {
             let peer = self.peers.remove(p);
-            self.peer_index.remove(&peer_key(context, peer.rank));
+            if !direct_rank(peer.rank) {
+                self.peer_index.remove(&peer_key(context, peer.rank));
+            }
             self.held -= peer.held.len();
             for &(_, i) in peer.held.iter().rev() {
                 let node = self.unexpected.remove(i);
@@ -630,40 +658,79 @@ impl<T> Matcher<T> {
     /// The slot of `context`, created if new.
     #[inline]
     fn context_slot(&mut self, context: ContextId) -> u32 {
-        match self.context_index.entry(context.0) {
-            Entry::Occupied(e) => *e.get(),
-            Entry::Vacant(e) => {
-                let (c, _) = self.contexts.insert(Context {
-                    wild: List::EMPTY,
-                    unexpected: List::EMPTY,
-                    peers: Vec::new(),
-                });
-                e.insert(c);
-                c
+        match self.find_context(context) {
+            Some(c) => c,
+            None => self.new_context(context),
+        }
+    }
+
+    #[cold]
+    fn new_context(&mut self, context: ContextId) -> u32 {
+        let (c, _) = self.contexts.insert(Context {
+            wild: List::EMPTY,
+            unexpected: List::EMPTY,
+            peers: Vec::new(),
+            ranks: Vec::new(),
+        });
+        if context.0 < DIRECT_CONTEXTS {
+            let i = context.0 as usize;
+            if self.context_table.len() <= i {
+                self.context_table.resize(i + 1, NIL);
             }
+            self.context_table[i] = c;
+        } else {
+            self.context_index.insert(context.0, c);
+        }
+        c
+    }
+
+    /// The slot of `context`, if it exists: by index below
+    /// [`DIRECT_CONTEXTS`], by hash above.
+    #[inline]
+    fn find_context(&self, context: ContextId) -> Option<u32> {
+        match self.context_table.get(context.0 as usize) {
+            Some(&c) => (c != NIL).then_some(c),
+            None if context.0 < DIRECT_CONTEXTS => None,
+            None => self.context_index.get(&context.0).copied(),
         }
     }
 
     /// The slot of (`context`, `rank`), created if new.
     #[inline]
     fn peer_slot(&mut self, context: ContextId, rank: i32) -> u32 {
-        match self.find_peer(peer_key(context, rank)) {
+        match self.find_peer(context, rank) {
             Some(p) => p,
             None => self.new_peer(context, rank),
         }
     }
 
-    /// The slot of the peer with `key` ([`peer_key`]), if it exists.
+    /// The slot of (`context`, `rank`), if it exists: the peer found last
+    /// by one compare, any other by two indexed loads (a rank in
+    /// `0..DIRECT_RANKS` of a context below [`DIRECT_CONTEXTS`]; no
+    /// hashing).
     #[inline]
-    fn find_peer(&self, key: u64) -> Option<u32> {
+    fn find_peer(&self, context: ContextId, rank: i32) -> Option<u32> {
+        let key = peer_key(context, rank);
         if let Some((k, p)) = self.last_peer.get() {
             if k == key {
                 return Some(p);
             }
         }
-        let p = *self.peer_index.get(&key)?;
+        let p = self.index_peer(context, rank)?;
         self.last_peer.set(Some((key, p)));
         Some(p)
+    }
+
+    /// [`Matcher::find_peer`] without the last-peer cache.
+    #[inline]
+    fn index_peer(&self, context: ContextId, rank: i32) -> Option<u32> {
+        let c = self.find_context(context)?;
+        if direct_rank(rank) {
+            let p = *self.contexts[c].ranks.get(rank as usize)?;
+            (p != NIL).then_some(p)
+        } else {
+            self.peer_index.get(&peer_key(context, rank)).copied()
+        }
     }
 
     #[cold]
@@ -677,8 +744,17 @@ impl<T> Matcher<T> {
             unexpected: List::EMPTY,
             held: Vec::new(),
         });
-        self.contexts[c].peers.push(p);
-        self.peer_index.insert(peer_key(context, rank), p);
+        let ctx = &mut self.contexts[c];
+        ctx.peers.push(p);
+        if direct_rank(rank) {
+            let i = rank as usize;
+            if ctx.ranks.len() <= i {
+                ctx.ranks.resize(i + 1, NIL);
+            }
+            ctx.ranks[i] = p;
+        } else {
+            self.peer_index.insert(peer_key(context, rank), p);
+        }
         p
     }
 
@@ -715,11 +791,11 @@ impl<T> Matcher<T> {
     fn find_unexpected(&self, context: ContextId, source: Source, tag: Tag) -> Option<u32> {
         let i = match source {
             Source::Rank(rank) => {
-                let p = self.find_peer(peer_key(context, rank))?;
+                let p = self.find_peer(context, rank)?;
                 self.scan_peer_unexpected(p, tag)
             }
             Source::Any => {
-                let &c = self.context_index.get(&context.0)?;
+                let c = self.find_context(context)?;
                 self.scan_context_unexpected(c, tag)
             }
         };

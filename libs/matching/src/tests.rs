@@ -83,9 +83,21 @@ impl<T> Matcher<T> {
             out
         }
         let (mut posted, mut queued, mut held) = (0, 0, 0);
-        assert_eq!(self.context_index.len(), self.contexts.len());
-        assert_eq!(self.peer_index.len(), self.peers.len());
-        for (&ctx_id, &c) in &self.context_index {
+        let contexts: Vec<(u32, u32)> = self
+            .context_table
+            .iter()
+            .enumerate()
+            .filter(|&(_, &c)| c != NIL)
+            .map(|(id, &c)| (id as u32, c))
+            .chain(self.context_index.iter().map(|(&id, &c)| (id, c)))
+            .collect();
+        assert_eq!(contexts.len(), self.contexts.len());
+        let indexed: usize = contexts
+            .iter()
+            .map(|&(_, c)| self.contexts[c].ranks.iter().filter(|&&p| p != NIL).count())
+            .sum();
+        assert_eq!(indexed + self.peer_index.len(), self.peers.len());
+        for &(ctx_id, c) in &contexts {
             let ctx = &self.contexts[c];
             let wild = walk(&ctx.wild, &self.posted, |n| n.links);
             for w in wild.windows(2) {
@@ -110,10 +122,7 @@ impl<T> Matcher<T> {
             for &p in &ctx.peers {
                 let peer = &self.peers[p];
                 assert_eq!(peer.context, c);
-                assert_eq!(
-                    self.peer_index.get(&peer_key(ContextId(ctx_id), peer.rank)),
-                    Some(&p)
-                );
+                assert_eq!(self.find_peer(ContextId(ctx_id), peer.rank), Some(p));
                 let list = walk(&peer.posted, &self.posted, |n| n.links);
                 for w in list.windows(2) {
                     assert!(self.posted[w[0]].stamp < self.posted[w[1]].stamp);

@@ -107,6 +107,34 @@ fn take_matching_takes_the_oldest_fit_and_posts_nothing() {
     m.check();
 }
 
+#[test]
+fn contexts_and_ranks_beyond_the_direct_tables_match_by_hash() {
+    let mut m = Matcher::new();
+    let mut s = Senders::default();
+    let far = ContextId(DIRECT_CONTEXTS + 7);
+    let big = DIRECT_RANKS + 3;
+    for (context, rank) in [(far, 2), (C0, big), (far, big), (C1, -5)] {
+        queued(m.incoming(s.msg(context, rank, 1, 8), 10));
+        assert_eq!(m.expected_sequence(context, rank), 1);
+        let got = m
+            .post_recv(recv(context, Source::Rank(rank), Tag::Any, 8, 1))
+            .expect("the queued message matches");
+        assert_eq!((got.envelope.context, got.envelope.source), (context, rank));
+        m.post_recv(recv(context, Source::Rank(rank), Tag::Any, 8, 2));
+        let got = matched(m.incoming(s.msg(context, rank, 1, 8), 11));
+        assert_eq!(got.recv, RecvId(2));
+        m.check();
+    }
+    let removed = m.remove_context(far);
+    assert!(removed.posted.is_empty() && removed.unexpected.is_empty());
+    assert_eq!(
+        m.expected_sequence(far, 2),
+        0,
+        "the removed context starts afresh"
+    );
+    m.check();
+}
+
 // ----- cancel -----
 
 #[test]
