@@ -54,10 +54,12 @@
 //! - a receive naming its source scans that sender's unexpected list; an
 //!   `ANY_SOURCE` receive scans the context's arrival list.
 //!
-//! (Context, sender) is found through one hash lookup (a multiply-rotate
-//! hash of a `u64` key). The common cases — exact source and tag, a
-//! receive posted before or after its message, no wildcards — cost one
-//! lookup and a few list operations; a scan is as long as the number of
+//! (Context, sender) is found without hashing: the pair found last by one
+//! compare, any other by two indexed loads (a context id below 4096, a
+//! rank below 2^20; larger ones, and negative ranks, through an FxHash
+//! map). The common cases — exact source and tag, a receive posted before
+//! or after its message, no wildcards — cost that lookup and a few list
+//! operations; a scan is as long as the number of
 //! entries ahead that do not fit (other tags from the same sender, or
 //! older wildcard receives with other tags).
 //!
