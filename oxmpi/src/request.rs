@@ -78,6 +78,7 @@ use oxmpi_plugin_api::serial::{Reentered, Serialized};
 use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 pub(crate) mod private {
     use oxmpi_mpi_core::RequestId;
@@ -191,6 +192,9 @@ impl Registry {
 /// its overflow registry).
 const INLINE_SLOTS: usize = 4;
 
+/// The bit of a slot number in a scope's shared registry.
+const SHARED_SLOT: usize = 1 << (usize::BITS - 1);
+
 thread_local! {
     /// The storage of an overflow registry whose scope ended on this
     /// thread, for the next scope that needs one: a program that keeps
@@ -226,13 +230,15 @@ fn thread_mark() -> usize {
 /// slot: the pml never answers 0). Only that thread fills a free slot, and
 /// only the request recorded in a slot empties it, so recording takes a
 /// load and a store, forgetting one store, and no read-modify-write.
-/// Requests made on other threads, beyond the slots, or with an id of 0
-/// go to an overflow registry, entered through the owner-biased exclusion
-/// of `oxmpi_plugin_api::serial`: the thread that uses it first (the
-/// creating one, in practice) enters with plain loads and stores, so a
-/// window of many requests takes no lock either; another thread that
-/// finds it entered retries. The registry's storage is kept per thread
-/// across scopes.
+/// The creating thread's requests beyond the slots go to an overflow
+/// registry entered through the owner-biased exclusion of
+/// `oxmpi_plugin_api::serial`, biased to the creating thread (the first
+/// to enter it): it enters with plain loads and stores, so a window of
+/// many requests takes no lock either, and its storage is kept per thread
+/// across scopes. Another thread that releases one of those requests
+/// enters it the slow way (a process-wide fence, until the bias is given
+/// up after 64 such entries). Requests made on other threads, and ids of
+/// 0, go to a registry behind a mutex.
 pub struct LocalScope<'a> {
     /// The creating thread ([`thread_mark`]).
     creator: usize,
@@ -242,6 +248,8 @@ pub struct LocalScope<'a> {
     /// Whether the overflow registry was ever entered (when not, ending the
     /// scope need not enter it: its first entry takes a lock).
     overflowed: AtomicBool,
+    /// Requests made on other threads (and ids of 0).
+    shared: Mutex<Registry>,
     // Invariant in 'a (a scope cannot be made to accept shorter borrows),
     // and Send + Sync.
     _buffers: PhantomData<fn(&'a ()) -> &'a ()>,
@@ -262,6 +270,7 @@ impl LocalScope<'_> {
             inline: [const { AtomicU64::new(0) }; INLINE_SLOTS],
             overflow: Serialized::new(),
             overflowed: AtomicBool::new(false),
+            shared: Mutex::new(Registry::default()),
             _buffers: PhantomData,
         }
     }
@@ -280,6 +289,12 @@ impl LocalScope<'_> {
                 Err(Reentered) => std::thread::yield_now(),
             }
         }
+    }
+
+    fn shared(&self) -> MutexGuard<'_, Registry> {
+        // Registry updates cannot leave it inconsistent, so a poisoned
+        // lock is reused.
+        self.shared.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Requests in the overflow registry (0 when it was never used).
@@ -319,16 +334,16 @@ impl LocalScope<'_> {
 
     /// Records `id`; the slot number to release it with.
     fn record(&self, id: RequestId) -> usize {
-        if id.handle() != 0 && thread_mark() == self.creator {
-            for (i, slot) in self.inline.iter().enumerate() {
-                // Only this thread (the creator) fills a free slot, so a
-                // slot seen free stays free until the store below. Acquire:
-                // a slot emptied on another thread is reused only after
-                // that release.
-                if slot.load(Ordering::Acquire) == 0 {
-                    slot.store(id.handle(), Ordering::Release);
-                    return i;
-                }
+        if id.handle() == 0 || thread_mark() != self.creator {
+            return SHARED_SLOT | self.shared().insert(id);
+        }
+        for (i, slot) in self.inline.iter().enumerate() {
+            // Only this thread (the creator) fills a free slot, so a slot
+            // seen free stays free until the store below. Acquire: a slot
+            // emptied on another thread is reused only after that release.
+            if slot.load(Ordering::Acquire) == 0 {
+                slot.store(id.handle(), Ordering::Release);
+                return i;
             }
         }
         INLINE_SLOTS + self.with_overflow(|r| r.insert(id))
@@ -340,6 +355,7 @@ impl LocalScope<'_> {
             // Only the request that owns the slot releases it, so a store
             // is enough (Release: pairs with `record`'s acquire).
             Some(s) => s.store(0, Ordering::Release),
+            None if slot & SHARED_SLOT != 0 => self.shared().remove(slot & !SHARED_SLOT),
             None => self.with_overflow(|r| r.remove(slot - INLINE_SLOTS)),
         }
     }
@@ -356,6 +372,11 @@ impl LocalScope<'_> {
         if self.overflow_live() > 0 {
             ids.extend(self.with_overflow(Registry::drain));
         }
+        // Exclusive access: no locking.
+        let shared = self.shared.get_mut().unwrap_or_else(|e| e.into_inner());
+        if shared.live() > 0 {
+            ids.extend(shared.drain());
+        }
         ids
     }
 
@@ -366,14 +387,18 @@ impl LocalScope<'_> {
             .iter()
             .filter(|s| s.load(Ordering::Acquire) != 0)
             .count();
-        inline + self.overflow_live()
+        inline + self.overflow_live() + self.shared().live()
     }
 }
 
 impl Drop for LocalScope<'_> {
     fn drop(&mut self) {
         // Usually every request completed: nothing to collect.
-        if self.overflow_live() == 0 && self.inline.iter_mut().all(|s| *s.get_mut() == 0) {
+        let shared = self.shared.get_mut().unwrap_or_else(|e| e.into_inner());
+        if shared.live() == 0
+            && self.overflow_live() == 0
+            && self.inline.iter_mut().all(|s| *s.get_mut() == 0)
+        {
             self.keep_registry();
             return;
         }
@@ -746,9 +771,10 @@ mod tests {
             .map(|i| scope.record(RequestId::pending(i)))
             .collect();
         assert_eq!(slots, vec![0, 1, 2, 3, INLINE_SLOTS, INLINE_SLOTS + 1]);
-        // Id 0 (never a pml handle) still gets recorded, in the registry.
+        // Id 0 (never a pml handle) still gets recorded, in the shared
+        // registry.
         let zero = scope.record(RequestId::pending(0));
-        assert_eq!(zero, INLINE_SLOTS + 2);
+        assert_eq!(zero, SHARED_SLOT);
         assert_eq!(scope.pending(), 7);
         scope.forget(1);
         scope.forget(INLINE_SLOTS);
@@ -794,7 +820,34 @@ mod tests {
     }
 
     #[test]
-    fn requests_of_other_threads_go_to_the_registry() {
+    fn the_creators_overflow_can_be_released_on_another_thread() {
+        let mut scope = LocalScope::new();
+        let slots: Vec<usize> = (1..=8)
+            .map(|i| scope.record(RequestId::pending(i)))
+            .collect();
+        assert_eq!(slots[INLINE_SLOTS..], [4, 5, 6, 7]);
+        std::thread::scope(|t| {
+            t.spawn(|| {
+                scope.forget(slots[5]);
+                scope.forget(slots[6]);
+            })
+            .join()
+            .unwrap()
+        });
+        assert_eq!(scope.pending(), 6);
+        assert_eq!(
+            scope.record(RequestId::pending(9)),
+            6,
+            "a freed slot is reused"
+        );
+        assert_eq!(
+            scope.drain(),
+            [1, 2, 3, 4, 5, 9, 8].map(RequestId::pending).to_vec()
+        );
+    }
+
+    #[test]
+    fn requests_of_other_threads_go_to_the_shared_registry() {
         let mut scope = LocalScope::new();
         let here = scope.record(RequestId::pending(1));
         let there = std::thread::scope(|t| {
@@ -803,7 +856,7 @@ mod tests {
                 .unwrap()
         });
         assert_eq!(here, 0);
-        assert_eq!(there, INLINE_SLOTS);
+        assert_eq!(there, SHARED_SLOT);
         // Released on another thread, an inline slot is free again here.
         std::thread::scope(|t| t.spawn(|| scope.forget(here)).join().unwrap());
         assert_eq!(scope.record(RequestId::pending(3)), 0);
