@@ -279,13 +279,15 @@ impl LocalScope<'_> {
     /// while another thread is inside it.
     fn with_overflow<R>(&self, mut f: impl FnMut(&mut Registry) -> R) -> R {
         self.overflowed.store(true, Ordering::Relaxed);
+        self.enter_overflow(|slot| f(slot.get_or_insert_with(spare_registry)))
+    }
+
+    /// Runs `f` on the overflow registry's slot, waiting while another
+    /// thread is inside (registry updates are short).
+    fn enter_overflow<R>(&self, mut f: impl FnMut(&mut Option<Registry>) -> R) -> R {
         loop {
-            match self
-                .overflow
-                .enter(|slot| f(slot.get_or_insert_with(spare_registry)))
-            {
+            match self.overflow.enter(&mut f) {
                 Ok(r) => return r,
-                // Another thread is inside (registry updates are short).
                 Err(Reentered) => std::thread::yield_now(),
             }
         }
@@ -302,15 +304,7 @@ impl LocalScope<'_> {
         if !self.overflowed.load(Ordering::Relaxed) {
             return 0;
         }
-        loop {
-            match self
-                .overflow
-                .enter(|slot| slot.as_ref().map_or(0, Registry::live))
-            {
-                Ok(n) => return n,
-                Err(Reentered) => std::thread::yield_now(),
-            }
-        }
+        self.enter_overflow(|slot| slot.as_ref().map_or(0, Registry::live))
     }
 
     /// Gives the overflow registry's storage back to this thread's spare

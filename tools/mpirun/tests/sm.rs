@@ -52,6 +52,9 @@ const FEW_BUFFERS: [&str; 3] = ["--mca", "btl_sm_free_list_max", "4"];
 /// copy) up to 4 MiB + 3.
 const PAIR_SIZES: &str = "0,1,64,81,2001,4097,32769,262147,1048581,4194307";
 
+/// What each rank of `sm_check sizes` prints when every size arrived.
+const SIZES_OK: &str = "sizes ok (34 sizes from 0 to 67108864 bytes, each both ways)";
+
 fn sm_check() -> String {
     built("sm_check").display().to_string()
 }
@@ -90,6 +93,13 @@ impl Job {
     /// The lines of standard output that end with `text`.
     fn count_ending(&self, text: &str) -> usize {
         self.stdout().lines().filter(|l| l.ends_with(text)).count()
+    }
+
+    /// Asserts that `ranks` lines of the output end with `text` (one per
+    /// rank that reports it).
+    #[track_caller]
+    fn assert_reported(&self, text: &str, ranks: usize) {
+        assert_eq!(self.count_ending(text), ranks, "{}", self.stdout());
     }
 
     /// How rank `from` reaches rank `to` ("sm (weight 1.00, eager)"), as
@@ -267,12 +277,7 @@ fn sizes_over_sm(extra: &[&str], described: &[&str]) {
     args.extend([program.as_str(), "sizes"]);
     let job = job(&args);
     job.assert_ok();
-    assert_eq!(
-        job.count_ending("sizes ok (34 sizes from 0 to 67108864 bytes, each both ways)"),
-        2,
-        "{}",
-        job.stdout()
-    );
+    job.assert_reported(SIZES_OK, 2);
     job.assert_routes_through_sm(&[0, 1], false);
     job.assert_segments(&[0, 1], described);
 }
@@ -361,20 +366,11 @@ fn flood(count: usize, extra: &[&str]) -> Job {
     let job = job(&args);
     job.assert_ok();
     let total = 6 * count;
-    assert_eq!(
-        job.count_ending(&format!(
-            "rank 0: flood ok ({total} messages from 6 ranks, each sender's order kept)"
-        )),
+    job.assert_reported(
+        &format!("rank 0: flood ok ({total} messages from 6 ranks, each sender's order kept)"),
         1,
-        "{}",
-        job.stdout()
     );
-    assert_eq!(
-        job.count_ending(&format!("flood ok ({count} messages sent to rank 0)")),
-        6,
-        "{}",
-        job.stdout()
-    );
+    job.assert_reported(&format!("flood ok ({count} messages sent to rank 0)"), 6);
     for sender in 1..7 {
         let route = job.route(sender, 0).unwrap_or_default();
         assert!(
@@ -416,13 +412,9 @@ fn all_pairs_of_8_oversubscribed_ranks_exchange_every_size() {
         job.assert_ok();
         // Every rank has mapped every segment by the closing round, so
         // their files are gone while the job still runs.
-        assert_eq!(
-            job.count_ending(
-                "allpairs ok (10 sizes with each of 8 ranks); 0 sm segment files in the job directory"
-            ),
+        job.assert_reported(
+            "allpairs ok (10 sizes with each of 8 ranks); 0 sm segment files in the job directory",
             8,
-            "{}",
-            job.stdout()
         );
         job.assert_routes_through_sm(&[0, 1, 2, 3, 4, 5, 6, 7], true);
         job.assert_segments(
@@ -473,13 +465,9 @@ fn a_rank_without_sm_is_reached_through_tcp_and_the_others_through_sm() {
     job.assert_ok();
     // Rank 2 maps no segment, so the three segments keep their files
     // until their processes end.
-    assert_eq!(
-        job.count_ending(
-            "allpairs ok (5 sizes with each of 4 ranks); 3 sm segment files in the job directory"
-        ),
+    job.assert_reported(
+        "allpairs ok (5 sizes with each of 4 ranks); 3 sm segment files in the job directory",
         4,
-        "{}",
-        job.stdout()
     );
     for (rank, btls) in [
         (0, "self, sm, tcp"),
@@ -551,18 +539,13 @@ fn threads_of_a_multiple_level_rank_talk_at_once_over_sm() {
 
 #[test]
 fn by_default_peers_on_this_host_use_sm_and_self_tcp_still_works() {
+    const ALLPAIRS_3_OK: &str =
+        "allpairs ok (3 sizes with each of 3 ranks); 0 sm segment files in the job directory";
     let program = sm_check();
     let sizes = "0,3000,70000";
     let job = job(&["-n", "3", &program, "allpairs", sizes]);
     job.assert_ok();
-    assert_eq!(
-        job.count_ending(
-            "allpairs ok (3 sizes with each of 3 ranks); 0 sm segment files in the job directory"
-        ),
-        3,
-        "{}",
-        job.stdout()
-    );
+    job.assert_reported(ALLPAIRS_3_OK, 3);
     job.assert_routes_through_sm(&[0, 1, 2], true);
     assert!(!job.stderr().contains("through tcp"), "{}", job.stderr());
     job.assert_segments(&[0, 1, 2], &[CMA]);
@@ -571,14 +554,7 @@ fn by_default_peers_on_this_host_use_sm_and_self_tcp_still_works() {
     args.extend(["-n", "3", &program, "allpairs", sizes]);
     let job = self::job(&args);
     job.assert_ok();
-    assert_eq!(
-        job.count_ending(
-            "allpairs ok (3 sizes with each of 3 ranks); 0 sm segment files in the job directory"
-        ),
-        3,
-        "{}",
-        job.stdout()
-    );
+    job.assert_reported(ALLPAIRS_3_OK, 3);
     for a in 0..3 {
         for b in 0..3 {
             let route = job.route(a, b).unwrap_or_default();
@@ -774,12 +750,7 @@ fn single_copy_refused_by_a_seccomp_filter_falls_back_to_the_segment() {
     assert_eq!(job.stderr().matches(REFUSED).count(), 2, "{}", job.stderr());
     job.assert_routes_through_sm(&[0, 1], false);
     job.assert_segments(&[0, 1], &[FRAGMENTS]);
-    assert_eq!(
-        job.count_ending("sizes ok (34 sizes from 0 to 67108864 bytes, each both ways)"),
-        2,
-        "{}",
-        job.stdout()
-    );
+    job.assert_reported(SIZES_OK, 2);
 }
 
 #[test]
@@ -808,10 +779,5 @@ fn a_rank_without_single_copy_and_one_with_it_exchange_every_size() {
         described.contains(&(0, false)) && described.contains(&(1, true)),
         "{described:?}"
     );
-    assert_eq!(
-        job.count_ending("sizes ok (34 sizes from 0 to 67108864 bytes, each both ways)"),
-        2,
-        "{}",
-        job.stdout()
-    );
+    job.assert_reported(SIZES_OK, 2);
 }

@@ -5,10 +5,10 @@
 //! ring is `p % size`) is a tag word, a lengths word (header bytes in the
 //! low half, payload bytes in the high half), the header and the payload,
 //! padded to whole cache lines: a record of up to 64 bytes (a MATCH header
-//! and up to 16 payload bytes) is one line, never two. The sender writes everything but the tag, then the
-//! tag (release); the receiver polls the tag word at its position
-//! (acquire), so a record costs the receiver one cache-line transfer when
-//! it fits in a line. The tag mixes `p` with the box's random key: words
+//! and up to 16 payload bytes) is one line, never two. The sender writes
+//! everything but the tag, then the tag (release); the receiver polls the
+//! tag word at its position (acquire), so a record costs the receiver one
+//! cache-line transfer when it fits in a line. The tag mixes `p` with the box's random key: words
 //! an earlier lap left, header or payload bytes included, do not read as a
 //! record (the chance is 2^-64). A record that does not fit before the
 //! ring's end is preceded by a skip record whose lengths word is all ones.

@@ -78,10 +78,7 @@ impl<T: Transport> Engine<T> {
             envelope,
             payload: stored,
         };
-        self.deliver(m, &[]);
-        if !self.ctrl.is_empty() {
-            self.flush_ctrl();
-        }
+        self.deliver_at_post(m);
         Ok(h)
     }
 
@@ -146,12 +143,7 @@ impl<T: Transport> Engine<T> {
             id: RecvId(h),
         };
         match self.matcher.post_recv(posted) {
-            Some(m) => {
-                self.deliver(m, &[]);
-                if !self.ctrl.is_empty() {
-                    self.flush_ctrl();
-                }
-            }
+            Some(m) => self.deliver_at_post(m),
             None => {
                 if args.source >= 0 && self.peers[args.source as usize].failed.is_some() {
                     let peer = args.source as u32;
@@ -162,6 +154,15 @@ impl<T: Transport> Engine<T> {
             }
         }
         h
+    }
+
+    /// Delivers an arrived message a receive matched as it was posted, and
+    /// sends the ACK of a rendezvous at once.
+    fn deliver_at_post(&mut self, m: Match<Stored>) {
+        self.deliver(m, &[]);
+        if !self.ctrl.is_empty() {
+            self.flush_ctrl();
+        }
     }
 
     /// Hands a matched message to its receive: copies the bytes that came
