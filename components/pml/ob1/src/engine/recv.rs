@@ -283,7 +283,11 @@ impl<T: Transport> Engine<T> {
         if let Op::Recv(q) = &mut r.op {
             q.phase = RecvPhase::Done;
         }
-        self.finish(h);
+        // `finish` without looking the request up again.
+        r.complete = true;
+        if r.detached {
+            self.requests.remove(h);
+        }
     }
 
     /// Logs a match naming a request that does not exist (a bug).
