@@ -167,6 +167,14 @@ impl Request {
             failure: Failure::None,
         }
     }
+
+    /// Marks it complete; true if the caller already freed it (then it is
+    /// to be released now).
+    #[inline]
+    pub(crate) fn mark_complete(&mut self) -> bool {
+        self.complete = true;
+        self.detached
+    }
 }
 
 struct Slot {

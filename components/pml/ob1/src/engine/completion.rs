@@ -6,17 +6,14 @@ use oxmpi_framework_pml::module::{RequestError, RequestStatus, ANY_SOURCE, ANY_T
 use oxmpi_matching::{ContextId, RecvId, Source, Tag};
 
 use super::{clause, tag_text, Ctrl, Engine, Transport};
-use crate::requests::{Failure, Op, Protocol, RecvPhase};
+use crate::requests::{Failure, Op, Protocol, RecvPhase, Request};
 
 impl<T: Transport> Engine<T> {
     /// Marks `h` complete; releases it if the caller already freed it.
     #[inline]
     pub(super) fn finish(&mut self, h: u64) {
-        if let Some(r) = self.requests.get_mut(h) {
-            r.complete = true;
-            if r.detached {
-                self.requests.remove(h);
-            }
+        if self.requests.get_mut(h).is_some_and(Request::mark_complete) {
+            self.requests.remove(h);
         }
     }
 

@@ -284,8 +284,7 @@ impl<T: Transport> Engine<T> {
             q.phase = RecvPhase::Done;
         }
         // `finish` without looking the request up again.
-        r.complete = true;
-        if r.detached {
+        if r.mark_complete() {
             self.requests.remove(h);
         }
     }
