@@ -128,6 +128,7 @@ impl<T: Transport> Engine<T> {
     /// its offset); null otherwise.
     #[inline]
     pub(crate) fn on_header(&mut self, peer: u32, header: &[u8], payload_len: usize) -> *mut u8 {
+        self.settle();
         if header.first() != Some(&FRAG) || payload_len == 0 {
             return ptr::null_mut();
         }
@@ -172,7 +173,16 @@ impl<T: Transport> Engine<T> {
         header: &[u8],
         payload: &[u8],
     ) {
-        // The common case first, decoded straight into the call.
+        // The message of the armed receive, then the common case, decoded
+        // straight into the call.
+        if self.armed_for(peer) {
+            if let Some(info) = wire::match_info(header) {
+                if self.fire(peer, &info, payload) {
+                    return;
+                }
+            }
+        }
+        self.settle();
         if peer < self.size {
             if let Some(info) = wire::match_info(header) {
                 return self.incoming(peer, info, Kind::Eager, payload);
@@ -242,6 +252,7 @@ impl<T: Transport> Engine<T> {
     /// control message) is finished.
     #[inline]
     pub(crate) fn on_send_done(&mut self, cookie: u64) {
+        self.settle();
         if cookie == 0 {
             return;
         }
@@ -256,6 +267,7 @@ impl<T: Transport> Engine<T> {
 
     /// `BtlReceiver::on_peer_failed`.
     pub(crate) fn on_peer_failed(&mut self, btl: usize, module: u32, peer: u32, reason: &str) {
+        self.settle();
         let label = self.label(btl, module);
         if peer >= self.size {
             self.transport.log(

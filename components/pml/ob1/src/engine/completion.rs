@@ -59,6 +59,9 @@ impl<T: Transport> Engine<T> {
     /// "complete" with error `Other` (see [`Engine::request_error`]).
     #[inline]
     pub(crate) fn test(&self, h: u64) -> Option<RequestStatus> {
+        if let Some(status) = self.fired_status(h) {
+            return Some(status);
+        }
         match self.requests.get(h) {
             Some(r) if !r.detached => r.complete.then_some(r.status),
             _ => Some(unknown_status()),
@@ -69,6 +72,10 @@ impl<T: Transport> Engine<T> {
     /// request with the same lookup.
     #[inline]
     pub(crate) fn take(&mut self, h: u64) -> Option<RequestStatus> {
+        if let Some(status) = self.take_fired(h) {
+            return Some(status);
+        }
+        self.settle();
         self.requests
             .take_complete(h)
             .unwrap_or_else(|()| Some(unknown_status()))
@@ -77,6 +84,7 @@ impl<T: Transport> Engine<T> {
     /// `PmlModule::free`.
     #[inline]
     pub(crate) fn free(&mut self, h: u64) {
+        self.settle();
         let Some(r) = self.requests.get_mut(h) else {
             return;
         };
@@ -92,6 +100,10 @@ impl<T: Transport> Engine<T> {
 
     /// `PmlModule::cancel`: cancels a receive not matched yet.
     pub(crate) fn cancel(&mut self, h: u64) -> bool {
+        self.settle();
+        if self.is_armed(h) {
+            self.disarm();
+        }
         let Some(r) = self.requests.get_mut(h) else {
             return false;
         };

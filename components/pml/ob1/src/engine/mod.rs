@@ -11,9 +11,12 @@
 //! failure), [`send`] (`isend`, the first fragment, the FRAG pipeline,
 //! ACKs, `progress`), [`rdma`] (gets, puts and FINs), [`recv`] (`irecv`,
 //! matching, delivery),
-//! [`callbacks`] (the btl callbacks) and [`completion`] (completing
-//! requests; `test`, `free`, `cancel`, `iprobe`, `request_error`).
+//! [`callbacks`] (the btl callbacks), [`completion`] (completing
+//! requests; `test`, `free`, `cancel`, `iprobe`, `request_error`) and
+//! [`armed`] (the shortcut for the message that completes the only posted
+//! receive).
 
+mod armed;
 mod callbacks;
 mod completion;
 mod peers;
@@ -209,6 +212,8 @@ pub(crate) struct Stats {
     pub active_sends: usize,
     /// ACKs and FINs waiting to be sent.
     pub pending_acks: usize,
+    /// Messages the armed receive took (see [`armed`]).
+    pub armed_deliveries: u64,
 }
 
 /// A non-null pointer for empty payloads.
@@ -266,6 +271,7 @@ pub(crate) struct Engine<T: Transport> {
     pool: Pool,
     ctrl: VecDeque<Ctrl>,
     active: VecDeque<u64>,
+    armed: armed::Armed,
 }
 
 impl<T: Transport> Engine<T> {
@@ -322,6 +328,7 @@ impl<T: Transport> Engine<T> {
             pool: Pool::default(),
             ctrl: VecDeque::new(),
             active: VecDeque::new(),
+            armed: armed::Armed::idle(),
         }
     }
 
@@ -339,6 +346,7 @@ impl<T: Transport> Engine<T> {
             unexpected: self.matcher.unexpected_len(),
             active_sends: self.active.len(),
             pending_acks: self.ctrl.len(),
+            armed_deliveries: self.armed.deliveries,
         }
     }
 

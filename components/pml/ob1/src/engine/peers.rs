@@ -376,6 +376,7 @@ impl<T: Transport> Engine<T> {
     /// docs). A provisional reason (a send failed) is replaced by the
     /// btl's own when it arrives.
     pub(super) fn fail_peer(&mut self, peer: u32, reason: String, provisional: bool) {
+        self.clear_for(peer);
         let p = &mut self.peers[peer as usize];
         if p.failed.is_some() {
             if p.failed_provisional && !provisional {

@@ -234,6 +234,7 @@ impl<T: Transport> Engine<T> {
     /// (its send) finished. A failed one fails the peer (the btl reports
     /// it lost, too).
     pub(crate) fn on_rdma_done(&mut self, cookie: u64, status: RdmaStatus) {
+        self.settle();
         let Some(r) = self.requests.get_mut(cookie) else {
             return;
         };

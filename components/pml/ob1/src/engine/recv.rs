@@ -22,6 +22,7 @@ impl<T: Transport> Engine<T> {
     /// `args.buf` must be writable for `args.len` bytes until the request
     /// completes.
     pub(crate) unsafe fn irecv(&mut self, args: &RecvArgs) -> Result<u64, String> {
+        self.settle();
         self.check_recv(args)?;
         // SAFETY: the caller's promise.
         Ok(unsafe { self.post(args) })
@@ -42,6 +43,7 @@ impl<T: Transport> Engine<T> {
         args: &RecvArgs,
         status: &mut RequestStatus,
     ) -> Result<u64, String> {
+        self.settle();
         self.check_recv(args)?;
         let Some((envelope, stored)) = self.matcher.take_matching(
             ContextId(args.context),
@@ -150,6 +152,8 @@ impl<T: Transport> Engine<T> {
                     if self.matcher.cancel_recv(RecvId(h)) {
                         self.fail_request(h, peer);
                     }
+                } else {
+                    self.arm(h, args);
                 }
             }
         }
@@ -301,6 +305,7 @@ impl<T: Transport> Engine<T> {
     /// A MATCH or RNDV arrived: match it, queue it or hold it back.
     #[inline]
     pub(super) fn incoming(&mut self, peer: u32, info: MatchInfo, kind: Kind, payload: &[u8]) {
+        self.clear_for(peer);
         let len = usize::try_from(info.len).unwrap_or(usize::MAX);
         let consistent = info.source == peer
             && match kind {

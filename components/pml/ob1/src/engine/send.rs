@@ -23,6 +23,20 @@ impl<T: Transport> Engine<T> {
     /// `args.buf` must be readable for `args.len` bytes until the request
     /// completes.
     pub(crate) unsafe fn isend(&mut self, args: &SendArgs) -> Result<u64, (RequestError, String)> {
+        // SAFETY: the caller's promise.
+        let started = unsafe { self.start_send(args) };
+        // A fired receive is settled once the send is out (see `armed`).
+        self.settle();
+        started
+    }
+
+    /// [`Engine::isend`] before settling a fired receive.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Engine::isend`].
+    #[inline(always)]
+    unsafe fn start_send(&mut self, args: &SendArgs) -> Result<u64, (RequestError, String)> {
         let dest = args.dest;
         if dest >= self.size || (args.buf.is_null() && args.len > 0) || args.tag == ANY_TAG {
             return Err((RequestError::Other, self.invalid_send(args)));
@@ -416,6 +430,7 @@ impl<T: Transport> Engine<T> {
     /// first fragments the btls refused before, and the FRAGs of acked
     /// rendezvous sends. Returns the number of fragments sent.
     pub(crate) fn progress(&mut self) -> usize {
+        self.settle();
         let mut events = self.flush_ctrl();
         let n = self.active.len();
         for _ in 0..n {

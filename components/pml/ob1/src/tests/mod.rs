@@ -4,6 +4,7 @@
 //! since the state is process-global).
 
 mod alloc;
+mod armed;
 mod data;
 mod fake;
 mod immediate;
