@@ -60,6 +60,10 @@ struct Peer {
     inbound: Option<usize>,
     /// Why it was lost, once it is.
     failed: Option<String>,
+    /// Whether this process sent it something since the last fragment
+    /// from its fast box was delivered (the traffic alternates, as a
+    /// request and its reply do).
+    answered: bool,
 }
 
 /// The sm btl between calls (see the crate docs).
@@ -74,6 +78,10 @@ pub struct SmBtl {
     probe: Option<cma::Probe>,
     fbox_threshold: u32,
     poll_batch: u32,
+    /// `btl_sm_reply_prefetch`.
+    reply_prefetch: bool,
+    /// Fast-box records asked for ahead of an expected reply.
+    reply_prefetches: u64,
     /// Indexed by rank.
     peers: Vec<Peer>,
     /// Segments of other processes attached.
@@ -226,6 +234,7 @@ impl SmBtl {
                         let p = self.own.fbox_bytes(index, offset + header, payload);
                         deliver(pml, sender, h, p);
                         self.inbound[k].consume(&self.own, header, payload);
+                        self.expect_reply(sender, record_len(header, payload));
                     }
                     events += 1;
                 }
@@ -240,6 +249,29 @@ impl SmBtl {
             }
         }
         events
+    }
+
+    /// After a fragment from `sender` whose record took `len` bytes was
+    /// delivered: when this process answered the one before, an answer to
+    /// this one is likely, and the lines of a fast-box record as long are
+    /// asked for now (`btl_sm_reply_prefetch`).
+    #[inline]
+    fn expect_reply(&mut self, sender: u32, len: usize) {
+        let Some(p) = self.peers.get_mut(sender as usize) else {
+            return;
+        };
+        if std::mem::take(&mut p.answered) && self.reply_prefetch {
+            if let (Some(segment), Some(out)) = (&p.segment, &p.out) {
+                out.prepare(segment, len);
+                self.reply_prefetches += 1;
+            }
+        }
+    }
+
+    /// How many times the lines of a reply's fast-box record were asked
+    /// for ahead (see `btl_sm_reply_prefetch`), for tests and diagnostics.
+    pub fn reply_prefetches(&self) -> u64 {
+        self.reply_prefetches
     }
 
     /// Delivers the fragment a queue entry names: first whatever its
@@ -412,6 +444,7 @@ impl SmBtl {
             {
                 let len = record_len(header.len(), bytes.len());
                 if out.takes(len) && out.write(segment, header, bytes, len, control) {
+                    p.answered = true;
                     return Tx::Done;
                 }
             }
@@ -445,6 +478,7 @@ impl SmBtl {
             if in_order {
                 p.last_frag = None;
                 if out.takes(len) && out.write(segment, header, bytes, len, control) {
+                    p.answered = true;
                     return Tx::Done;
                 }
             }
@@ -588,6 +622,8 @@ impl Btl for SmBtl {
             probe: None,
             fbox_threshold: config.fbox_threshold,
             poll_batch: config.poll_batch,
+            reply_prefetch: config.reply_prefetch,
+            reply_prefetches: 0,
             peers: (0..identity.size).map(|_| Peer::default()).collect(),
             attached: 0,
             attach_tick: 0,

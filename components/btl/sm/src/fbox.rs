@@ -72,6 +72,22 @@ impl FboxOut {
         })
     }
 
+    /// Asks for the lines a record of `len` bytes at the next position
+    /// takes (up to the ring's end), in a state this process may write
+    /// ([`Segment::fbox_prefetch_for_write`]), ahead of a record expected
+    /// soon: the receiver polls the first of them and read the others a
+    /// lap ago, so otherwise the record's stores first have to take them
+    /// from the receiver's cache.
+    #[inline]
+    pub fn prepare(&self, segment: &Segment, len: usize) {
+        let mut off = self.off;
+        let end = (self.off + len).min(self.size);
+        while off < end {
+            segment.fbox_prefetch_for_write(self.index, off);
+            off += LINE;
+        }
+    }
+
     /// Whether a record of `len` bytes goes through the box at all (at
     /// most half the ring, so large fragments cannot starve small ones).
     #[inline]

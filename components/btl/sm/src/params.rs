@@ -109,6 +109,14 @@ pub struct Config {
     /// sharing off (the receiver copies everything).
     #[param(default = "64k", level = Tuner(Detailed), range = 0..=1073741824)]
     pub shared_get_min: usize,
+    /// Whether a process that has just received a small fragment from a peer it sent something
+    /// to since the one before asks the processor for the cache line its next fast-box record to
+    /// that peer goes into, in a state it may write (PREFETCHW on x86-64, PRFM PSTL1KEEP on
+    /// AArch64). The peer polls that line; a reply written soon after then finds it on its way
+    /// instead of first taking it from the peer's cache, which shortens a small-message round
+    /// trip. Only alternating traffic (a message, then its answer) does it.
+    #[param(default = "true", level = Tuner(Detailed))]
+    pub reply_prefetch: bool,
     /// `btl_sm_exclusivity`, `_eager_limit`, `_rndv_eager_limit`, `_max_send_size`,
     /// `_latency`, `_bandwidth` and `_flags`.
     #[param(group = COMMON)]

@@ -3,3 +3,4 @@
 //! each with the btl test kit's contract-checking recorder as its pml.
 
 mod conformance;
+mod reply;

@@ -126,6 +126,17 @@
 //! `iprobe` reports the full length of a waiting message, rendezvous or
 //! not.
 //!
+//! The **armed receive** shortens the common case of a blocking receive:
+//! a receive that names its sender, posted while no other receive is and
+//! nothing of that sender is held back, would match that sender's next
+//! in-order message on its communicator if the tag fits. ob1 keeps it
+//! armed; such an eager MATCH is copied into the buffer and completes the
+//! receive at once (the waiting MPI layer gets it released), and the
+//! matcher and the request record learn it later: at the next entry, or
+//! just after the next send is handed to its btl, by replaying the arrival
+//! in the matcher. Any other traffic from that sender, a cancel of the
+//! receive and the loss of the sender disarm it first.
+//!
 //! # No re-entry
 //!
 //! ob1 never calls a btl from inside a btl callback: a callback only
