@@ -1,0 +1,1 @@
+//! MPI collective algorithms over point-to-point messages.
