@@ -1,9 +1,13 @@
-//! The `coll` framework: Collective operations, chosen per communicator.
+//! The `coll` framework: collective operations, chosen per communicator.
 //!
-//! Selection: every usable component is kept; each communicator takes each operation from the highest-priority component that provides it. The core declares the selection parameter `coll` and
-//! `coll_base_verbose` for it; this crate declares the rest of the
-//! framework-wide parameters. It defines no module interface, and no coll
-//! component exists.
+//! Selection: every usable component is kept; each communicator takes each
+//! operation from the highest-priority component that provides it. The
+//! core declares the selection parameter `coll` and `coll_base_verbose`
+//! for it; this crate declares the rest of the framework-wide parameters
+//! and the module interface coll components implement ([`module`]): a
+//! component implements the safe [`adapter::Coll`] trait and exports it
+//! with [`export_coll_component!`]; the MPI layer drives it through
+//! [`handle::CollHandle`].
 
 // The workspace lints, written in the crate: component authors build this
 // crate outside the workspace (docs/writing-a-component.md).
@@ -12,6 +16,10 @@
 #![warn(missing_docs, rust_2018_idioms)]
 
 use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
+
+pub mod adapter;
+pub mod handle;
+pub mod module;
 
 /// Version of the interface between the coll framework and its components.
 pub const INTERFACE_VERSION: Version = Version::new(1, 0, 0);
@@ -28,3 +36,6 @@ pub static FRAMEWORK: FrameworkInfo = FrameworkInfo {
     base_params: BASE_PARAMS,
     component_aliases: &[],
 };
+
+#[doc(hidden)]
+pub use oxmpi_plugin_api as __plugin_api;
