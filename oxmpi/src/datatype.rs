@@ -9,6 +9,7 @@
 
 use crate::error::Error;
 use crate::ErrorClass;
+use oxmpi_mpi_core::coll::ElementCode;
 use std::mem::size_of;
 
 mod private {
@@ -32,22 +33,41 @@ pub unsafe trait Equivalence: private::Sealed + Copy + Send + Sync + 'static {
     const NAME: &'static str;
     /// The zero value.
     const ZERO: Self;
+    /// The type as reductions know it.
+    #[doc(hidden)]
+    const ELEMENT: ElementCode;
 }
 
 macro_rules! equivalence {
-    ($($t:ty => $zero:expr),* $(,)?) => {$(
+    ($($t:ty => $zero:expr, $element:expr),* $(,)?) => {$(
         impl private::Sealed for $t {}
         // SAFETY: a primitive numeric type: no padding, every bit pattern valid.
         unsafe impl Equivalence for $t {
             const NAME: &'static str = stringify!($t);
             const ZERO: Self = $zero;
+            const ELEMENT: ElementCode = $element;
         }
     )*};
 }
 
+#[cfg(target_pointer_width = "64")]
+const USIZE_ELEMENT: (ElementCode, ElementCode) = (ElementCode::UInt64, ElementCode::Int64);
+#[cfg(target_pointer_width = "32")]
+const USIZE_ELEMENT: (ElementCode, ElementCode) = (ElementCode::UInt32, ElementCode::Int32);
+
 equivalence! {
-    u8 => 0, i8 => 0, u16 => 0, i16 => 0, u32 => 0, i32 => 0,
-    u64 => 0, i64 => 0, usize => 0, isize => 0, f32 => 0.0, f64 => 0.0,
+    u8 => 0, ElementCode::UInt8,
+    i8 => 0, ElementCode::Int8,
+    u16 => 0, ElementCode::UInt16,
+    i16 => 0, ElementCode::Int16,
+    u32 => 0, ElementCode::UInt32,
+    i32 => 0, ElementCode::Int32,
+    u64 => 0, ElementCode::UInt64,
+    i64 => 0, ElementCode::Int64,
+    usize => 0, USIZE_ELEMENT.0,
+    isize => 0, USIZE_ELEMENT.1,
+    f32 => 0.0, ElementCode::Float32,
+    f64 => 0.0, ElementCode::Float64,
 }
 
 /// The bytes of a slice of elements.

@@ -87,6 +87,7 @@
 //! thread, one at a time; with [`Threading::Multiple`], any thread at any
 //! time. A call that breaks these rules fails with class `ThreadLevel`.
 
+pub mod collective;
 pub mod datatype;
 pub mod environment;
 mod error;
@@ -104,6 +105,7 @@ pub use topology::Rank;
 
 /// The traits to import for the whole API: `use oxmpi::traits::*;`.
 pub mod traits {
+    pub use crate::collective::{CommunicatorCollectives, Operation, Root};
     pub use crate::datatype::{Buffer, BufferMut, Equivalence};
     pub use crate::point_to_point::{Destination, Source};
     pub use crate::request::Scope;

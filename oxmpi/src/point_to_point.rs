@@ -108,7 +108,7 @@ use private::{Endpoint, Sealed};
 /// A process of a communicator, by rank.
 #[derive(Copy, Clone, Debug)]
 pub struct Process<'a> {
-    comm: &'a SimpleCommunicator,
+    pub(crate) comm: &'a SimpleCommunicator,
     rank: Rank,
 }
 

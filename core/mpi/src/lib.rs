@@ -18,3 +18,9 @@ pub use runtime::{
     init, runtime, wtick, wtime, Comm, Error, ErrorClass, RequestId, Runtime, SendMode, Status,
     ThreadLevel, ANY_SOURCE, ANY_TAG, TAG_UB,
 };
+
+/// The collective call description the Rust API fills in
+/// ([`Runtime::collective`]).
+pub mod coll {
+    pub use oxmpi_framework_coll::module::{CollCall, CollKind, ElementCode, OpCode, UserOp};
+}

@@ -16,6 +16,8 @@ pub enum ErrorClass {
     Rank,
     /// A tag outside `0..=TAG_UB` (`MPI_ERR_TAG`).
     Tag,
+    /// A collective called on the wrong side of its root (`MPI_ERR_ROOT`).
+    Root,
     /// A buffer that cannot be used (`MPI_ERR_BUFFER`).
     Buffer,
     /// A request that is unknown or unusable (`MPI_ERR_REQUEST`).

@@ -94,7 +94,7 @@ fn job_identity(modex: &mut Modex) -> Result<oxmpi_pmi::identity::JobIdentity, E
 }
 
 /// Finds the module table of a loaded component.
-fn module_of<T: abi_stable::StableAbi>(
+pub(super) fn module_of<T: abi_stable::StableAbi>(
     mca: &'static Mca,
     framework: &str,
     name: &str,
@@ -139,10 +139,11 @@ fn self_hint(mca: &Mca, selected: &[String]) -> Option<String> {
 
 /// The frameworks a rank loads (mpirun loads none of them; it declares
 /// only their framework-level parameters).
-fn rank_frameworks() -> [&'static oxmpi_plugin_api::FrameworkInfo; 2] {
+fn rank_frameworks() -> [&'static oxmpi_plugin_api::FrameworkInfo; 3] {
     [
         &oxmpi_framework_btl::FRAMEWORK,
         &oxmpi_framework_pml::FRAMEWORK,
+        &oxmpi_framework_coll::FRAMEWORK,
     ]
 }
 
@@ -161,13 +162,14 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
     oxmpi_mca::log::init_stderr_logging();
     let program = program_name();
     let mut inputs = McaInputs::from_process(&program);
-    // A rank loads the btl and pml frameworks only (mtl and coll have no
-    // components; rmaps is mpirun's); their module layouts are checked when
-    // the component libraries load.
+    // A rank loads the btl, pml and coll frameworks (mtl has no components;
+    // rmaps is mpirun's); their module layouts are checked when the
+    // component libraries load.
     inputs.frameworks = rank_frameworks().to_vec();
     inputs.module_layouts = vec![
         oxmpi_mca::repository::ModuleLayout::of::<BtlComponentModule>("btl"),
         oxmpi_mca::repository::ModuleLayout::of::<PmlModule>("pml"),
+        oxmpi_mca::repository::ModuleLayout::of::<oxmpi_framework_coll::module::CollModule>("coll"),
     ];
     let mca: &'static Mca = Box::leak(Box::new(Mca::init(inputs)));
     let under_mpirun = std::env::var_os(oxmpi_pmi::identity::JOB_ID_VAR).is_some();
@@ -318,6 +320,9 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
             }
         }
     }
+    let colls = super::coll::start(mca, rank, size)
+        .map_err(|e| init_error(format!("the coll framework could not start: {e}")))?;
+    mca.print_diagnostics();
     let progress = std::mem::take(&mut *shared.progress.lock().unwrap_or_else(|e| e.into_inner()));
     let state = State {
         idle_polls: vec![0; progress.len()],
@@ -346,6 +351,7 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
             ))
         },
         frameworks: Mutex::new(Some((btl_fw, pml_fw))),
+        colls: Mutex::new(colls),
         program,
         job_id: identity.job_id,
         job_dir: std::sync::OnceLock::new(),

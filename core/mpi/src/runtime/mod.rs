@@ -33,6 +33,7 @@
 //!   processes share (mpirun's `OXMPI_JOB_DIR`, or a singleton's own, made
 //!   on first use and removed at finalize and at exit).
 
+mod coll;
 mod error;
 mod init;
 mod jobdir;
@@ -257,6 +258,8 @@ pub struct Runtime {
     self_hint: Option<String>,
     unused_btls: Option<String>,
     frameworks: Mutex<Option<(OpenFramework<'static>, OpenFramework<'static>)>>,
+    /// The coll components and the predefined communicators' choices.
+    colls: Mutex<coll::Colls>,
     program: String,
     job_id: u64,
     /// Found (or, for a singleton, made) on first use.
@@ -1017,6 +1020,11 @@ impl Runtime {
             .barrier_progressing(|| self.poll(&mut state))
             .map_err(|e| Error::new(ErrorClass::Other, format!("finalize: {e}")));
         PHASE.store(PHASE_FINALIZED, Ordering::Release);
+        // No collective runs any more (every rank is here).
+        self.colls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .shut_down();
         // Under the lock; every rank has reached finalize, so nobody sends
         // any more.
         self.pml.finalize();

@@ -1,0 +1,377 @@
+//! Collectives: the coll components this process started, the choice of
+//! one component per operation for each communicator, the point-to-point
+//! services components use, and the [`Runtime`] entry point that runs a
+//! collective.
+//!
+//! At init every usable coll component (`coll` include/exclude,
+//! priorities) is started with the services ([`Services`]). For each
+//! communicator every started component is offered it: each declines
+//! (with a reason) or answers a priority and the operations it provides,
+//! and each operation comes from the highest-priority component providing
+//! it (ties: the component started first). `coll_base_verbose` 10 logs,
+//! per communicator, which component serves each operation and why the
+//! others were not used. An operation nobody provides fails when called,
+//! with the reasons.
+//!
+//! A collective runs without the runtime's lock: the component moves data
+//! with the services, which enter the runtime like any non-blocking send,
+//! receive and wait, so other threads' calls go on meanwhile.
+
+use super::{Comm, Error, ErrorClass, RequestId, Runtime, RUNTIME};
+use abi_stable::std_types::{RSlice, RStr};
+use oxmpi_framework_coll::handle::{CollHandle, MpiColl};
+use oxmpi_framework_coll::module::{CollCall, CollKind, CommDesc};
+use oxmpi_framework_pml::module::{RecvArgs, SendArgs, SendMode};
+use oxmpi_mca::framework::OpenFramework;
+
+/// Level of `coll_base_verbose` at which the choices are logged.
+const CHOICE_LEVEL: i32 = 10;
+
+/// One started coll component.
+pub(crate) struct Started {
+    name: String,
+    handle: CollHandle,
+}
+
+/// Which component serves each operation of one communicator.
+pub(crate) struct CommColl {
+    /// The communicator's name.
+    name: String,
+    /// Per [`CollKind`] code: the component (index into the started ones)
+    /// and its handle for the communicator.
+    chosen: [Option<(usize, u64)>; CollKind::ALL.len()],
+    /// Every handle a query gave, for release.
+    handles: Vec<(usize, u64)>,
+    /// Why each component does not serve it (for the error of an operation
+    /// nobody provides).
+    declined: Vec<(String, String)>,
+}
+
+/// The coll components and the predefined communicators' choices.
+pub(crate) struct Colls {
+    started: Vec<Started>,
+    world: CommColl,
+    self_comm: CommColl,
+    framework: Option<OpenFramework<'static>>,
+}
+
+/// The point-to-point services coll components use (their [`MpiColl`]).
+pub(crate) struct Services;
+
+/// The services' one value (the components keep a `&'static` to it).
+pub(crate) static SERVICES: Services = Services;
+
+fn runtime_for_coll() -> Result<&'static Runtime, String> {
+    super::runtime()
+        .or_else(|| RUNTIME.get())
+        .ok_or_else(|| "the MPI layer is not running".to_string())
+}
+
+impl MpiColl for Services {
+    unsafe fn isend(
+        &self,
+        context: u32,
+        dest: u32,
+        tag: i32,
+        buf: *const u8,
+        len: usize,
+    ) -> Result<u64, String> {
+        let rt = runtime_for_coll()?;
+        let _state = rt.enter().map_err(|e| e.message.clone())?;
+        let args = SendArgs {
+            buf,
+            len,
+            dest,
+            tag,
+            context,
+            mode: SendMode::Standard,
+        };
+        // SAFETY: the component's promise (the interface contract): the
+        // buffer stays valid until the request is waited.
+        match unsafe { rt.pml.isend(&args) } {
+            Ok(handle) => Ok(handle),
+            Err((_, message)) => Err(message),
+        }
+    }
+
+    unsafe fn irecv(
+        &self,
+        context: u32,
+        source: u32,
+        tag: i32,
+        buf: *mut u8,
+        len: usize,
+    ) -> Result<u64, String> {
+        let rt = runtime_for_coll()?;
+        let _state = rt.enter().map_err(|e| e.message.clone())?;
+        let args = RecvArgs {
+            buf,
+            len,
+            source: source as i32,
+            tag,
+            context,
+        };
+        // SAFETY: as in `isend`, for a writable buffer.
+        match unsafe { rt.pml.irecv(&args) } {
+            Ok((0, status)) if status.count != len => Err(short_message(source, status.count, len)),
+            Ok((handle, _)) => Ok(handle),
+            Err(message) => Err(message),
+        }
+    }
+
+    fn wait_all(&self, requests: &[u64], counts: &mut [usize]) -> Result<(), String> {
+        let rt = runtime_for_coll()?;
+        let mut first = None;
+        for (i, &handle) in requests.iter().enumerate() {
+            if handle == 0 {
+                continue;
+            }
+            match rt.wait(RequestId::pending(handle)) {
+                Ok(status) => counts[i] = status.count,
+                Err(e) => {
+                    first.get_or_insert_with(|| e.message.clone());
+                }
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+}
+
+/// The sentence of a collective message of the wrong length.
+fn short_message(source: u32, got: usize, want: usize) -> String {
+    format!(
+        "a collective expected {want} bytes from rank {source} and received {got}: the ranks \
+         called the collective with different counts or types"
+    )
+}
+
+impl CommColl {
+    /// Offers the communicator `desc` to every started component and
+    /// chooses per operation, logging the choices.
+    fn choose(started: &[Started], desc: &CommDesc<'_>) -> CommColl {
+        let name = desc.name.as_str().to_string();
+        let mut answers = Vec::new();
+        let mut declined = Vec::new();
+        let mut handles = Vec::new();
+        for (i, s) in started.iter().enumerate() {
+            match s.handle.comm_query(desc) {
+                Ok(answer) => {
+                    handles.push((i, answer.module));
+                    answers.push((i, answer));
+                }
+                Err(why) => {
+                    log(&format!("{name}: {} declined: {why}", s.name));
+                    declined.push((s.name.clone(), format!("declined: {why}")));
+                }
+            }
+        }
+        let mut chosen = [None; CollKind::ALL.len()];
+        for kind in CollKind::ALL {
+            let best = answers.iter().filter(|(_, a)| a.ops.contains(kind)).fold(
+                None::<&(usize, oxmpi_framework_coll::module::CommAnswer)>,
+                |best, c| match best {
+                    Some(b) if b.1.priority >= c.1.priority => Some(b),
+                    _ => Some(c),
+                },
+            );
+            if let Some((i, a)) = best {
+                chosen[kind as usize] = Some((*i, a.module));
+                log(&format!(
+                    "{name}: {} from {} (priority {})",
+                    kind.name(),
+                    started[*i].name,
+                    a.priority
+                ));
+            } else {
+                log(&format!("{name}: {} from no component", kind.name()));
+            }
+        }
+        // A component that serves nothing here lets its handle go at once.
+        let (used, unused): (Vec<_>, Vec<_>) = handles
+            .into_iter()
+            .partition(|(i, m)| chosen.iter().flatten().any(|c| c == &(*i, *m)));
+        for (i, m) in unused {
+            log(&format!(
+                "{name}: {} serves no operation (others have higher priorities)",
+                started[i].name
+            ));
+            declined.push((
+                started[i].name.clone(),
+                "outranked for every operation".into(),
+            ));
+            // SAFETY: a live handle its query just gave; nothing runs on it.
+            unsafe { started[i].handle.comm_release(m) };
+        }
+        CommColl {
+            name,
+            chosen,
+            handles: used,
+            declined,
+        }
+    }
+
+    /// Releases every handle (the communicator is going).
+    fn release(&mut self, started: &[Started]) {
+        for (i, m) in self.handles.drain(..) {
+            // SAFETY: a live handle of component `i`; no collective runs on
+            // the communicator any more.
+            unsafe { started[i].handle.comm_release(m) };
+        }
+        self.chosen = [None; CollKind::ALL.len()];
+    }
+}
+
+/// Logs at `coll_base_verbose` [`CHOICE_LEVEL`].
+fn log(message: &str) {
+    oxmpi_mca::log::log("coll", "base", CHOICE_LEVEL, message);
+}
+
+/// Opens the coll framework, starts every usable component and chooses
+/// for `MPI_COMM_WORLD` (the job ranks `0..size`) and `MPI_COMM_SELF`.
+/// A component that fails to start is logged and left out.
+pub(crate) fn start(
+    mca: &'static oxmpi_mca::mca::Mca,
+    rank: u32,
+    size: u32,
+) -> Result<Colls, String> {
+    let mut framework = mca.open_framework("coll").map_err(|e| e.to_string())?;
+    let selected = framework.select().map_err(|e| e.to_string())?;
+    let mut started = Vec::new();
+    for s in &selected {
+        let (table, fw, comp) = match super::init::module_of::<
+            oxmpi_framework_coll::module::CollModule,
+        >(mca, "coll", &s.name)
+        {
+            Ok(m) => m,
+            Err(e) => {
+                log(&format!("{} not used: {e}", s.name));
+                continue;
+            }
+        };
+        let handle = CollHandle::new(table, oxmpi_mca::services::context(fw, comp));
+        match handle.init(&SERVICES) {
+            Ok(()) => started.push(Started {
+                name: s.name.clone(),
+                handle,
+            }),
+            Err(why) => log(&format!("{} not used: init failed: {why}", s.name)),
+        }
+    }
+    let members: Vec<u32> = (0..size).collect();
+    let world = CommColl::choose(
+        &started,
+        &CommDesc {
+            context: Comm::World.context(),
+            rank,
+            members: RSlice::from_slice(&members),
+            name: RStr::from_str(Comm::World.name()),
+        },
+    );
+    let me = [rank];
+    let self_comm = CommColl::choose(
+        &started,
+        &CommDesc {
+            context: Comm::SelfComm.context(),
+            rank: 0,
+            members: RSlice::from_slice(&me),
+            name: RStr::from_str(Comm::SelfComm.name()),
+        },
+    );
+    Ok(Colls {
+        started,
+        world,
+        self_comm,
+        framework: Some(framework),
+    })
+}
+
+impl Colls {
+    /// The choices for a predefined communicator.
+    fn comm(&self, comm: Comm) -> &CommColl {
+        match comm {
+            Comm::World => &self.world,
+            Comm::SelfComm => &self.self_comm,
+        }
+    }
+
+    /// Releases every communicator's handles, finalizes the components
+    /// and closes the framework.
+    pub(crate) fn shut_down(&mut self) {
+        self.world.release(&self.started);
+        self.self_comm.release(&self.started);
+        for s in &self.started {
+            s.handle.finalize();
+        }
+        self.started.clear();
+        if let Some(fw) = self.framework.take() {
+            fw.close();
+        }
+    }
+}
+
+impl Runtime {
+    /// Runs the collective `call` on `comm` with the component chosen for
+    /// its operation.
+    ///
+    /// # Safety
+    ///
+    /// The call's buffers are valid for what its fields say (read for
+    /// `send`, written for `recv`) during the call; every rank of `comm`
+    /// makes the matching call.
+    ///
+    /// # Errors
+    ///
+    /// `Other` with the component's sentence, or why no component provides
+    /// the operation; `Finalized`.
+    pub unsafe fn collective(&self, comm: Comm, call: &CollCall<'_>) -> Result<(), Error> {
+        if super::PHASE.load(std::sync::atomic::Ordering::Acquire) != super::PHASE_RUNNING {
+            return Err(Error::new(
+                ErrorClass::Finalized,
+                "oxmpi is finalized; no MPI call may follow finalize",
+            ));
+        }
+        let colls = self.colls.lock().unwrap_or_else(|e| e.into_inner());
+        let choice = colls.comm(comm);
+        let Some((i, module)) = choice.chosen[call.kind as usize] else {
+            return Err(Error::new(
+                ErrorClass::Other,
+                no_provider(call.kind, &choice.name, &choice.declined),
+            ));
+        };
+        let handle = colls.started[i].handle;
+        let name = colls.started[i].name.clone();
+        // The component runs without the runtime's lock or the table's.
+        drop(colls);
+        // SAFETY: a live handle of that component (released only at
+        // finalize, which no collective may overlap); the buffers are the
+        // caller's promise.
+        unsafe { handle.run(module, call) }.map_err(|why| {
+            Error::new(
+                ErrorClass::Other,
+                format!(
+                    "{} on {} (coll {name}): {why}",
+                    call.kind.name(),
+                    comm.name()
+                ),
+            )
+        })
+    }
+}
+
+/// The sentence of an operation no component provides.
+fn no_provider(kind: CollKind, comm: &str, declined: &[(String, String)]) -> String {
+    let why = if declined.is_empty() {
+        "no coll component is in use".to_string()
+    } else {
+        declined
+            .iter()
+            .map(|(n, r)| format!("{n}: {r}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    format!(
+        "no coll component provides {} for {comm} ({why}); check the coll parameter and \
+         `oxmpi_info --param coll all`",
+        kind.name()
+    )
+}
