@@ -20,6 +20,8 @@ use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
 pub mod adapter;
 pub mod handle;
 pub mod module;
+#[cfg(feature = "collectives")]
+pub mod transport;
 
 /// Version of the interface between the coll framework and its components.
 pub const INTERFACE_VERSION: Version = Version::new(1, 0, 0);

@@ -361,7 +361,10 @@ impl Runtime {
 /// The sentence of an operation no component provides.
 fn no_provider(kind: CollKind, comm: &str, declined: &[(String, String)]) -> String {
     let why = if declined.is_empty() {
-        "no coll component is in use".to_string()
+        "no coll component is usable in this process: none is installed where components are \
+         looked for (mca_base_component_path), or the coll parameter excluded them, or their \
+         init failed (coll_base_verbose 10 says)"
+            .to_string()
     } else {
         declined
             .iter()

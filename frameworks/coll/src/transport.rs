@@ -1,0 +1,126 @@
+//! The MPI layer's services as an `oxmpi-collectives` transport (feature
+//! `collectives`): a component that runs that crate's algorithms makes a
+//! [`CommTransport`] for each call.
+
+use crate::adapter::{Core, CoreRequest};
+use oxmpi_collectives::{CollError, Request, Transport};
+
+/// One communicator's point-to-point messages over [`Core`]: ranks are
+/// the communicator's, translated to job ranks; every message goes on the
+/// communicator's context.
+pub struct CommTransport<'a> {
+    core: &'a Core,
+    context: u32,
+    rank: u32,
+    members: &'a [u32],
+    /// Started requests by index: the MPI layer's request, and for a
+    /// receive its source, tag and expected length.
+    started: Vec<Started>,
+    /// Started requests not waited for yet.
+    outstanding: usize,
+}
+
+struct Started {
+    request: CoreRequest,
+    receive: Option<(u32, i32, usize)>,
+}
+
+impl<'a> CommTransport<'a> {
+    /// The transport of rank `rank` of the communicator of job ranks
+    /// `members` on `context`.
+    pub fn new(core: &'a Core, context: u32, rank: u32, members: &'a [u32]) -> Self {
+        CommTransport {
+            core,
+            context,
+            rank,
+            members,
+            started: Vec::new(),
+            outstanding: 0,
+        }
+    }
+
+    fn job_rank(&self, rank: u32) -> Result<u32, CollError> {
+        self.members.get(rank as usize).copied().ok_or_else(|| {
+            CollError::InvalidArgument(format!(
+                "rank {rank} is not in the communicator of {} processes",
+                self.members.len()
+            ))
+        })
+    }
+
+    fn start(&mut self, request: CoreRequest, receive: Option<(u32, i32, usize)>) -> Request {
+        self.started.push(Started { request, receive });
+        self.outstanding += 1;
+        Request(self.started.len() as u64 - 1)
+    }
+}
+
+impl Transport for CommTransport<'_> {
+    fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    fn size(&self) -> u32 {
+        self.members.len() as u32
+    }
+
+    unsafe fn isend(
+        &mut self,
+        dest: u32,
+        tag: i32,
+        buf: *const u8,
+        len: usize,
+    ) -> Result<Request, CollError> {
+        let to = self.job_rank(dest)?;
+        // SAFETY: the caller's promise (the buffer outlives the wait).
+        let r = unsafe { self.core.isend(self.context, to, tag, buf, len) }
+            .map_err(CollError::Transport)?;
+        Ok(self.start(r, None))
+    }
+
+    unsafe fn irecv(
+        &mut self,
+        source: u32,
+        tag: i32,
+        buf: *mut u8,
+        len: usize,
+    ) -> Result<Request, CollError> {
+        let from = self.job_rank(source)?;
+        // SAFETY: as in `isend`.
+        let r = unsafe { self.core.irecv(self.context, from, tag, buf, len) }
+            .map_err(CollError::Transport)?;
+        Ok(self.start(r, Some((source, tag, len))))
+    }
+
+    fn wait_all(&mut self, reqs: &mut Vec<Request>) -> Result<(), CollError> {
+        let picked: Vec<&Started> = reqs
+            .drain(..)
+            .filter_map(|r| self.started.get(r.0 as usize))
+            .collect();
+        let waited_for = picked.len();
+        let requests: Vec<CoreRequest> = picked.iter().map(|s| s.request).collect();
+        // A request the MPI layer completed at once (0) keeps this count:
+        // what was expected.
+        let mut counts: Vec<usize> = picked
+            .iter()
+            .map(|s| s.receive.map_or(0, |(_, _, len)| len))
+            .collect();
+        let waited = self.core.wait_all(&requests, &mut counts);
+        let short = picked.iter().zip(&counts).find_map(|(s, &got)| {
+            let (source, tag, expected) = s.receive?;
+            (got != expected).then_some(CollError::Length {
+                from: source,
+                tag,
+                expected,
+                actual: got,
+            })
+        });
+        self.outstanding = self.outstanding.saturating_sub(waited_for);
+        if self.outstanding == 0 {
+            // Nothing is outstanding: the indices can start over.
+            self.started.clear();
+        }
+        waited.map_err(CollError::Transport)?;
+        short.map_or(Ok(()), Err)
+    }
+}

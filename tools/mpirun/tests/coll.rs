@@ -1,0 +1,98 @@
+//! Collectives end to end: real jobs under mpirun running the `coll_check`
+//! example (oxmpi/examples), which checks every collective of the Rust API
+//! on MPI_COMM_WORLD and MPI_COMM_SELF against a sequential reference;
+//! the choice of components per communicator and operation
+//! (`coll_base_verbose`), and the error when no component provides an
+//! operation. The jobs run one at a time, oversubscribed on 2 cores.
+
+mod common;
+
+use common::*;
+use std::sync::Mutex;
+
+/// One job at a time: they are sized for a 2-core machine.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn coll_check() -> String {
+    built("coll_check").display().to_string()
+}
+
+/// Runs coll_check on `n` ranks with `extra` options and `counts`; asserts
+/// every rank reported success and nothing survived.
+fn passes(n: usize, extra: &[&str], counts: &str) -> Run {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let program = coll_check();
+    let ranks = n.to_string();
+    let mut args = vec!["-n", ranks.as_str(), "--oversubscribe"];
+    args.extend(extra);
+    args.extend([program.as_str(), counts]);
+    let run = mpirun(&args);
+    assert_eq!(
+        run.code(),
+        0,
+        "coll_check on {n} ranks failed:\n{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    let ok = run
+        .stdout
+        .lines()
+        .filter(|l| l.contains(": coll ok ("))
+        .count();
+    assert_eq!(ok, n, "every rank reports success:\n{}", run.stdout);
+    assert_no_survivors(&run.marker);
+    run
+}
+
+#[test]
+fn every_collective_is_right_on_1_to_8_ranks() {
+    for n in [1, 2, 3, 4, 5, 8] {
+        passes(n, &[], "0,1,7,64,1000,65536");
+    }
+}
+
+#[test]
+fn every_collective_is_right_over_tcp_and_with_linear_algorithms_only() {
+    passes(
+        3,
+        &[
+            "--mca",
+            "btl",
+            "self,tcp",
+            "--mca",
+            "btl_tcp_if_include",
+            "lo",
+        ],
+        "0,1,1000",
+    );
+    passes(5, &["--mca", "coll_basic_crossover", "100"], "0,3,1000");
+}
+
+#[test]
+fn verbose_output_names_the_component_of_each_operation() {
+    let run = passes(2, &["--mca", "coll_base_verbose", "10"], "1");
+    for line in [
+        "coll:base: MPI_COMM_WORLD: allreduce from basic (priority 10)",
+        "coll:base: MPI_COMM_SELF: allreduce from self (priority 75)",
+        "coll:base: MPI_COMM_WORLD: self declined: MPI_COMM_WORLD has 2 processes; the self component serves communicators of one",
+        "coll:base: MPI_COMM_SELF: basic declined: MPI_COMM_SELF has one process; the basic component serves communicators of two or more",
+    ] {
+        assert!(run.stderr.contains(line), "missing {line:?} in:\n{}", run.stderr);
+    }
+}
+
+#[test]
+fn without_a_component_for_a_communicator_the_operation_fails_with_the_reasons() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let program = coll_check();
+    let run = mpirun(&["-n", "2", "--mca", "coll", "self", program.as_str(), "1"]);
+    assert_ne!(run.code(), 0);
+    assert!(
+        run.stderr.contains(
+            "no coll component provides barrier for MPI_COMM_WORLD (self: declined: MPI_COMM_WORLD has 2 processes; the self component serves communicators of one)"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_no_survivors(&run.marker);
+}
