@@ -18,6 +18,8 @@
 use oxmpi_plugin_api::{FrameworkInfo, ParamDecl, SelectionKind, Version};
 
 pub mod adapter;
+#[cfg(feature = "collectives")]
+pub mod buffers;
 pub mod handle;
 pub mod module;
 #[cfg(feature = "collectives")]
