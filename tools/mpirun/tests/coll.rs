@@ -52,7 +52,7 @@ fn every_collective_is_right_on_1_to_8_ranks() {
 }
 
 #[test]
-fn every_collective_is_right_over_tcp_and_with_linear_algorithms_only() {
+fn every_collective_is_right_over_tcp_and_with_basic_alone() {
     passes(
         3,
         &[
@@ -65,14 +65,137 @@ fn every_collective_is_right_over_tcp_and_with_linear_algorithms_only() {
         ],
         "0,1,1000",
     );
-    passes(5, &["--mca", "coll_basic_crossover", "100"], "0,3,1000");
+    // basic's linear and logarithmic algorithms.
+    for crossover in ["100", "2"] {
+        passes(
+            5,
+            &[
+                "--mca",
+                "coll",
+                "^tuned",
+                "--mca",
+                "coll_basic_crossover",
+                crossover,
+            ],
+            "0,3,1000",
+        );
+    }
+}
+
+#[test]
+fn every_collective_is_right_with_each_forced_tuned_algorithm() {
+    // Each forced algorithm of each operation, through dynamic rules.
+    for (allreduce, bcast, reduce, barrier, alltoall, allgather) in [
+        (
+            "basic_linear",
+            "basic_linear",
+            "linear",
+            "linear",
+            "linear",
+            "linear",
+        ),
+        ("ring", "pipeline", "pipeline", "bruck", "pairwise", "bruck"),
+        (
+            "segmented_ring",
+            "scatter_allgather",
+            "binomial",
+            "dissemination",
+            "modified_bruck",
+            "ring",
+        ),
+        (
+            "rabenseifner",
+            "binomial",
+            "binomial",
+            "recursive_doubling",
+            "linear",
+            "recursive_doubling",
+        ),
+    ] {
+        let args = [
+            "--mca",
+            "coll_tuned_use_dynamic_rules",
+            "1",
+            "--mca",
+            "coll_tuned_allreduce_algorithm",
+            allreduce,
+            "--mca",
+            "coll_tuned_allreduce_algorithm_segmentsize",
+            "256",
+            "--mca",
+            "coll_tuned_bcast_algorithm",
+            bcast,
+            "--mca",
+            "coll_tuned_bcast_algorithm_segmentsize",
+            "128",
+            "--mca",
+            "coll_tuned_reduce_algorithm",
+            reduce,
+            "--mca",
+            "coll_tuned_barrier_algorithm",
+            barrier,
+            "--mca",
+            "coll_tuned_alltoall_algorithm",
+            alltoall,
+            "--mca",
+            "coll_tuned_allgather_algorithm",
+            allgather,
+        ];
+        passes(5, &args, "0,1,7,1000");
+    }
+}
+
+#[test]
+fn an_algorithm_set_without_dynamic_rules_is_named_in_a_warning_and_not_used() {
+    let run = passes(2, &["--mca", "coll_tuned_allreduce_algorithm", "ring"], "1");
+    let warning = "warning: coll_tuned_allreduce_algorithm = ring is not used because \
+                   coll_tuned_use_dynamic_rules is false; set coll_tuned_use_dynamic_rules true \
+                   (e.g. --mca coll_tuned_use_dynamic_rules 1) to use it";
+    assert_eq!(
+        run.stderr.matches(warning).count(),
+        1,
+        "once, from rank 0:\n{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_broken_rules_file_is_reported_with_its_line_and_basic_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules.conf");
+    std::fs::write(&rules, "1\n2\n1\n2\n1\n0 x 0 0\n").unwrap();
+    let path = rules.display().to_string();
+    let args = [
+        "--mca",
+        "coll_tuned_use_dynamic_rules",
+        "1",
+        "--mca",
+        "coll_tuned_dynamic_rules_filename",
+        path.as_str(),
+        "--mca",
+        "coll_base_verbose",
+        "10",
+    ];
+    let run = passes(2, &args, "1");
+    for expected in [
+        format!("{path}:6:"),
+        "the tuned component is not used (basic serves the collectives)".to_string(),
+        "MPI_COMM_WORLD: allreduce from basic (priority 10)".to_string(),
+    ] {
+        assert!(
+            run.stderr.contains(&expected),
+            "missing {expected:?} in:\n{}",
+            run.stderr
+        );
+    }
 }
 
 #[test]
 fn verbose_output_names_the_component_of_each_operation() {
     let run = passes(2, &["--mca", "coll_base_verbose", "10"], "1");
     for line in [
-        "coll:base: MPI_COMM_WORLD: allreduce from basic (priority 10)",
+        "coll:base: MPI_COMM_WORLD: allreduce from tuned (priority 30)",
+        "coll:base: MPI_COMM_WORLD: basic serves no operation (others have higher priorities)",
         "coll:base: MPI_COMM_SELF: allreduce from self (priority 75)",
         "coll:base: MPI_COMM_WORLD: self declined: MPI_COMM_WORLD has 2 processes; the self component serves communicators of one",
         "coll:base: MPI_COMM_SELF: basic declined: MPI_COMM_SELF has one process; the basic component serves communicators of two or more",
