@@ -91,6 +91,7 @@ pub mod collective;
 pub mod datatype;
 pub mod environment;
 mod error;
+pub mod group;
 pub mod point_to_point;
 pub mod request;
 pub mod topology;

@@ -47,11 +47,9 @@ pub(crate) struct CommColl {
     declined: Vec<(String, String)>,
 }
 
-/// The coll components and the predefined communicators' choices.
+/// The coll components this process started.
 pub(crate) struct Colls {
     started: Vec<Started>,
-    world: CommColl,
-    self_comm: CommColl,
     framework: Option<OpenFramework<'static>>,
 }
 
@@ -233,7 +231,7 @@ pub(crate) fn start(
     mca: &'static oxmpi_mca::mca::Mca,
     rank: u32,
     size: u32,
-) -> Result<Colls, String> {
+) -> Result<(Colls, CommColl, CommColl), String> {
     let mut framework = mca.open_framework("coll").map_err(|e| e.to_string())?;
     let selected = framework.select().map_err(|e| e.to_string())?;
     let mut started = Vec::new();
@@ -257,48 +255,42 @@ pub(crate) fn start(
             Err(why) => log(&format!("{} not used: init failed: {why}", s.name)),
         }
     }
-    let members: Vec<u32> = (0..size).collect();
-    let world = CommColl::choose(
-        &started,
-        &CommDesc {
-            context: Comm::World.context(),
-            rank,
-            members: RSlice::from_slice(&members),
-            name: RStr::from_str(Comm::World.name()),
-        },
-    );
-    let me = [rank];
-    let self_comm = CommColl::choose(
-        &started,
-        &CommDesc {
-            context: Comm::SelfComm.context(),
-            rank: 0,
-            members: RSlice::from_slice(&me),
-            name: RStr::from_str(Comm::SelfComm.name()),
-        },
-    );
-    Ok(Colls {
+    let colls = Colls {
         started,
-        world,
-        self_comm,
         framework: Some(framework),
-    })
+    };
+    let members: Vec<u32> = (0..size).collect();
+    let world = colls.choose(&CommDesc {
+        context: 0,
+        rank,
+        members: RSlice::from_slice(&members),
+        name: RStr::from_str("MPI_COMM_WORLD"),
+    });
+    let me = [rank];
+    let self_comm = colls.choose(&CommDesc {
+        context: 1,
+        rank: 0,
+        members: RSlice::from_slice(&me),
+        name: RStr::from_str("MPI_COMM_SELF"),
+    });
+    Ok((colls, world, self_comm))
 }
 
 impl Colls {
-    /// The choices for a predefined communicator.
-    fn comm(&self, comm: Comm) -> &CommColl {
-        match comm {
-            Comm::World => &self.world,
-            Comm::SelfComm => &self.self_comm,
-        }
+    /// Offers the communicator `desc` to every started component and
+    /// chooses per operation, logging the choices.
+    pub(crate) fn choose(&self, desc: &CommDesc<'_>) -> CommColl {
+        CommColl::choose(&self.started, desc)
     }
 
-    /// Releases every communicator's handles, finalizes the components
-    /// and closes the framework.
+    /// Releases a communicator's handles (the communicator is going).
+    pub(crate) fn release(&self, coll: &mut CommColl) {
+        coll.release(&self.started);
+    }
+
+    /// Finalizes the components and closes the framework (every
+    /// communicator's handles were released).
     pub(crate) fn shut_down(&mut self) {
-        self.world.release(&self.started);
-        self.self_comm.release(&self.started);
         for s in &self.started {
             s.handle.finalize();
         }
@@ -330,29 +322,31 @@ impl Runtime {
                 "oxmpi is finalized; no MPI call may follow finalize",
             ));
         }
-        let colls = self.colls.lock().unwrap_or_else(|e| e.into_inner());
-        let choice = colls.comm(comm);
-        let Some((i, module)) = choice.chosen[call.kind as usize] else {
-            return Err(Error::new(
-                ErrorClass::Other,
-                no_provider(call.kind, &choice.name, &choice.declined),
-            ));
+        let entry = self.entry(comm)?;
+        let (i, module, comm_name) = {
+            let choice = entry.coll.lock().unwrap_or_else(|e| e.into_inner());
+            match choice.chosen[call.kind as usize] {
+                Some((i, module)) => (i, module, choice.name.clone()),
+                None => {
+                    return Err(Error::new(
+                        ErrorClass::Other,
+                        no_provider(call.kind, &choice.name, &choice.declined),
+                    ))
+                }
+            }
         };
+        let colls = self.colls.lock().unwrap_or_else(|e| e.into_inner());
         let handle = colls.started[i].handle;
         let name = colls.started[i].name.clone();
-        // The component runs without the runtime's lock or the table's.
         drop(colls);
+        // The component runs without the runtime's lock or the tables'.
         // SAFETY: a live handle of that component (released only at
         // finalize, which no collective may overlap); the buffers are the
         // caller's promise.
         unsafe { handle.run(module, call) }.map_err(|why| {
             Error::new(
                 ErrorClass::Other,
-                format!(
-                    "{} on {} (coll {name}): {why}",
-                    call.kind.name(),
-                    comm.name()
-                ),
+                format!("{} on {comm_name} (coll {name}): {why}", call.kind.name()),
             )
         })
     }

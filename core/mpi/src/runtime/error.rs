@@ -18,6 +18,12 @@ pub enum ErrorClass {
     Tag,
     /// A collective called on the wrong side of its root (`MPI_ERR_ROOT`).
     Root,
+    /// A communicator that does not exist (`MPI_ERR_COMM`).
+    Comm,
+    /// A group argument that does not fit (`MPI_ERR_GROUP`).
+    Group,
+    /// Another invalid argument (`MPI_ERR_ARG`).
+    Arg,
     /// A buffer that cannot be used (`MPI_ERR_BUFFER`).
     Buffer,
     /// A request that is unknown or unusable (`MPI_ERR_REQUEST`).

@@ -320,8 +320,22 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
             }
         }
     }
-    let colls = super::coll::start(mca, rank, size)
+    let (colls, world_coll, self_coll) = super::coll::start(mca, rank, size)
         .map_err(|e| init_error(format!("the coll framework could not start: {e}")))?;
+    let comm_entry = |context, rank, members: Vec<u32>, name: &str, coll| {
+        Ok::<_, Error>(super::comms::CommEntry {
+            context,
+            rank,
+            group: oxmpi_groups::Group::new(members)
+                .map_err(|e| init_error(format!("internal error: {e}")))?,
+            name: name.to_string(),
+            coll: Mutex::new(coll),
+        })
+    };
+    let comms = super::comms::Comms::new(
+        comm_entry(0, rank, (0..size).collect(), "MPI_COMM_WORLD", world_coll)?,
+        comm_entry(1, 0, vec![rank], "MPI_COMM_SELF", self_coll)?,
+    );
     mca.print_diagnostics();
     let progress = std::mem::take(&mut *shared.progress.lock().unwrap_or_else(|e| e.into_inner()));
     let state = State {
@@ -352,6 +366,7 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
         },
         frameworks: Mutex::new(Some((btl_fw, pml_fw))),
         colls: Mutex::new(colls),
+        comms,
         program,
         job_id: identity.job_id,
         job_dir: std::sync::OnceLock::new(),

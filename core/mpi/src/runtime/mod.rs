@@ -34,10 +34,12 @@
 //!   on first use and removed at finalize and at exit).
 
 mod coll;
+mod comms;
 mod error;
 mod init;
 mod jobdir;
 
+pub use comms::CommRelation;
 pub use error::{Error, ErrorClass};
 pub use oxmpi_framework_pml::module::SendMode;
 
@@ -72,29 +74,18 @@ pub enum ThreadLevel {
     Multiple,
 }
 
-/// The predefined communicators.
+/// A communicator of this process: `MPI_COMM_WORLD`, `MPI_COMM_SELF`, or
+/// one made by [`Runtime::comm_dup`], [`Runtime::comm_split`] and the
+/// like (a handle into the runtime's table; a freed one is refused).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Comm {
-    /// `MPI_COMM_WORLD`: every rank of the job (context id 0).
-    World,
-    /// `MPI_COMM_SELF`: this process alone (context id 1).
-    SelfComm,
-}
+pub struct Comm(pub(crate) u32);
 
+#[allow(non_upper_case_globals)]
 impl Comm {
-    fn context(self) -> u32 {
-        match self {
-            Comm::World => 0,
-            Comm::SelfComm => 1,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Comm::World => "MPI_COMM_WORLD",
-            Comm::SelfComm => "MPI_COMM_SELF",
-        }
-    }
+    /// `MPI_COMM_WORLD`: every rank of the job (context id 0).
+    pub const World: Comm = Comm(0);
+    /// `MPI_COMM_SELF`: this process alone (context id 1).
+    pub const SelfComm: Comm = Comm(1);
 }
 
 /// The outcome of a receive or probe (`MPI_Status`); sends report zeros.
@@ -111,11 +102,11 @@ pub struct Status {
 }
 
 impl Status {
-    /// The status of a request the pml reports with `st`; on `SELF`
-    /// (`on_self`) the source is rank 0 of that communicator.
-    fn of_request(st: &RequestStatus, on_self: bool) -> Status {
+    /// The status of a request the pml reports with `st`, its source the
+    /// sender's rank in the request's communicator (`source`).
+    fn of_request(st: &RequestStatus, source: i32) -> Status {
         Status {
-            source: if on_self { 0 } else { st.source },
+            source,
             tag: st.tag,
             count: st.count,
             cancelled: st.cancelled,
@@ -185,8 +176,9 @@ impl RequestId {
 struct State {
     /// Sends the application stopped watching; finalize waits for them.
     detached: Vec<u64>,
-    /// Outstanding requests on `SELF` (their sources are translated to 0).
-    on_self: Vec<u64>,
+    /// Outstanding requests on communicators other than `WORLD` (their
+    /// sources are translated to ranks of those).
+    on_comm: Vec<(u64, Comm)>,
     /// Per registered progress function (one each, from init): polls in a
     /// row that found nothing (see [`Runtime::poll`]).
     idle_polls: Vec<u32>,
@@ -258,8 +250,10 @@ pub struct Runtime {
     self_hint: Option<String>,
     unused_btls: Option<String>,
     frameworks: Mutex<Option<(OpenFramework<'static>, OpenFramework<'static>)>>,
-    /// The coll components and the predefined communicators' choices.
+    /// The coll components started in this process.
     colls: Mutex<coll::Colls>,
+    /// The communicators.
+    comms: comms::Comms,
     program: String,
     job_id: u64,
     /// Found (or, for a singleton, made) on first use.
@@ -381,6 +375,7 @@ impl Runtime {
         match comm {
             Comm::World => self.rank as i32,
             Comm::SelfComm => 0,
+            _ => self.entry(comm).map_or(-1, |e| e.rank as i32),
         }
     }
 
@@ -389,6 +384,7 @@ impl Runtime {
         match comm {
             Comm::World => self.size as i32,
             Comm::SelfComm => 1,
+            _ => self.entry(comm).map_or(0, |e| e.group.size() as i32),
         }
     }
 
@@ -464,25 +460,43 @@ impl Runtime {
 
     #[inline]
     fn world_rank(&self, comm: Comm, rank: i32, what: &str) -> Result<u32, Error> {
-        let size = self.comm_size(comm);
-        if rank < 0 || rank >= size {
-            return Err(Self::rank_error(comm, rank, what, size));
+        match comm {
+            Comm::World if rank >= 0 && rank < self.size as i32 => Ok(rank as u32),
+            Comm::SelfComm if rank == 0 => Ok(self.rank),
+            Comm::World | Comm::SelfComm => {
+                Err(self.rank_error(comm, rank, what, self.comm_size(comm)))
+            }
+            _ => {
+                let e = self.entry(comm)?;
+                u32::try_from(rank)
+                    .ok()
+                    .and_then(|r| e.group.world_rank(r))
+                    .ok_or_else(|| self.rank_error(comm, rank, what, e.group.size() as i32))
+            }
         }
-        Ok(match comm {
-            Comm::World => rank as u32,
-            Comm::SelfComm => self.rank,
-        })
+    }
+
+    /// The rank in `comm` of the job rank `world` a status names (a
+    /// receive's or probe's source; sends report 0, kept as is). A source
+    /// that is not in `comm` any more (it was freed meanwhile) stays a job
+    /// rank.
+    #[inline]
+    fn source_in(&self, comm: Comm, world: i32) -> i32 {
+        match comm {
+            Comm::World => world,
+            _ => self.comm_source(comm, world).unwrap_or(world),
+        }
     }
 
     /// The error of a rank outside `comm` (`size` ranks).
     #[cold]
     #[inline(never)]
-    fn rank_error(comm: Comm, rank: i32, what: &str, size: i32) -> Error {
+    fn rank_error(&self, comm: Comm, rank: i32, what: &str, size: i32) -> Error {
         Error::new(
             ErrorClass::Rank,
             format!(
                 "{what} rank {rank} is not in {} (ranks 0 to {})",
-                comm.name(),
+                self.comm_name(comm),
                 size - 1
             ),
         )
@@ -570,7 +584,7 @@ impl Runtime {
             len,
             dest,
             tag,
-            context: comm.context(),
+            context: self.context_of(comm)?,
             mode,
         };
         // SAFETY: the caller keeps the buffer valid and unchanged until
@@ -579,8 +593,8 @@ impl Runtime {
             // Complete already: a send's status is all zeros.
             Ok(0) => Ok(RequestId::completed(Status::default())),
             Ok(handle) => {
-                if comm == Comm::SelfComm {
-                    state.on_self.push(handle);
+                if comm != Comm::World {
+                    state.on_comm.push((handle, comm));
                 }
                 Ok(RequestId::pending(handle))
             }
@@ -663,18 +677,18 @@ impl Runtime {
             len,
             source,
             tag,
-            context: comm.context(),
+            context: self.context_of(comm)?,
         };
         // SAFETY: the caller keeps the buffer valid and untouched until
         // the request completes (this function's contract).
         match unsafe { self.pml.irecv(&args) } {
             Ok((0, st)) => Ok(RequestId::completed(Status::of_request(
                 &st,
-                comm == Comm::SelfComm,
+                self.source_in(comm, st.source),
             ))),
             Ok((handle, _)) => {
-                if comm == Comm::SelfComm {
-                    state.on_self.push(handle);
+                if comm != Comm::World {
+                    state.on_comm.push((handle, comm));
                 }
                 Ok(RequestId::pending(handle))
             }
@@ -745,15 +759,12 @@ impl Runtime {
     /// The outcome of request `handle`, which completed with `st` (and was
     /// released, unless in error: then it is released here).
     fn outcome(&self, state: &mut State, handle: u64, st: RequestStatus) -> Result<Status, Error> {
-        let on_self = match state.on_self.iter().position(|&h| h == handle) {
-            Some(i) => {
-                state.on_self.swap_remove(i);
-                true
-            }
-            None => false,
+        let comm = match state.on_comm.iter().position(|&(h, _)| h == handle) {
+            Some(i) => state.on_comm.swap_remove(i).1,
+            None => Comm::World,
         };
         match st.error {
-            RequestError::None => Ok(Status::of_request(&st, on_self)),
+            RequestError::None => Ok(Status::of_request(&st, self.source_in(comm, st.source))),
             other => Err(self.request_failed(handle, other)),
         }
     }
@@ -933,9 +944,9 @@ impl Runtime {
 
     /// One probe (called with the runtime entered).
     fn probe_once(&self, comm: Comm, source: i32, tag: i32) -> Option<Status> {
-        let st = self.pml.iprobe(comm.context(), source, tag)?;
+        let st = self.pml.iprobe(self.context_of(comm).ok()?, source, tag)?;
         Some(Status {
-            source: if comm == Comm::SelfComm { 0 } else { st.source },
+            source: self.source_in(comm, st.source),
             tag: st.tag,
             count: st.count,
             cancelled: false,
@@ -1021,10 +1032,13 @@ impl Runtime {
             .map_err(|e| Error::new(ErrorClass::Other, format!("finalize: {e}")));
         PHASE.store(PHASE_FINALIZED, Ordering::Release);
         // No collective runs any more (every rank is here).
-        self.colls
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .shut_down();
+        {
+            let mut colls = self.colls.lock().unwrap_or_else(|e| e.into_inner());
+            for entry in self.comms.take_all() {
+                colls.release(&mut entry.coll.lock().unwrap_or_else(|e| e.into_inner()));
+            }
+            colls.shut_down();
+        }
         // Under the lock; every rank has reached finalize, so nobody sends
         // any more.
         self.pml.finalize();
