@@ -13,7 +13,7 @@
 
 #![forbid(unsafe_code)]
 
-use oxmpi::collective::{SystemOperation, UserOperation};
+use oxmpi::collective::{Partition, PartitionMut, SystemOperation, UserOperation};
 use oxmpi::topology::SimpleCommunicator;
 use oxmpi::traits::*;
 use std::process::ExitCode;
@@ -68,6 +68,7 @@ impl Checker<'_> {
             self.reductions(n)?;
             self.user_operations(n)?;
             self.scans(n)?;
+            self.varcount_and_in_place(n)?;
         }
         self.comm.barrier()?;
         Ok(())
@@ -385,6 +386,225 @@ impl Checker<'_> {
             &got,
             &want,
         )?;
+        self.ok();
+        Ok(())
+    }
+}
+
+impl Checker<'_> {
+    /// The `v` forms (rank `r` contributes `r + n` elements) and the
+    /// in-place forms, against the same references.
+    fn varcount_and_in_place(&mut self, n: usize) -> Result<(), BoxError> {
+        let (rank, size) = (self.rank(), self.size());
+        let len = |r: i32| r as usize + n;
+        let counts: Vec<usize> = (0..size).map(len).collect();
+        let displs: Vec<usize> = counts
+            .iter()
+            .scan(0, |at, &c| {
+                let d = *at;
+                *at += c + 1;
+                Some(d)
+            })
+            .collect();
+        let extent = displs[size as usize - 1] + counts[size as usize - 1];
+        let mine: Vec<i64> = (0..len(rank)).map(|i| data(rank, i, 11)).collect();
+        let mut want = vec![-1i64; extent];
+        for r in 0..size {
+            for i in 0..len(r) {
+                want[displs[r as usize] + i] = data(r, i, 11);
+            }
+        }
+        // allgatherv
+        let mut got = vec![-1i64; extent];
+        self.comm.all_gather_varcount_into(
+            &mine[..],
+            &mut PartitionMut::new(&mut got[..], &counts, &displs)?,
+        )?;
+        same(
+            &format!("{}: all_gather_varcount of {n}", self.name),
+            &got,
+            &want,
+        )?;
+        // gatherv / scatterv at every root
+        for root in 0..size {
+            let p = self.comm.process_at_rank(root);
+            if rank == root {
+                let mut got = vec![-1i64; extent];
+                p.gather_varcount_into_root(
+                    &mine[..],
+                    &mut PartitionMut::new(&mut got[..], &counts, &displs)?,
+                )?;
+                same(
+                    &format!("{}: gather_varcount of {n} at {root}", self.name),
+                    &got,
+                    &want,
+                )?;
+                let mut back = vec![0i64; len(rank)];
+                p.scatter_varcount_into_root(
+                    &Partition::new(&want[..], &counts, &displs)?,
+                    &mut back[..],
+                )?;
+                same(
+                    &format!("{}: scatter_varcount of {n} from {root}", self.name),
+                    &back,
+                    &mine,
+                )?;
+            } else {
+                p.gather_varcount_into(&mine[..])?;
+                let mut back = vec![0i64; len(rank)];
+                p.scatter_varcount_into(&mut back[..])?;
+                same(
+                    &format!("{}: scatter_varcount of {n} from {root}", self.name),
+                    &back,
+                    &mine,
+                )?;
+            }
+        }
+        // alltoallv: member r sends j + 1 elements to member j.
+        let scounts: Vec<usize> = (0..size as usize).map(|j| j + 1).collect();
+        let sdispls: Vec<usize> = scounts
+            .iter()
+            .scan(0, |at, &c| {
+                let d = *at;
+                *at += c;
+                Some(d)
+            })
+            .collect();
+        let send: Vec<i64> = (0..size)
+            .flat_map(|j| (0..j as usize + 1).map(move |i| data(rank, i, 12) * 7 + i64::from(j)))
+            .collect();
+        let rcounts = vec![rank as usize + 1; size as usize];
+        let rdispls: Vec<usize> = (0..size as usize)
+            .map(|r| r * (rank as usize + 1))
+            .collect();
+        let mut got = vec![0i64; size as usize * (rank as usize + 1)];
+        self.comm.all_to_all_varcount_into(
+            &Partition::new(&send[..], &scounts, &sdispls)?,
+            &mut PartitionMut::new(&mut got[..], &rcounts, &rdispls)?,
+        )?;
+        let want: Vec<i64> = (0..size)
+            .flat_map(|r| (0..rank as usize + 1).map(move |i| data(r, i, 12) * 7 + i64::from(rank)))
+            .collect();
+        same(
+            &format!("{}: all_to_all_varcount of {n}", self.name),
+            &got,
+            &want,
+        )?;
+        // reduce_scatter with counts r + 1
+        let rs_counts: Vec<usize> = (0..size as usize).map(|r| r + 1).collect();
+        let total: usize = rs_counts.iter().sum();
+        let send: Vec<i64> = (0..total).map(|i| data(rank, i, 13)).collect();
+        let start: usize = rs_counts[..rank as usize].iter().sum();
+        let want: Vec<i64> = (start..start + rank as usize + 1)
+            .map(|i| {
+                (0..size)
+                    .map(|r| data(r, i, 13))
+                    .fold(0i64, i64::wrapping_add)
+            })
+            .collect();
+        let mut got = vec![0i64; rank as usize + 1];
+        self.comm.reduce_scatter_into(
+            &send[..],
+            &mut got[..],
+            &rs_counts,
+            SystemOperation::sum(),
+        )?;
+        same(
+            &format!("{}: reduce_scatter of {n}", self.name),
+            &got,
+            &want,
+        )?;
+        self.ok();
+
+        // In place: allgather, alltoall, scan, exscan, gather, scatter, reduce.
+        let block = |r: i32| (0..n).map(move |i| data(r, i, 14)).collect::<Vec<_>>();
+        let everyone: Vec<i64> = (0..size).flat_map(block).collect();
+        let mut buf = vec![-1i64; n * size as usize];
+        buf[rank as usize * n..(rank as usize + 1) * n].copy_from_slice(&block(rank));
+        self.comm.all_gather_in_place(&mut buf[..])?;
+        same(
+            &format!("{}: all_gather in place of {n}", self.name),
+            &buf,
+            &everyone,
+        )?;
+        let mut buf: Vec<i64> = (0..size)
+            .flat_map(|j| (0..n).map(move |i| data(rank, i, 15) + i64::from(j)))
+            .collect();
+        self.comm.all_to_all_in_place(&mut buf[..])?;
+        let want: Vec<i64> = (0..size)
+            .flat_map(|r| (0..n).map(move |i| data(r, i, 15) + i64::from(rank)))
+            .collect();
+        same(
+            &format!("{}: all_to_all in place of {n}", self.name),
+            &buf,
+            &want,
+        )?;
+        let prefix = |upto: i32| -> Vec<i64> {
+            (0..n)
+                .map(|i| {
+                    (0..upto)
+                        .map(|r| data(r, i, 16))
+                        .fold(0i64, i64::wrapping_add)
+                })
+                .collect()
+        };
+        let mut buf: Vec<i64> = (0..n).map(|i| data(rank, i, 16)).collect();
+        self.comm
+            .scan_in_place(&mut buf[..], SystemOperation::sum())?;
+        same(
+            &format!("{}: scan in place of {n}", self.name),
+            &buf,
+            &prefix(rank + 1),
+        )?;
+        let mut buf: Vec<i64> = (0..n).map(|i| data(rank, i, 16)).collect();
+        let before = buf.clone();
+        self.comm
+            .exclusive_scan_in_place(&mut buf[..], SystemOperation::sum())?;
+        let want = if rank == 0 { before } else { prefix(rank) };
+        same(
+            &format!("{}: exclusive scan in place of {n}", self.name),
+            &buf,
+            &want,
+        )?;
+        for root in 0..size {
+            let p = self.comm.process_at_rank(root);
+            if rank == root {
+                let mut all = vec![-1i64; n * size as usize];
+                all[rank as usize * n..(rank as usize + 1) * n].copy_from_slice(&block(rank));
+                p.gather_into_root_in_place(&mut all[..])?;
+                same(
+                    &format!("{}: gather in place of {n} at {root}", self.name),
+                    &all,
+                    &everyone,
+                )?;
+                p.scatter_into_root_in_place(&everyone[..])?;
+                let mut sum: Vec<i64> = (0..n).map(|i| data(rank, i, 17)).collect();
+                p.reduce_into_root_in_place(&mut sum[..], SystemOperation::sum())?;
+                let want: Vec<i64> = (0..n)
+                    .map(|i| {
+                        (0..size)
+                            .map(|r| data(r, i, 17))
+                            .fold(0i64, i64::wrapping_add)
+                    })
+                    .collect();
+                same(
+                    &format!("{}: reduce in place of {n} at {root}", self.name),
+                    &sum,
+                    &want,
+                )?;
+            } else {
+                p.gather_into(&block(rank)[..])?;
+                let mut back = vec![0i64; n];
+                p.scatter_into(&mut back[..])?;
+                same(
+                    &format!("{}: scatter in place of {n} from {root}", self.name),
+                    &back,
+                    &block(rank),
+                )?;
+                let mine: Vec<i64> = (0..n).map(|i| data(rank, i, 17)).collect();
+                p.reduce_into(&mine[..], SystemOperation::sum())?;
+            }
+        }
         self.ok();
         Ok(())
     }

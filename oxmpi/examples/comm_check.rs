@@ -180,7 +180,9 @@ fn checks(world: &SimpleCommunicator) -> Result<usize, BoxError> {
     if n > 1 {
         match half.split_by_subgroup_collective(&group) {
             Err(e) if e.class() == oxmpi::ErrorClass::Group => {}
-            other => return Err(format!("a group wider than the communicator gave {other:?}").into()),
+            other => {
+                return Err(format!("a group wider than the communicator gave {other:?}").into())
+            }
         }
     }
     count += 1;

@@ -22,5 +22,6 @@ pub use runtime::{
 /// The collective call description the Rust API fills in
 /// ([`Runtime::collective`]).
 pub mod coll {
+    pub use abi_stable::std_types::RSlice;
     pub use oxmpi_framework_coll::module::{CollCall, CollKind, ElementCode, OpCode, UserOp};
 }

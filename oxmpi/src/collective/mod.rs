@@ -35,6 +35,12 @@ use std::marker::PhantomData;
 use std::mem::size_of;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+mod in_place;
+mod varcount;
+
+pub use in_place::{InPlaceCollectives, InPlaceRoot};
+pub use varcount::{Partition, PartitionMut, VarcountCollectives, VarcountRoot};
+
 /// A reduction operation for elements of type `T`: a [`SystemOperation`]
 /// or a [`UserOperation`].
 pub trait Operation<T: Equivalence> {
@@ -202,7 +208,7 @@ impl<T: Equivalence, F: FnMut(&[T], &mut [T])> Operation<T> for UserOperation<T,
 }
 
 /// The error of a buffer of the wrong length.
-fn length_error(what: &str, have: usize, want: usize, name: &str) -> Error {
+pub(crate) fn length_error(what: &str, have: usize, want: usize, name: &str) -> Error {
     Error::new(
         ErrorClass::Buffer,
         format!("{what}: the buffer holds {have} {name} elements where {want} are needed"),
@@ -383,18 +389,18 @@ impl SimpleCommunicator {
     /// # Safety
     /// The call's buffers are valid for what its fields say during the
     /// call.
-    unsafe fn run(&self, call: &CollCall<'_>) -> Result<(), Error> {
+    pub(crate) unsafe fn run(&self, call: &CollCall<'_>) -> Result<(), Error> {
         // SAFETY: the caller's promise.
         Ok(unsafe { self.runtime.collective(self.comm, call) }?)
     }
 
-    fn members(&self) -> usize {
+    pub(crate) fn members(&self) -> usize {
         self.size() as usize
     }
 }
 
 /// A reduction call over `count` elements of `T` with `op`.
-fn reduction<'a, T: Equivalence, O: Operation<T>>(
+pub(crate) fn reduction<'a, T: Equivalence, O: Operation<T>>(
     kind: CollKind,
     count: usize,
     op: &mut O,
@@ -570,7 +576,7 @@ impl CommunicatorCollectives for SimpleCommunicator {
 
 impl Process<'_> {
     /// The root as a communicator rank, checked.
-    fn root(&self) -> Result<u32, Error> {
+    pub(crate) fn root(&self) -> Result<u32, Error> {
         let size = self.comm.size();
         if self.rank() < 0 || self.rank() >= size {
             return Err(Error::new(
@@ -588,7 +594,7 @@ impl Process<'_> {
 
     /// The error of a `_root` form called by another member, or the plain
     /// form called by the root.
-    fn wrong_side(&self, what: &str, at_root: bool) -> Error {
+    pub(crate) fn wrong_side(&self, what: &str, at_root: bool) -> Error {
         let text = if at_root {
             format!(
                 "{what} was called at the root (rank {}); the root calls {what}_root",

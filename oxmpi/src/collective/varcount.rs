@@ -1,0 +1,407 @@
+//! The `v` collectives (each rank's block has its own length and place)
+//! in rsmpi's shape: [`Partition`] and [`PartitionMut`] describe a buffer
+//! cut into per-rank blocks (counts and displacements in elements).
+
+use super::{length_error, reduction, Operation};
+use crate::datatype::{Buffer, BufferMut, Equivalence};
+use crate::error::Error;
+use crate::point_to_point::Process;
+use crate::topology::SimpleCommunicator;
+use crate::ErrorClass;
+use oxmpi_mpi_core::coll::{CollCall, CollKind, RSlice};
+use std::mem::size_of;
+
+/// A buffer to send, cut into per-rank blocks: block `i` is `counts[i]`
+/// elements from element `displs[i]`.
+pub struct Partition<'b, T: Equivalence> {
+    buf: &'b [T],
+    counts: Vec<usize>,
+    displs: Vec<usize>,
+}
+
+/// A buffer to receive into, cut into per-rank blocks (as [`Partition`]).
+pub struct PartitionMut<'b, T: Equivalence> {
+    buf: &'b mut [T],
+    counts: Vec<usize>,
+    displs: Vec<usize>,
+}
+
+/// Checks that every block lies inside a buffer of `len` elements.
+fn check_blocks(what: &str, len: usize, counts: &[usize], displs: &[usize]) -> Result<(), Error> {
+    if counts.len() != displs.len() {
+        return Err(Error::new(
+            ErrorClass::Arg,
+            format!(
+                "{what}: {} counts and {} displacements; give one of each per process",
+                counts.len(),
+                displs.len()
+            ),
+        ));
+    }
+    for (i, (&c, &d)) in counts.iter().zip(displs).enumerate() {
+        if d.checked_add(c).is_none_or(|end| end > len) {
+            return Err(Error::new(
+                ErrorClass::Buffer,
+                format!(
+                    "{what}: block {i} ({c} elements from element {d}) passes the end of the buffer of {len} elements"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl<'b, T: Equivalence> Partition<'b, T> {
+    /// `buf` cut into blocks of `counts[i]` elements at `displs[i]`.
+    ///
+    /// # Errors
+    /// `Arg` when the lists differ in length; `Buffer` for a block past the
+    /// buffer's end.
+    pub fn new(buf: &'b [T], counts: &[usize], displs: &[usize]) -> Result<Self, Error> {
+        check_blocks("Partition", buf.len(), counts, displs)?;
+        Ok(Partition {
+            buf,
+            counts: counts.to_vec(),
+            displs: displs.to_vec(),
+        })
+    }
+}
+
+impl<'b, T: Equivalence> PartitionMut<'b, T> {
+    /// `buf` cut into blocks of `counts[i]` elements at `displs[i]`.
+    ///
+    /// # Errors
+    /// As [`Partition::new`].
+    pub fn new(buf: &'b mut [T], counts: &[usize], displs: &[usize]) -> Result<Self, Error> {
+        check_blocks("PartitionMut", buf.len(), counts, displs)?;
+        Ok(PartitionMut {
+            buf,
+            counts: counts.to_vec(),
+            displs: displs.to_vec(),
+        })
+    }
+}
+
+/// Element counts and displacements as bytes.
+fn bytes_of<T>(v: &[usize]) -> Vec<usize> {
+    v.iter().map(|x| x * size_of::<T>()).collect()
+}
+
+/// Checks that a partition has one block per member.
+fn one_per_member(what: &str, blocks: usize, members: usize) -> Result<(), Error> {
+    if blocks != members {
+        return Err(Error::new(
+            ErrorClass::Arg,
+            format!("{what}: {blocks} blocks for a communicator of {members} processes; give one per process"),
+        ));
+    }
+    Ok(())
+}
+
+/// The `v` collectives every member calls alike.
+pub trait VarcountCollectives {
+    /// Every member's `send` goes to block `i` (for member `i`) of every
+    /// member's `recv` (`MPI_Allgatherv`).
+    ///
+    /// # Errors
+    /// `Arg` for a partition without one block per member; `Buffer` when a
+    /// block's length differs from its member's send; the collective's.
+    fn all_gather_varcount_into<S>(
+        &self,
+        send: &S,
+        recv: &mut PartitionMut<'_, S::Item>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized;
+
+    /// Block `j` of `send` goes to member `j`, whose block `i` of `recv`
+    /// it becomes (`MPI_Alltoallv`).
+    ///
+    /// # Errors
+    /// As [`all_gather_varcount_into`](Self::all_gather_varcount_into).
+    fn all_to_all_varcount_into<T: Equivalence>(
+        &self,
+        send: &Partition<'_, T>,
+        recv: &mut PartitionMut<'_, T>,
+    ) -> Result<(), Error>;
+
+    /// Reduces every member's `send` (the sum of `counts` elements) and
+    /// member `i` gets the `counts[i]` elements of block `i`
+    /// (`MPI_Reduce_scatter`).
+    ///
+    /// # Errors
+    /// `Buffer` when the lengths do not match `counts`; the collective's.
+    fn reduce_scatter_into<S, R, O>(
+        &self,
+        send: &S,
+        recv: &mut R,
+        counts: &[usize],
+        op: O,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized,
+        O: Operation<S::Item>;
+}
+
+/// The `v` collectives with a root, called on the root's [`Process`].
+pub trait VarcountRoot {
+    /// Sends `send` to the root's gather (`MPI_Gatherv`, not at the root).
+    ///
+    /// # Errors
+    /// `Rank` for a root outside the communicator; the collective's.
+    fn gather_varcount_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error>;
+
+    /// At the root: member `i`'s `send` goes to block `i` of `recv`.
+    ///
+    /// # Errors
+    /// As [`VarcountCollectives::all_gather_varcount_into`].
+    fn gather_varcount_into_root<S>(
+        &self,
+        send: &S,
+        recv: &mut PartitionMut<'_, S::Item>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized;
+
+    /// Receives this member's block of the root's scatter (`MPI_Scatterv`,
+    /// not at the root); `recv` is as long as the block.
+    ///
+    /// # Errors
+    /// As [`gather_varcount_into`](Self::gather_varcount_into).
+    fn scatter_varcount_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<(), Error>;
+
+    /// At the root: block `i` of `send` goes to member `i`; its own to
+    /// `recv`.
+    ///
+    /// # Errors
+    /// As [`VarcountCollectives::all_gather_varcount_into`].
+    fn scatter_varcount_into_root<R>(
+        &self,
+        send: &Partition<'_, R::Item>,
+        recv: &mut R,
+    ) -> Result<(), Error>
+    where
+        R: BufferMut + ?Sized;
+}
+
+impl VarcountCollectives for SimpleCommunicator {
+    fn all_gather_varcount_into<S>(
+        &self,
+        send: &S,
+        recv: &mut PartitionMut<'_, S::Item>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+    {
+        one_per_member(
+            "all_gather_varcount_into",
+            recv.counts.len(),
+            self.members(),
+        )?;
+        let s = send.as_items();
+        let mine = recv.counts[self.rank_index()];
+        if s.len() != mine {
+            return Err(length_error(
+                "all_gather_varcount_into",
+                s.len(),
+                mine,
+                S::Item::NAME,
+            ));
+        }
+        let (counts, displs) = (
+            bytes_of::<S::Item>(&recv.counts),
+            bytes_of::<S::Item>(&recv.displs),
+        );
+        let mut call = CollCall::new(CollKind::Allgatherv);
+        call.send = s.as_ptr().cast();
+        call.recv = recv.buf.as_mut_ptr().cast();
+        call.count = std::mem::size_of_val(s);
+        call.counts = RSlice::from_slice(&counts);
+        call.displs = RSlice::from_slice(&displs);
+        // SAFETY: the blocks lie inside `recv` (checked at its making);
+        // `send` holds `count` bytes.
+        unsafe { self.run(&call) }
+    }
+
+    fn all_to_all_varcount_into<T: Equivalence>(
+        &self,
+        send: &Partition<'_, T>,
+        recv: &mut PartitionMut<'_, T>,
+    ) -> Result<(), Error> {
+        one_per_member(
+            "all_to_all_varcount_into",
+            send.counts.len(),
+            self.members(),
+        )?;
+        one_per_member(
+            "all_to_all_varcount_into",
+            recv.counts.len(),
+            self.members(),
+        )?;
+        let (sc, sd) = (bytes_of::<T>(&send.counts), bytes_of::<T>(&send.displs));
+        let (rc, rd) = (bytes_of::<T>(&recv.counts), bytes_of::<T>(&recv.displs));
+        let mut call = CollCall::new(CollKind::Alltoallv);
+        call.send = send.buf.as_ptr().cast();
+        call.recv = recv.buf.as_mut_ptr().cast();
+        call.send_counts = RSlice::from_slice(&sc);
+        call.send_displs = RSlice::from_slice(&sd);
+        call.counts = RSlice::from_slice(&rc);
+        call.displs = RSlice::from_slice(&rd);
+        // SAFETY: every block lies inside its buffer (checked at making).
+        unsafe { self.run(&call) }
+    }
+
+    fn reduce_scatter_into<S, R, O>(
+        &self,
+        send: &S,
+        recv: &mut R,
+        counts: &[usize],
+        mut op: O,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized,
+        O: Operation<S::Item>,
+    {
+        one_per_member("reduce_scatter_into", counts.len(), self.members())?;
+        let (s, r) = (send.as_items(), recv.as_items_mut());
+        let total: usize = counts.iter().sum();
+        if s.len() != total {
+            return Err(length_error(
+                "reduce_scatter_into",
+                s.len(),
+                total,
+                S::Item::NAME,
+            ));
+        }
+        let mine = counts[self.rank_index()];
+        if r.len() != mine {
+            return Err(length_error(
+                "reduce_scatter_into",
+                r.len(),
+                mine,
+                S::Item::NAME,
+            ));
+        }
+        let mut call = reduction::<S::Item, O>(CollKind::ReduceScatter, mine, &mut op);
+        call.send = s.as_ptr().cast();
+        call.recv = r.as_mut_ptr().cast();
+        call.counts = RSlice::from_slice(counts);
+        // SAFETY: `send` holds the sum of `counts` elements, `recv` this
+        // member's count; `op` outlives the call.
+        unsafe { self.run(&call) }
+    }
+}
+
+impl SimpleCommunicator {
+    fn rank_index(&self) -> usize {
+        use crate::topology::Communicator;
+        self.rank() as usize
+    }
+}
+
+impl VarcountRoot for Process<'_> {
+    fn gather_varcount_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error> {
+        let root = self.root()?;
+        if self.is_self() {
+            return Err(self.wrong_side("gather_varcount_into", true));
+        }
+        let s = send.as_bytes();
+        let mut call = CollCall::new(CollKind::Gatherv);
+        call.send = s.as_ptr();
+        call.count = s.len();
+        call.root = root;
+        // SAFETY: `send` holds `count` bytes; nothing is received here.
+        unsafe { self.comm.run(&call) }
+    }
+
+    fn gather_varcount_into_root<S>(
+        &self,
+        send: &S,
+        recv: &mut PartitionMut<'_, S::Item>,
+    ) -> Result<(), Error>
+    where
+        S: Buffer + ?Sized,
+    {
+        let root = self.root()?;
+        if !self.is_self() {
+            return Err(self.wrong_side("gather_varcount_into", false));
+        }
+        one_per_member(
+            "gather_varcount_into_root",
+            recv.counts.len(),
+            self.comm.members(),
+        )?;
+        let s = send.as_items();
+        let (counts, displs) = (
+            bytes_of::<S::Item>(&recv.counts),
+            bytes_of::<S::Item>(&recv.displs),
+        );
+        let mut call = CollCall::new(CollKind::Gatherv);
+        call.send = s.as_ptr().cast();
+        call.recv = recv.buf.as_mut_ptr().cast();
+        call.count = std::mem::size_of_val(s);
+        call.counts = RSlice::from_slice(&counts);
+        call.displs = RSlice::from_slice(&displs);
+        call.root = root;
+        // SAFETY: the blocks lie inside `recv`; `send` holds `count` bytes.
+        unsafe { self.comm.run(&call) }
+    }
+
+    fn scatter_varcount_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<(), Error> {
+        let root = self.root()?;
+        if self.is_self() {
+            return Err(self.wrong_side("scatter_varcount_into", true));
+        }
+        let r = recv.as_bytes_mut();
+        let mut call = CollCall::new(CollKind::Scatterv);
+        call.recv = r.as_mut_ptr();
+        call.count = r.len();
+        call.root = root;
+        // SAFETY: `recv` holds `count` bytes; nothing is sent from here.
+        unsafe { self.comm.run(&call) }
+    }
+
+    fn scatter_varcount_into_root<R>(
+        &self,
+        send: &Partition<'_, R::Item>,
+        recv: &mut R,
+    ) -> Result<(), Error>
+    where
+        R: BufferMut + ?Sized,
+    {
+        let root = self.root()?;
+        if !self.is_self() {
+            return Err(self.wrong_side("scatter_varcount_into", false));
+        }
+        one_per_member(
+            "scatter_varcount_into_root",
+            send.counts.len(),
+            self.comm.members(),
+        )?;
+        let r = recv.as_items_mut();
+        let mine = send.counts[root as usize];
+        if r.len() != mine {
+            return Err(length_error(
+                "scatter_varcount_into_root",
+                r.len(),
+                mine,
+                R::Item::NAME,
+            ));
+        }
+        let (counts, displs) = (
+            bytes_of::<R::Item>(&send.counts),
+            bytes_of::<R::Item>(&send.displs),
+        );
+        let mut call = CollCall::new(CollKind::Scatterv);
+        call.send = send.buf.as_ptr().cast();
+        call.recv = r.as_mut_ptr().cast();
+        call.count = std::mem::size_of_val(r);
+        call.counts = RSlice::from_slice(&counts);
+        call.displs = RSlice::from_slice(&displs);
+        call.root = root;
+        // SAFETY: the blocks lie inside `send`; `recv` holds `count` bytes.
+        unsafe { self.comm.run(&call) }
+    }
+}
