@@ -47,6 +47,8 @@ sdk_crates=(
     oxmpi-framework-btl
     oxmpi-framework-pml
     oxmpi-framework-mtl
+    oxmpi-reduce
+    oxmpi-collectives
     oxmpi-framework-coll
     oxmpi-framework-rmaps
 )

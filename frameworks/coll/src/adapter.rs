@@ -99,6 +99,7 @@ unsafe impl Send for Core {}
 unsafe impl Sync for Core {}
 
 /// A request of the MPI layer's, from [`Core::isend`] or [`Core::irecv`].
+#[repr(transparent)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CoreRequest(pub u64);
 
@@ -216,15 +217,16 @@ impl Core {
     /// When `counts` is shorter than `requests`.
     pub fn wait_all(&self, requests: &[CoreRequest], counts: &mut [usize]) -> Result<(), String> {
         assert!(counts.len() >= requests.len());
-        let ids: Vec<u64> = requests.iter().map(|r| r.0).collect();
         let mut error = RString::new();
-        // SAFETY: the MPI layer's function with its own context; the
+        // SAFETY: `CoreRequest` is a transparent `u64`, so the slice is one
+        // of `u64`s; the MPI layer's function with its own context; the
         // slices are valid for the call.
         let ok = unsafe {
+            let ids = std::slice::from_raw_parts(requests.as_ptr().cast::<u64>(), requests.len());
             (self.raw.wait_all)(
                 self.raw.ctx,
-                RSlice::from_slice(&ids),
-                RSliceMut::from_mut_slice(&mut counts[..ids.len()]),
+                RSlice::from_slice(ids),
+                RSliceMut::from_mut_slice(&mut counts[..requests.len()]),
                 &mut error,
             )
         };

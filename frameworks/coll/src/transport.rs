@@ -1,9 +1,29 @@
 //! The MPI layer's services as an `oxmpi-collectives` transport (feature
 //! `collectives`): a component that runs that crate's algorithms makes a
-//! [`CommTransport`] for each call.
+//! [`CommTransport`] for each call over a [`Scratch`] it keeps per
+//! communicator, so a call allocates nothing once the scratch has grown
+//! to its needs.
 
 use crate::adapter::{Core, CoreRequest};
 use oxmpi_collectives::{CollError, Request, Transport};
+
+/// What a [`CommTransport`] keeps between calls (one per communicator).
+#[derive(Default)]
+pub struct Scratch {
+    /// Started requests by index: the MPI layer's request, and for a
+    /// receive its source, tag and expected length.
+    started: Vec<Started>,
+    /// The requests and counts of one `wait_all`.
+    waiting: Vec<CoreRequest>,
+    counts: Vec<usize>,
+    picked: Vec<usize>,
+}
+
+#[derive(Clone, Copy)]
+struct Started {
+    request: CoreRequest,
+    receive: Option<(u32, i32, usize)>,
+}
 
 /// One communicator's point-to-point messages over [`Core`]: ranks are
 /// the communicator's, translated to job ranks; every message goes on the
@@ -13,28 +33,28 @@ pub struct CommTransport<'a> {
     context: u32,
     rank: u32,
     members: &'a [u32],
-    /// Started requests by index: the MPI layer's request, and for a
-    /// receive its source, tag and expected length.
-    started: Vec<Started>,
+    scratch: &'a mut Scratch,
     /// Started requests not waited for yet.
     outstanding: usize,
 }
 
-struct Started {
-    request: CoreRequest,
-    receive: Option<(u32, i32, usize)>,
-}
-
 impl<'a> CommTransport<'a> {
     /// The transport of rank `rank` of the communicator of job ranks
-    /// `members` on `context`.
-    pub fn new(core: &'a Core, context: u32, rank: u32, members: &'a [u32]) -> Self {
+    /// `members` on `context`, over `scratch`.
+    pub fn new(
+        core: &'a Core,
+        context: u32,
+        rank: u32,
+        members: &'a [u32],
+        scratch: &'a mut Scratch,
+    ) -> Self {
+        scratch.started.clear();
         CommTransport {
             core,
             context,
             rank,
             members,
-            started: Vec::new(),
+            scratch,
             outstanding: 0,
         }
     }
@@ -49,9 +69,9 @@ impl<'a> CommTransport<'a> {
     }
 
     fn start(&mut self, request: CoreRequest, receive: Option<(u32, i32, usize)>) -> Request {
-        self.started.push(Started { request, receive });
+        self.scratch.started.push(Started { request, receive });
         self.outstanding += 1;
-        Request(self.started.len() as u64 - 1)
+        Request(self.scratch.started.len() as u64 - 1)
     }
 }
 
@@ -93,21 +113,27 @@ impl Transport for CommTransport<'_> {
     }
 
     fn wait_all(&mut self, reqs: &mut Vec<Request>) -> Result<(), CollError> {
-        let picked: Vec<&Started> = reqs
-            .drain(..)
-            .filter_map(|r| self.started.get(r.0 as usize))
-            .collect();
-        let waited_for = picked.len();
-        let requests: Vec<CoreRequest> = picked.iter().map(|s| s.request).collect();
+        let s = &mut *self.scratch;
+        s.picked.clear();
+        s.picked.extend(
+            reqs.drain(..)
+                .map(|r| r.0 as usize)
+                .filter(|&i| i < s.started.len()),
+        );
+        s.waiting.clear();
+        s.waiting
+            .extend(s.picked.iter().map(|&i| s.started[i].request));
         // A request the MPI layer completed at once (0) keeps this count:
         // what was expected.
-        let mut counts: Vec<usize> = picked
-            .iter()
-            .map(|s| s.receive.map_or(0, |(_, _, len)| len))
-            .collect();
-        let waited = self.core.wait_all(&requests, &mut counts);
-        let short = picked.iter().zip(&counts).find_map(|(s, &got)| {
-            let (source, tag, expected) = s.receive?;
+        s.counts.clear();
+        s.counts.extend(
+            s.picked
+                .iter()
+                .map(|&i| s.started[i].receive.map_or(0, |(_, _, len)| len)),
+        );
+        let waited = self.core.wait_all(&s.waiting, &mut s.counts);
+        let short = s.picked.iter().zip(&s.counts).find_map(|(&i, &got)| {
+            let (source, tag, expected) = s.started[i].receive?;
             (got != expected).then_some(CollError::Length {
                 from: source,
                 tag,
@@ -115,10 +141,10 @@ impl Transport for CommTransport<'_> {
                 actual: got,
             })
         });
-        self.outstanding = self.outstanding.saturating_sub(waited_for);
+        self.outstanding = self.outstanding.saturating_sub(s.picked.len());
         if self.outstanding == 0 {
             // Nothing is outstanding: the indices can start over.
-            self.started.clear();
+            s.started.clear();
         }
         waited.map_err(CollError::Transport)?;
         short.map_or(Ok(()), Err)

@@ -15,7 +15,7 @@ pub mod call;
 
 use oxmpi_framework_coll::adapter::{Coll, CommInfo, Core, Offer};
 use oxmpi_framework_coll::module::{CollCall, OpSet, TAG_FIRST};
-use oxmpi_framework_coll::transport::CommTransport;
+use oxmpi_framework_coll::transport::{CommTransport, Scratch};
 use oxmpi_plugin_api::{ComponentContext, ComponentError, Lifecycle, Params, QueryReply, Version};
 
 /// The component's parameters (full names `coll_basic_<name>`).
@@ -66,6 +66,8 @@ pub struct BasicComm {
     context: u32,
     rank: u32,
     members: Vec<u32>,
+    /// The transport's storage, kept between calls.
+    scratch: Scratch,
 }
 
 impl Coll for BasicColl {
@@ -92,12 +94,19 @@ impl Coll for BasicColl {
                 context: comm.context,
                 rank: comm.rank,
                 members: comm.members.to_vec(),
+                scratch: Scratch::default(),
             },
         })
     }
 
     fn run(&self, comm: &mut BasicComm, call: &CollCall<'_>) -> Result<(), String> {
-        let mut transport = CommTransport::new(&self.core, comm.context, comm.rank, &comm.members);
+        let mut transport = CommTransport::new(
+            &self.core,
+            comm.context,
+            comm.rank,
+            &comm.members,
+            &mut comm.scratch,
+        );
         let tag = TAG_FIRST - call.kind as i32;
         // SAFETY: the MPI layer's promise for a call (`CollHandle::run`):
         // its buffers are valid for what its fields say.

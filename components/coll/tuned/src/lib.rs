@@ -22,7 +22,7 @@ pub mod rules;
 use decide::{choose, rule_op, valid_algorithms};
 use oxmpi_framework_coll::adapter::{Coll, CommInfo, Core, Offer};
 use oxmpi_framework_coll::module::{CollCall, CollKind, OpSet, TAG_FIRST};
-use oxmpi_framework_coll::transport::CommTransport;
+use oxmpi_framework_coll::transport::{CommTransport, Scratch};
 use oxmpi_plugin_api::{
     verbosity, ComponentContext, ComponentError, Lifecycle, Params, QueryReply, Version,
 };
@@ -58,6 +58,8 @@ pub struct TunedComm {
     context: u32,
     rank: u32,
     members: Vec<u32>,
+    /// The transport's storage, kept between calls.
+    scratch: Scratch,
 }
 
 /// Reads and checks the rules file of `params`, if dynamic rules are on
@@ -176,6 +178,7 @@ impl Coll for TunedColl {
                 context: comm.context,
                 rank: comm.rank,
                 members: comm.members.to_vec(),
+                scratch: Scratch::default(),
             },
         })
     }
@@ -183,7 +186,13 @@ impl Coll for TunedColl {
     fn run(&self, comm: &mut TunedComm, call: &CollCall<'_>) -> Result<(), String> {
         let n = comm.members.len() as u32;
         let (choice, _) = choose(&self.params, self.rules.as_ref(), call, n);
-        let mut transport = CommTransport::new(&self.core, comm.context, comm.rank, &comm.members);
+        let mut transport = CommTransport::new(
+            &self.core,
+            comm.context,
+            comm.rank,
+            &comm.members,
+            &mut comm.scratch,
+        );
         let tag = TAG_FIRST - call.kind as i32;
         // SAFETY: the MPI layer's promise for a call (`CollHandle::run`).
         unsafe { decide::run(&mut transport, call, choice, tag) }

@@ -323,30 +323,31 @@ impl Runtime {
             ));
         }
         let entry = self.entry(comm)?;
-        let (i, module, comm_name) = {
+        let chosen =
+            entry.coll.lock().unwrap_or_else(|e| e.into_inner()).chosen[call.kind as usize];
+        let Some((i, module)) = chosen else {
             let choice = entry.coll.lock().unwrap_or_else(|e| e.into_inner());
-            match choice.chosen[call.kind as usize] {
-                Some((i, module)) => (i, module, choice.name.clone()),
-                None => {
-                    return Err(Error::new(
-                        ErrorClass::Other,
-                        no_provider(call.kind, &choice.name, &choice.declined),
-                    ))
-                }
-            }
+            return Err(Error::new(
+                ErrorClass::Other,
+                no_provider(call.kind, &choice.name, &choice.declined),
+            ));
         };
-        let colls = self.colls.lock().unwrap_or_else(|e| e.into_inner());
-        let handle = colls.started[i].handle;
-        let name = colls.started[i].name.clone();
-        drop(colls);
+        let handle = self.colls.lock().unwrap_or_else(|e| e.into_inner()).started[i].handle;
         // The component runs without the runtime's lock or the tables'.
-        // SAFETY: a live handle of that component (released only at
-        // finalize, which no collective may overlap); the buffers are the
-        // caller's promise.
+        // SAFETY: a live handle of that component (released only when the
+        // communicator is freed or at finalize, which no collective on it
+        // may overlap); the buffers are the caller's promise.
         unsafe { handle.run(module, call) }.map_err(|why| {
+            let component = self.colls.lock().unwrap_or_else(|e| e.into_inner()).started[i]
+                .name
+                .clone();
             Error::new(
                 ErrorClass::Other,
-                format!("{} on {comm_name} (coll {name}): {why}", call.kind.name()),
+                format!(
+                    "{} on {} (coll {component}): {why}",
+                    call.kind.name(),
+                    entry.name
+                ),
             )
         })
     }
