@@ -11,7 +11,7 @@
 //! | barrier | recursive doubling when `n` is a power of two, else dissemination |
 //! | bcast | binomial below 64 KiB or on 2 ranks, else scatter + allgather |
 //! | reduce | binomial; pipeline (64 KiB segments) from 256 KiB on more than 2 ranks for commutative operations |
-//! | allreduce | recursive doubling below 16 KiB, on 2 ranks and for non-commutative operations; else Rabenseifner |
+//! | allreduce | recursive doubling below 16 KiB and for non-commutative operations; else ring on 2 ranks, Rabenseifner on more |
 //! | gather, scatter | linear up to 4 ranks or from 64 KiB, else binomial |
 //! | allgather | recursive doubling for powers of two below 64 KiB in all, Bruck below 64 KiB, else ring |
 //! | alltoall | linear up to 4 ranks, Bruck for blocks up to 256 B from 8 ranks, else pairwise |
@@ -118,9 +118,10 @@ pub fn fixed(kind: CollKind, n: u32, bytes: usize, commutative: bool) -> Choice 
             ReduceAlgorithm::Pipeline as u32
         }
         CollKind::Reduce => ReduceAlgorithm::Binomial as u32,
-        CollKind::Allreduce if bytes < 16 * KIB || n == 2 || !commutative => {
+        CollKind::Allreduce if bytes < 16 * KIB || !commutative => {
             AllreduceAlgorithm::RecursiveDoubling as u32
         }
+        CollKind::Allreduce if n == 2 => AllreduceAlgorithm::Ring as u32,
         CollKind::Allreduce => AllreduceAlgorithm::Rabenseifner as u32,
         CollKind::Gather | CollKind::Scatter if n <= 4 || bytes >= 64 * KIB => {
             RootedAlgorithm::BasicLinear as u32

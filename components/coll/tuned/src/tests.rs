@@ -28,10 +28,11 @@ fn parameter_declarations_are_valid_for_the_core() {
 #[test]
 fn the_fixed_decision_follows_size_and_message_size() {
     let a = |kind, n, bytes, c| fixed(kind, n, bytes, c).algorithm;
+    assert_eq!(a(CollKind::Allreduce, 2, 1 << 20, true), 4, "2 ranks: ring");
     assert_eq!(
-        a(CollKind::Allreduce, 2, 1 << 20, true),
+        a(CollKind::Allreduce, 2, 8, true),
         3,
-        "2 ranks: recursive doubling"
+        "small: recursive doubling"
     );
     assert_eq!(a(CollKind::Allreduce, 8, 8, true), 3);
     assert_eq!(
