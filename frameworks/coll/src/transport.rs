@@ -17,7 +17,12 @@ pub struct Scratch {
     waiting: Vec<CoreRequest>,
     counts: Vec<usize>,
     picked: Vec<usize>,
+    /// Buffers the algorithms gave back, for their next calls.
+    pool: Vec<Vec<u8>>,
 }
+
+/// Buffers a [`Scratch`] keeps at most.
+const POOL: usize = 4;
 
 #[derive(Clone, Copy)]
 struct Started {
@@ -110,6 +115,33 @@ impl Transport for CommTransport<'_> {
         let r = unsafe { self.core.irecv(self.context, from, tag, buf, len) }
             .map_err(CollError::Transport)?;
         Ok(self.start(r, Some((source, tag, len))))
+    }
+
+    fn scratch(&mut self, len: usize) -> Vec<u8> {
+        let pool = &mut self.scratch.pool;
+        // The smallest kept buffer that holds `len` bytes, else the largest
+        // (grown), else a new one.
+        let fit = pool
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.capacity() >= len)
+            .min_by_key(|(_, b)| b.capacity())
+            .map(|(i, _)| i)
+            .or_else(|| (0..pool.len()).max_by_key(|&i| pool[i].capacity()));
+        let mut buf = fit.map_or_else(Vec::new, |i| pool.swap_remove(i));
+        buf.resize(len, 0);
+        buf
+    }
+
+    fn recycle(&mut self, buf: Vec<u8>) {
+        let pool = &mut self.scratch.pool;
+        if pool.len() < POOL {
+            pool.push(buf);
+        } else if let Some(i) = (0..pool.len()).min_by_key(|&i| pool[i].capacity()) {
+            if pool[i].capacity() < buf.capacity() {
+                pool[i] = buf;
+            }
+        }
     }
 
     fn wait_all(&mut self, reqs: &mut Vec<Request>) -> Result<(), CollError> {

@@ -240,8 +240,9 @@ pub(crate) fn recursive_doubling_in_place<T: Transport + ?Sized>(
     let Some(nr) = folded.enter(t, buf, op, tag)? else {
         return folded.leave(t, buf, tag);
     };
-    let mut acc = buf.to_vec();
-    let mut scratch = vec![0u8; acc.len()];
+    let mut acc = t.scratch(buf.len());
+    acc.copy_from_slice(buf);
+    let mut scratch = t.scratch(acc.len());
     let mut mask = 1;
     while mask < folded.p2 {
         let peer_nr = nr ^ mask;
@@ -255,6 +256,8 @@ pub(crate) fn recursive_doubling_in_place<T: Transport + ?Sized>(
         mask <<= 1;
     }
     buf.copy_from_slice(&acc);
+    t.recycle(acc);
+    t.recycle(scratch);
     folded.leave(t, buf, tag)
 }
 
@@ -311,9 +314,10 @@ impl Folded {
             send(t, self.rank + 1, tag, buf)?;
             return Ok(None);
         }
-        let mut lower = vec![0u8; buf.len()];
+        let mut lower = t.scratch(buf.len());
         recv(t, self.rank - 1, tag, &mut lower)?;
         op.combine(&lower, buf)?;
+        t.recycle(lower);
         Ok(Some(self.rank / 2))
     }
 
@@ -350,7 +354,7 @@ pub(crate) fn ring_reduce_scatter<T: Transport + ?Sized>(
     let (rank, size) = (t.rank(), t.size());
     let (next, prev) = (ring_add(rank, 1, size), ring_sub(rank, 1, size));
     let longest = blocks.iter().map(|b| b.len()).max().unwrap_or(0);
-    let mut scratch = vec![0u8; longest];
+    let mut scratch = t.scratch(longest);
     for step in 0..u64::from(size) - 1 {
         let out = blocks[ring_sub(rank, step + 1, size) as usize].clone();
         let inc = blocks[ring_sub(rank, step + 2, size) as usize].clone();
@@ -358,5 +362,6 @@ pub(crate) fn ring_reduce_scatter<T: Transport + ?Sized>(
         sendrecv(t, next, &buf[out], prev, part, tag)?;
         op.combine(part, &mut buf[inc])?;
     }
+    t.recycle(scratch);
     Ok(())
 }

@@ -49,7 +49,7 @@ pub fn reduce_linear<T: Transport + ?Sized>(
     } else {
         recv(t, last, tag, recv_buf)?;
     }
-    let mut scratch = vec![0u8; own.len()];
+    let mut scratch = t.scratch(own.len());
     for i in (0..last).rev() {
         if i == root {
             op.combine(&own, recv_buf)?;
@@ -58,6 +58,7 @@ pub fn reduce_linear<T: Transport + ?Sized>(
             op.combine(&scratch, recv_buf)?;
         }
     }
+    t.recycle(scratch);
     Ok(())
 }
 
@@ -212,11 +213,12 @@ pub(crate) fn binomial_to<T: Transport + ?Sized>(
     let tree = Binomial::new(rank, tree_root, size);
     let abs = |v: u32| ring_add(v, u64::from(tree_root), size);
     let mut acc = own;
-    let mut scratch = vec![0u8; acc.len()];
+    let mut scratch = t.scratch(acc.len());
     for child in tree.children() {
         recv(t, abs(child), tag, &mut scratch)?;
         op.fold_high_into_low(&mut acc, &mut scratch)?;
     }
+    t.recycle(scratch);
     match tree.parent() {
         Some(parent) => {
             send(t, abs(parent), tag, &acc)?;

@@ -96,6 +96,21 @@ pub trait Transport {
     /// is complete when this returns: none of their buffers is touched
     /// afterwards.
     fn wait_all(&mut self, reqs: &mut Vec<Request>) -> Result<(), CollError>;
+
+    /// A buffer of exactly `len` bytes for an algorithm's intermediate
+    /// data; its contents are unspecified (the algorithm writes before it
+    /// reads). A transport that keeps buffers between calls
+    /// ([`recycle`](Transport::recycle)) spares the algorithms an
+    /// allocation (and fresh pages) per call. Default: a new zeroed `Vec`.
+    fn scratch(&mut self, len: usize) -> Vec<u8> {
+        vec![0; len]
+    }
+
+    /// Gives back a buffer [`scratch`](Transport::scratch) handed out.
+    /// Default: drops it.
+    fn recycle(&mut self, buf: Vec<u8>) {
+        drop(buf);
+    }
 }
 
 /// Requests started by one helper call; waits for them when dropped, so an
