@@ -253,3 +253,79 @@ pub fn reduction<'a>(
 pub fn commutative(call: &CollCall<'_>) -> bool {
     call.op != OpCode::User || call.user.commutative
 }
+
+/// Whether `kind` has one algorithm here (gatherv, scatterv, allgatherv,
+/// alltoallv, scan, exscan), which [`run_one_algorithm`] runs for every
+/// component.
+pub fn has_one_algorithm(kind: CollKind) -> bool {
+    matches!(
+        kind,
+        CollKind::Gatherv
+            | CollKind::Scatterv
+            | CollKind::Allgatherv
+            | CollKind::Alltoallv
+            | CollKind::Scan
+            | CollKind::Exscan
+    )
+}
+
+/// Runs a call of an operation with one algorithm (see
+/// [`has_one_algorithm`]): linear gatherv, scatterv, alltoallv, scan and
+/// exscan, ring allgatherv; all messages with `tag`.
+///
+/// # Safety
+///
+/// The call's buffers are valid for what its fields say during the call.
+///
+/// # Errors
+///
+/// The algorithm's error, an inconsistent call, or an operation with more
+/// than one algorithm.
+pub unsafe fn run_one_algorithm<T: oxmpi_collectives::Transport>(
+    t: &mut T,
+    call: &CollCall<'_>,
+    tag: i32,
+) -> Result<(), String> {
+    use oxmpi_collectives as algo;
+    let mut apply = user_closure(call);
+    let mut op = if call.kind.reduces() {
+        Some(reduction(call, &mut apply)?)
+    } else {
+        None
+    };
+    // SAFETY: the caller's promise.
+    let bufs = unsafe { buffers(call, t.rank(), t.size() as usize) }?;
+    let (counts, displs, root) = (call.counts.as_slice(), call.displs.as_slice(), call.root);
+    let outcome = match (call.kind, bufs, op.as_mut()) {
+        (CollKind::Gatherv, Buffers::SendRecv(s, r), _) => {
+            algo::gatherv_linear(t, s, r, counts, displs, root, tag)
+        }
+        (CollKind::Scatterv, Buffers::Scatter(s, r), _) => {
+            algo::scatterv_linear(t, s, counts, displs, r, root, tag)
+        }
+        (CollKind::Allgatherv, Buffers::SendRecv(s, r), _) => {
+            algo::allgatherv_ring(t, s, r, counts, displs, tag)
+        }
+        (CollKind::Alltoallv, Buffers::SendRecv(s, r), _) => algo::alltoallv_linear(
+            t,
+            s,
+            call.send_counts.as_slice(),
+            call.send_displs.as_slice(),
+            r,
+            counts,
+            displs,
+            tag,
+        ),
+        (CollKind::Scan, Buffers::SendRecv(s, r), Some(op)) => algo::scan_linear(t, s, r, op, tag),
+        (CollKind::Exscan, Buffers::SendRecv(s, r), Some(op)) => {
+            algo::exscan_linear(t, s, r, op, tag)
+        }
+        (kind, _, _) => {
+            return Err(format!(
+                "internal error: {} has more than one algorithm",
+                kind.name()
+            ))
+        }
+    };
+    outcome.map_err(|e| e.to_string())
+}

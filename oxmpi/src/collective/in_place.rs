@@ -131,10 +131,7 @@ impl InPlaceCollectives for SimpleCommunicator {
 
 impl InPlaceRoot for Process<'_> {
     fn gather_into_root_in_place<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<(), Error> {
-        let root = self.root()?;
-        if !self.is_self() {
-            return Err(self.wrong_side("gather_into", false));
-        }
+        let root = self.at_root("gather_into")?;
         let r = recv.as_items_mut();
         let mut call = CollCall::new(CollKind::Gather);
         call.count =
@@ -146,10 +143,7 @@ impl InPlaceRoot for Process<'_> {
     }
 
     fn scatter_into_root_in_place<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error> {
-        let root = self.root()?;
-        if !self.is_self() {
-            return Err(self.wrong_side("scatter_into", false));
-        }
+        let root = self.at_root("scatter_into")?;
         let s = send.as_items();
         let mut call = CollCall::new(CollKind::Scatter);
         call.count =
@@ -166,10 +160,7 @@ impl InPlaceRoot for Process<'_> {
         B: BufferMut + ?Sized,
         O: Operation<B::Item>,
     {
-        let root = self.root()?;
-        if !self.is_self() {
-            return Err(self.wrong_side("reduce_into", false));
-        }
+        let root = self.at_root("reduce_into")?;
         let b = buf.as_items_mut();
         let mut call = reduction::<B::Item, O>(CollKind::Reduce, b.len(), &mut op);
         call.recv = b.as_mut_ptr().cast();

@@ -592,9 +592,29 @@ impl Process<'_> {
         Ok(self.rank() as u32)
     }
 
+    /// The root's rank, for a `_root` form of `what`: an error off the
+    /// root.
+    pub(crate) fn at_root(&self, what: &str) -> Result<u32, Error> {
+        let root = self.root()?;
+        if !self.is_self() {
+            return Err(self.wrong_side(what, false));
+        }
+        Ok(root)
+    }
+
+    /// The root's rank, for the plain form of `what`: an error at the
+    /// root.
+    pub(crate) fn off_root(&self, what: &str) -> Result<u32, Error> {
+        let root = self.root()?;
+        if self.is_self() {
+            return Err(self.wrong_side(what, true));
+        }
+        Ok(root)
+    }
+
     /// The error of a `_root` form called by another member, or the plain
     /// form called by the root.
-    pub(crate) fn wrong_side(&self, what: &str, at_root: bool) -> Error {
+    fn wrong_side(&self, what: &str, at_root: bool) -> Error {
         let text = if at_root {
             format!(
                 "{what} was called at the root (rank {}); the root calls {what}_root",
@@ -629,10 +649,7 @@ impl Root for Process<'_> {
     }
 
     fn gather_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error> {
-        let root = self.root()?;
-        if self.is_self() {
-            return Err(self.wrong_side("gather_into", true));
-        }
+        let root = self.off_root("gather_into")?;
         let s = send.as_bytes();
         let mut call = CollCall::new(CollKind::Gather);
         call.send = s.as_ptr();
@@ -648,10 +665,7 @@ impl Root for Process<'_> {
         S: Buffer + ?Sized,
         R: BufferMut<Item = S::Item> + ?Sized,
     {
-        let root = self.root()?;
-        if !self.is_self() {
-            return Err(self.wrong_side("gather_into", false));
-        }
+        let root = self.at_root("gather_into")?;
         let (s, r) = (send.as_items(), recv.as_items_mut());
         let want = s.len() * self.comm.members();
         if r.len() != want {
@@ -672,10 +686,7 @@ impl Root for Process<'_> {
     }
 
     fn scatter_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<(), Error> {
-        let root = self.root()?;
-        if self.is_self() {
-            return Err(self.wrong_side("scatter_into", true));
-        }
+        let root = self.off_root("scatter_into")?;
         let r = recv.as_bytes_mut();
         let mut call = CollCall::new(CollKind::Scatter);
         call.recv = r.as_mut_ptr();
@@ -690,10 +701,7 @@ impl Root for Process<'_> {
         S: Buffer + ?Sized,
         R: BufferMut<Item = S::Item> + ?Sized,
     {
-        let root = self.root()?;
-        if !self.is_self() {
-            return Err(self.wrong_side("scatter_into", false));
-        }
+        let root = self.at_root("scatter_into")?;
         let (s, r) = (send.as_items(), recv.as_items_mut());
         let want = r.len() * self.comm.members();
         if s.len() != want {
@@ -718,10 +726,7 @@ impl Root for Process<'_> {
         S: Buffer + ?Sized,
         O: Operation<S::Item>,
     {
-        let root = self.root()?;
-        if self.is_self() {
-            return Err(self.wrong_side("reduce_into", true));
-        }
+        let root = self.off_root("reduce_into")?;
         let s = send.as_items();
         let mut call = reduction::<S::Item, O>(CollKind::Reduce, s.len(), &mut op);
         call.send = s.as_ptr().cast();
@@ -736,10 +741,7 @@ impl Root for Process<'_> {
         R: BufferMut<Item = S::Item> + ?Sized,
         O: Operation<S::Item>,
     {
-        let root = self.root()?;
-        if !self.is_self() {
-            return Err(self.wrong_side("reduce_into", false));
-        }
+        let root = self.at_root("reduce_into")?;
         let (s, r) = (send.as_items(), recv.as_items_mut());
         if r.len() != s.len() {
             return Err(length_error(

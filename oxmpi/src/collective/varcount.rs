@@ -303,10 +303,7 @@ impl SimpleCommunicator {
 
 impl VarcountRoot for Process<'_> {
     fn gather_varcount_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error> {
-        let root = self.root()?;
-        if self.is_self() {
-            return Err(self.wrong_side("gather_varcount_into", true));
-        }
+        let root = self.off_root("gather_varcount_into")?;
         let s = send.as_bytes();
         let mut call = CollCall::new(CollKind::Gatherv);
         call.send = s.as_ptr();
@@ -324,10 +321,7 @@ impl VarcountRoot for Process<'_> {
     where
         S: Buffer + ?Sized,
     {
-        let root = self.root()?;
-        if !self.is_self() {
-            return Err(self.wrong_side("gather_varcount_into", false));
-        }
+        let root = self.at_root("gather_varcount_into")?;
         one_per_member(
             "gather_varcount_into_root",
             recv.counts.len(),
@@ -350,10 +344,7 @@ impl VarcountRoot for Process<'_> {
     }
 
     fn scatter_varcount_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<(), Error> {
-        let root = self.root()?;
-        if self.is_self() {
-            return Err(self.wrong_side("scatter_varcount_into", true));
-        }
+        let root = self.off_root("scatter_varcount_into")?;
         let r = recv.as_bytes_mut();
         let mut call = CollCall::new(CollKind::Scatterv);
         call.recv = r.as_mut_ptr();
@@ -371,10 +362,7 @@ impl VarcountRoot for Process<'_> {
     where
         R: BufferMut + ?Sized,
     {
-        let root = self.root()?;
-        if !self.is_self() {
-            return Err(self.wrong_side("scatter_varcount_into", false));
-        }
+        let root = self.at_root("scatter_varcount_into")?;
         one_per_member(
             "scatter_varcount_into_root",
             send.counts.len(),

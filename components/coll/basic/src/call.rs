@@ -16,7 +16,9 @@
 
 use oxmpi_collectives as algo;
 use oxmpi_collectives::Transport;
-use oxmpi_framework_coll::buffers::{buffers, reduction, user_closure, Buffers};
+use oxmpi_framework_coll::buffers::{
+    buffers, has_one_algorithm, reduction, run_one_algorithm, user_closure, Buffers,
+};
 use oxmpi_framework_coll::module::{CollCall, CollKind};
 
 /// Runs `call` over `t` with basic's choice of algorithm (linear below
@@ -37,6 +39,10 @@ pub unsafe fn run<T: Transport>(
     tag: i32,
 ) -> Result<(), String> {
     let log = t.size() >= crossover;
+    if has_one_algorithm(call.kind) {
+        // SAFETY: the caller's promise.
+        return unsafe { run_one_algorithm(t, call, tag) };
+    }
     let mut apply = user_closure(call);
     let mut op = if call.kind.reduces() {
         Some(reduction(call, &mut apply)?)
@@ -45,7 +51,7 @@ pub unsafe fn run<T: Transport>(
     };
     // SAFETY: the caller's promise.
     let bufs = unsafe { buffers(call, t.rank(), t.size() as usize) }?;
-    let (counts, displs) = (call.counts.as_slice(), call.displs.as_slice());
+    let counts = call.counts.as_slice();
     let root = call.root;
     let outcome = match (call.kind, bufs, op.as_mut()) {
         (CollKind::Barrier, _, _) if log => algo::barrier_recursive_doubling(t, tag),
@@ -68,37 +74,18 @@ pub unsafe fn run<T: Transport>(
             algo::gather_binomial(t, s, r, root, tag)
         }
         (CollKind::Gather, Buffers::SendRecv(s, r), _) => algo::gather_linear(t, s, r, root, tag),
-        (CollKind::Gatherv, Buffers::SendRecv(s, r), _) => {
-            algo::gatherv_linear(t, s, r, counts, displs, root, tag)
-        }
         (CollKind::Scatter, Buffers::Scatter(s, r), _) if log => {
             algo::scatter_binomial(t, s, r, root, tag)
         }
         (CollKind::Scatter, Buffers::Scatter(s, r), _) => algo::scatter_linear(t, s, r, root, tag),
-        (CollKind::Scatterv, Buffers::Scatter(s, r), _) => {
-            algo::scatterv_linear(t, s, counts, displs, r, root, tag)
-        }
         (CollKind::Allgather, Buffers::SendRecv(s, r), _) if log => {
             algo::allgather_bruck(t, s, r, tag)
         }
         (CollKind::Allgather, Buffers::SendRecv(s, r), _) => algo::allgather_linear(t, s, r, tag),
-        (CollKind::Allgatherv, Buffers::SendRecv(s, r), _) => {
-            algo::allgatherv_ring(t, s, r, counts, displs, tag)
-        }
         (CollKind::Alltoall, Buffers::SendRecv(s, r), _) if log => {
             algo::alltoall_pairwise(t, s, r, tag)
         }
         (CollKind::Alltoall, Buffers::SendRecv(s, r), _) => algo::alltoall_linear(t, s, r, tag),
-        (CollKind::Alltoallv, Buffers::SendRecv(s, r), _) => algo::alltoallv_linear(
-            t,
-            s,
-            call.send_counts.as_slice(),
-            call.send_displs.as_slice(),
-            r,
-            counts,
-            displs,
-            tag,
-        ),
         (CollKind::ReduceScatterBlock, Buffers::SendRecv(s, r), Some(op)) if log => {
             algo::reduce_scatter_block_ring(t, s, r, op, tag)
         }
@@ -110,10 +97,6 @@ pub unsafe fn run<T: Transport>(
         }
         (CollKind::ReduceScatter, Buffers::SendRecv(s, r), Some(op)) => {
             algo::reduce_scatter_via_reduce(t, s, r, counts, op, tag)
-        }
-        (CollKind::Scan, Buffers::SendRecv(s, r), Some(op)) => algo::scan_linear(t, s, r, op, tag),
-        (CollKind::Exscan, Buffers::SendRecv(s, r), Some(op)) => {
-            algo::exscan_linear(t, s, r, op, tag)
         }
         (kind, _, _) => {
             return Err(format!(

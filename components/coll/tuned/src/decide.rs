@@ -26,7 +26,8 @@ use crate::rules::{RuleOp, RulesFile};
 use oxmpi_collectives as algo;
 use oxmpi_collectives::Transport;
 use oxmpi_framework_coll::buffers::{
-    buffers, commutative, message_bytes, reduction, user_closure, Buffers,
+    buffers, commutative, has_one_algorithm, message_bytes, reduction, run_one_algorithm,
+    user_closure, Buffers,
 };
 use oxmpi_framework_coll::module::{CollCall, CollKind};
 use oxmpi_plugin_api::ParamEnum;
@@ -196,6 +197,10 @@ pub unsafe fn run<T: Transport>(
     choice: Choice,
     tag: i32,
 ) -> Result<(), String> {
+    if has_one_algorithm(call.kind) {
+        // SAFETY: the caller's promise.
+        return unsafe { run_one_algorithm(t, call, tag) };
+    }
     let mut apply = user_closure(call);
     let mut op = if call.kind.reduces() {
         Some(reduction(call, &mut apply)?)
@@ -204,7 +209,7 @@ pub unsafe fn run<T: Transport>(
     };
     // SAFETY: the caller's promise.
     let bufs = unsafe { buffers(call, t.rank(), t.size() as usize) }?;
-    let (counts, displs, root) = (call.counts.as_slice(), call.displs.as_slice(), call.root);
+    let (counts, root) = (call.counts.as_slice(), call.root);
     let seg = if choice.segment == 0 {
         DEFAULT_SEGMENT
     } else {
@@ -255,25 +260,6 @@ pub unsafe fn run<T: Transport>(
             3 => algo::alltoall_bruck(t, s, r, tag),
             _ => algo::alltoall_pairwise(t, s, r, tag),
         },
-        (CollKind::Gatherv, Buffers::SendRecv(s, r), _) => {
-            algo::gatherv_linear(t, s, r, counts, displs, root, tag)
-        }
-        (CollKind::Scatterv, Buffers::Scatter(s, r), _) => {
-            algo::scatterv_linear(t, s, counts, displs, r, root, tag)
-        }
-        (CollKind::Allgatherv, Buffers::SendRecv(s, r), _) => {
-            algo::allgatherv_ring(t, s, r, counts, displs, tag)
-        }
-        (CollKind::Alltoallv, Buffers::SendRecv(s, r), _) => algo::alltoallv_linear(
-            t,
-            s,
-            call.send_counts.as_slice(),
-            call.send_displs.as_slice(),
-            r,
-            counts,
-            displs,
-            tag,
-        ),
         (CollKind::ReduceScatterBlock, Buffers::SendRecv(s, r), Some(op)) => {
             if op.is_commutative() {
                 algo::reduce_scatter_block_ring(t, s, r, op, tag)
@@ -287,10 +273,6 @@ pub unsafe fn run<T: Transport>(
             } else {
                 algo::reduce_scatter_via_reduce(t, s, r, counts, op, tag)
             }
-        }
-        (CollKind::Scan, Buffers::SendRecv(s, r), Some(op)) => algo::scan_linear(t, s, r, op, tag),
-        (CollKind::Exscan, Buffers::SendRecv(s, r), Some(op)) => {
-            algo::exscan_linear(t, s, r, op, tag)
         }
         (kind, _, _) => {
             return Err(format!(
