@@ -280,8 +280,10 @@ struct Entry<C: Coll> {
     busy: AtomicBool,
     /// The communicator's state; used only by the `run` that holds `busy`.
     comm: UnsafeCell<C::Comm>,
+    /// Whether a `run` panicked (then `first_error` says how).
+    stopped: AtomicBool,
     /// The first internal error (a panic in `run`), once there was one.
-    poisoned: Mutex<Option<String>>,
+    first_error: Mutex<Option<String>>,
 }
 
 /// The sentence of a refused entry.
@@ -351,7 +353,8 @@ unsafe extern "C" fn comm_query<C: Exported>(
                 name: info.name.to_string(),
                 busy: AtomicBool::new(false),
                 comm: UnsafeCell::new(offer.comm),
-                poisoned: Mutex::new(None),
+                stopped: AtomicBool::new(false),
+                first_error: Mutex::new(None),
             });
             global.live.fetch_add(1, Ordering::Relaxed);
             *answer = CommAnswer {
@@ -412,12 +415,13 @@ unsafe extern "C" fn run<C: Exported>(
     }
     // SAFETY: the interface contract (a live handle).
     let entry = unsafe { entry::<C>(module) };
-    if let Some(first) = entry
-        .poisoned
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()
-    {
+    if entry.stopped.load(Ordering::Acquire) {
+        let first = entry
+            .first_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .unwrap_or_default();
         *error = refused::<C>(
             call.kind.name(),
             &format!(
@@ -456,7 +460,8 @@ unsafe extern "C" fn run<C: Exported>(
                 .context
                 .log(verbosity::ERROR, &format!("internal error: {first}"));
             *error = refused::<C>(call.kind.name(), &format!("internal error: {first}")).into();
-            *entry.poisoned.lock().unwrap_or_else(|e| e.into_inner()) = Some(first);
+            *entry.first_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(first);
+            entry.stopped.store(true, Ordering::Release);
             false
         }
     }
@@ -577,3 +582,7 @@ macro_rules! export_coll_component {
         }
     };
 }
+
+#[cfg(test)]
+#[path = "adapter_tests.rs"]
+mod tests;

@@ -40,6 +40,9 @@ pub(crate) struct CommColl {
     /// Per [`CollKind`] code: the component (index into the started ones)
     /// and its handle for the communicator.
     chosen: [Option<(usize, u64)>; CollKind::ALL.len()],
+    /// The chosen component's table per [`CollKind`] code (what a call
+    /// needs, without the component list's lock).
+    tables: [Option<CollHandle>; CollKind::ALL.len()],
     /// Every handle a query gave, for release.
     handles: Vec<(usize, u64)>,
     /// Why each component does not serve it (for the error of an operation
@@ -164,6 +167,7 @@ impl CommColl {
             }
         }
         let mut chosen = [None; CollKind::ALL.len()];
+        let mut tables = [None; CollKind::ALL.len()];
         for kind in CollKind::ALL {
             let best = answers.iter().filter(|(_, a)| a.ops.contains(kind)).fold(
                 None::<&(usize, oxmpi_framework_coll::module::CommAnswer)>,
@@ -174,6 +178,7 @@ impl CommColl {
             );
             if let Some((i, a)) = best {
                 chosen[kind as usize] = Some((*i, a.module));
+                tables[kind as usize] = Some(started[*i].handle);
                 log(&format!(
                     "{name}: {} from {} (priority {})",
                     kind.name(),
@@ -203,6 +208,7 @@ impl CommColl {
         CommColl {
             name,
             chosen,
+            tables,
             handles: used,
             declined,
         }
@@ -216,6 +222,7 @@ impl CommColl {
             unsafe { started[i].handle.comm_release(m) };
         }
         self.chosen = [None; CollKind::ALL.len()];
+        self.tables = [None; CollKind::ALL.len()];
     }
 }
 
@@ -323,16 +330,20 @@ impl Runtime {
             ));
         }
         let entry = self.entry(comm)?;
-        let chosen =
-            entry.coll.lock().unwrap_or_else(|e| e.into_inner()).chosen[call.kind as usize];
-        let Some((i, module)) = chosen else {
+        let (chosen, table) = {
+            let coll = entry.coll.lock().unwrap_or_else(|e| e.into_inner());
+            (
+                coll.chosen[call.kind as usize],
+                coll.tables[call.kind as usize],
+            )
+        };
+        let (Some((i, module)), Some(handle)) = (chosen, table) else {
             let choice = entry.coll.lock().unwrap_or_else(|e| e.into_inner());
             return Err(Error::new(
                 ErrorClass::Other,
                 no_provider(call.kind, &choice.name, &choice.declined),
             ));
         };
-        let handle = self.colls.lock().unwrap_or_else(|e| e.into_inner()).started[i].handle;
         // The component runs without the runtime's lock or the tables'.
         // SAFETY: a live handle of that component (released only when the
         // communicator is freed or at finalize, which no collective on it
