@@ -52,6 +52,15 @@ fn every_collective_is_right_on_1_to_8_ranks() {
 }
 
 #[test]
+fn every_collective_is_right_with_1_mib_per_rank() {
+    // 131072 i64 elements: 1 MiB per rank (alltoall and allgather move
+    // `size` MiB per rank).
+    for n in [2, 5] {
+        passes(n, &[], "131072");
+    }
+}
+
+#[test]
 fn every_collective_is_right_over_tcp_and_with_basic_alone() {
     passes(
         3,
