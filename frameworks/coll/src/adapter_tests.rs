@@ -4,7 +4,7 @@
 //! answer their refusals.
 
 use crate::adapter::{Coll, CommInfo, Core, Offer};
-use crate::handle::{CollHandle, MpiColl};
+use crate::handle::CollHandle;
 use crate::module::{CollCall, CollKind, CommDesc, OpSet};
 use abi_stable::std_types::{RSlice, RStr};
 use oxmpi_plugin_api::{testkit, ComponentContext, ComponentError, Lifecycle, QueryReply, Version};
@@ -64,20 +64,6 @@ crate::export_coll_component! {
     params: &[],
 }
 
-struct NoCore;
-
-impl MpiColl for NoCore {
-    unsafe fn isend(&self, _: u32, _: u32, _: i32, _: *const u8, _: usize) -> Result<u64, String> {
-        Err("none".into())
-    }
-    unsafe fn irecv(&self, _: u32, _: u32, _: i32, _: *mut u8, _: usize) -> Result<u64, String> {
-        Err("none".into())
-    }
-    fn wait_all(&self, _: &[u64], _: &mut [usize]) -> Result<(), String> {
-        Err("none".into())
-    }
-}
-
 fn desc<'a>(members: &'a [u32], name: &'a str) -> CommDesc<'a> {
     CommDesc {
         context: 9,
@@ -90,7 +76,7 @@ fn desc<'a>(members: &'a [u32], name: &'a str) -> CommDesc<'a> {
 #[test]
 fn panics_stop_one_module_and_concurrent_calls_are_refused() {
     let _kit = testkit::lock();
-    static CORE: NoCore = NoCore;
+    static CORE: crate::testkit::NoServices = crate::testkit::NoServices;
     let handle = CollHandle::new(&MODULE, testkit::context("coll", "probe"));
     assert_eq!(
         handle.comm_query(&desc(&[0, 1], "C")).unwrap_err(),

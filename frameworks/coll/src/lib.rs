@@ -22,6 +22,8 @@ pub mod adapter;
 pub mod buffers;
 pub mod handle;
 pub mod module;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 #[cfg(feature = "collectives")]
 pub mod transport;
 

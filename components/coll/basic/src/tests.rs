@@ -394,29 +394,14 @@ fn an_operation_that_does_not_apply_to_the_type_is_refused_before_any_message() 
     assert_eq!(got[0], "MPI_BAND is not defined for MPI_DOUBLE elements");
 }
 
-/// The MPI layer's services, refusing everything (the queries below send
-/// nothing).
-struct NoCore;
-
-impl oxmpi_framework_coll::handle::MpiColl for NoCore {
-    unsafe fn isend(&self, _: u32, _: u32, _: i32, _: *const u8, _: usize) -> Result<u64, String> {
-        Err("no messages in this test".into())
-    }
-    unsafe fn irecv(&self, _: u32, _: u32, _: i32, _: *mut u8, _: usize) -> Result<u64, String> {
-        Err("no messages in this test".into())
-    }
-    fn wait_all(&self, _: &[u64], _: &mut [usize]) -> Result<(), String> {
-        Err("no messages in this test".into())
-    }
-}
-
 #[test]
 fn the_exported_table_takes_communicators_of_two_or_more() {
     use oxmpi_framework_coll::handle::CollHandle;
     use oxmpi_framework_coll::module::CommDesc;
     use oxmpi_plugin_api::reexports::RStr;
     let _kit = oxmpi_plugin_api::testkit::lock();
-    static CORE: NoCore = NoCore;
+    static CORE: oxmpi_framework_coll::testkit::NoServices =
+        oxmpi_framework_coll::testkit::NoServices;
     let handle = CollHandle::new(&MODULE, oxmpi_plugin_api::testkit::context("coll", "basic"));
     handle.init(&CORE).unwrap();
     let one = [3u32];

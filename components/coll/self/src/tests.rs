@@ -2,7 +2,7 @@
 //! every operation, and the exported table end to end.
 
 use super::*;
-use oxmpi_framework_coll::handle::{CollHandle, MpiColl};
+use oxmpi_framework_coll::handle::CollHandle;
 use oxmpi_framework_coll::module::{CommDesc, ElementCode, OpCode};
 use oxmpi_plugin_api::reexports::{RSlice, RStr};
 use oxmpi_plugin_api::testkit;
@@ -175,25 +175,11 @@ fn v_forms_use_their_counts_and_displacements_and_refuse_overflow() {
     );
 }
 
-/// The MPI layer's services, never used by this component.
-struct NoCore;
-
-impl MpiColl for NoCore {
-    unsafe fn isend(&self, _: u32, _: u32, _: i32, _: *const u8, _: usize) -> Result<u64, String> {
-        Err("the self component sent a message".into())
-    }
-    unsafe fn irecv(&self, _: u32, _: u32, _: i32, _: *mut u8, _: usize) -> Result<u64, String> {
-        Err("the self component posted a receive".into())
-    }
-    fn wait_all(&self, _: &[u64], _: &mut [usize]) -> Result<(), String> {
-        Err("the self component waited".into())
-    }
-}
-
 #[test]
 fn the_exported_table_serves_a_communicator_of_one() {
     let _kit = testkit::lock();
-    static CORE: NoCore = NoCore;
+    static CORE: oxmpi_framework_coll::testkit::NoServices =
+        oxmpi_framework_coll::testkit::NoServices;
     let handle = CollHandle::new(&MODULE, testkit::context("coll", "self"));
     handle.init(&CORE).unwrap();
     assert_eq!(

@@ -8,7 +8,7 @@ use crate::decide::{fixed, Choice, Source};
 use crate::params::{AllreduceAlgorithm, BcastAlgorithm};
 use abi_stable::std_types::RSlice;
 use oxmpi_collectives::{testkit, Transport};
-use oxmpi_framework_coll::handle::{core_table, MpiColl};
+use oxmpi_framework_coll::handle::core_table;
 use oxmpi_framework_coll::module::{ElementCode, OpCode};
 use oxmpi_plugin_api::testkit as kit;
 use oxmpi_plugin_api::ParamValue;
@@ -136,25 +136,11 @@ fn a_rules_file_with_an_algorithm_an_operation_lacks_is_refused_with_its_place()
     );
 }
 
-/// The MPI layer's services, refusing everything (nothing here sends).
-struct NoCore;
-
-impl MpiColl for NoCore {
-    unsafe fn isend(&self, _: u32, _: u32, _: i32, _: *const u8, _: usize) -> Result<u64, String> {
-        Err("no messages in this test".into())
-    }
-    unsafe fn irecv(&self, _: u32, _: u32, _: i32, _: *mut u8, _: usize) -> Result<u64, String> {
-        Err("no messages in this test".into())
-    }
-    fn wait_all(&self, _: &[u64], _: &mut [usize]) -> Result<(), String> {
-        Err("no messages in this test".into())
-    }
-}
-
 #[test]
 fn rank_0_says_once_that_algorithms_set_without_dynamic_rules_are_not_used() {
     let _lock = kit::lock();
-    static CORE: NoCore = NoCore;
+    static CORE: oxmpi_framework_coll::testkit::NoServices =
+        oxmpi_framework_coll::testkit::NoServices;
     kit::set_param("coll_tuned_allreduce_algorithm", ParamValue::Int(4));
     kit::set_param("coll_tuned_bcast_algorithm", ParamValue::Int(6));
     let context = kit::context("coll", "tuned");
