@@ -215,6 +215,16 @@ pub(crate) fn length_error(what: &str, have: usize, want: usize, name: &str) -> 
     )
 }
 
+/// `Ok` when a buffer of `have` elements has the `want` it needs, else
+/// [`length_error`].
+pub(crate) fn expect_len(what: &str, have: usize, want: usize, name: &str) -> Result<(), Error> {
+    if have == want {
+        Ok(())
+    } else {
+        Err(length_error(what, have, want, name))
+    }
+}
+
 /// The collective operations every member calls alike (rsmpi's
 /// `CommunicatorCollectives`).
 pub trait CommunicatorCollectives: Communicator {
@@ -430,14 +440,7 @@ impl CommunicatorCollectives for SimpleCommunicator {
     {
         let (s, r) = (send.as_items(), recv.as_items_mut());
         let want = s.len() * self.members();
-        if r.len() != want {
-            return Err(length_error(
-                "all_gather_into",
-                r.len(),
-                want,
-                S::Item::NAME,
-            ));
-        }
+        expect_len("all_gather_into", r.len(), want, S::Item::NAME)?;
         let mut call = CollCall::new(CollKind::Allgather);
         call.send = s.as_ptr().cast();
         call.recv = r.as_mut_ptr().cast();
@@ -478,14 +481,7 @@ impl CommunicatorCollectives for SimpleCommunicator {
         O: Operation<S::Item>,
     {
         let (s, r) = (send.as_items(), recv.as_items_mut());
-        if r.len() != s.len() {
-            return Err(length_error(
-                "all_reduce_into",
-                r.len(),
-                s.len(),
-                S::Item::NAME,
-            ));
-        }
+        expect_len("all_reduce_into", r.len(), s.len(), S::Item::NAME)?;
         let mut call = reduction::<S::Item, O>(CollKind::Allreduce, s.len(), &mut op);
         call.send = s.as_ptr().cast();
         call.recv = r.as_mut_ptr().cast();
@@ -518,14 +514,7 @@ impl CommunicatorCollectives for SimpleCommunicator {
     {
         let (s, r) = (send.as_items(), recv.as_items_mut());
         let want = r.len() * self.members();
-        if s.len() != want {
-            return Err(length_error(
-                "reduce_scatter_block_into",
-                s.len(),
-                want,
-                S::Item::NAME,
-            ));
-        }
+        expect_len("reduce_scatter_block_into", s.len(), want, S::Item::NAME)?;
         let mut call = reduction::<S::Item, O>(CollKind::ReduceScatterBlock, r.len(), &mut op);
         call.send = s.as_ptr().cast();
         call.recv = r.as_mut_ptr().cast();
@@ -541,9 +530,7 @@ impl CommunicatorCollectives for SimpleCommunicator {
         O: Operation<S::Item>,
     {
         let (s, r) = (send.as_items(), recv.as_items_mut());
-        if r.len() != s.len() {
-            return Err(length_error("scan_into", r.len(), s.len(), S::Item::NAME));
-        }
+        expect_len("scan_into", r.len(), s.len(), S::Item::NAME)?;
         let mut call = reduction::<S::Item, O>(CollKind::Scan, s.len(), &mut op);
         call.send = s.as_ptr().cast();
         call.recv = r.as_mut_ptr().cast();
@@ -558,14 +545,7 @@ impl CommunicatorCollectives for SimpleCommunicator {
         O: Operation<S::Item>,
     {
         let (s, r) = (send.as_items(), recv.as_items_mut());
-        if r.len() != s.len() {
-            return Err(length_error(
-                "exclusive_scan_into",
-                r.len(),
-                s.len(),
-                S::Item::NAME,
-            ));
-        }
+        expect_len("exclusive_scan_into", r.len(), s.len(), S::Item::NAME)?;
         let mut call = reduction::<S::Item, O>(CollKind::Exscan, s.len(), &mut op);
         call.send = s.as_ptr().cast();
         call.recv = r.as_mut_ptr().cast();
@@ -668,14 +648,7 @@ impl Root for Process<'_> {
         let root = self.at_root("gather_into")?;
         let (s, r) = (send.as_items(), recv.as_items_mut());
         let want = s.len() * self.comm.members();
-        if r.len() != want {
-            return Err(length_error(
-                "gather_into_root",
-                r.len(),
-                want,
-                S::Item::NAME,
-            ));
-        }
+        expect_len("gather_into_root", r.len(), want, S::Item::NAME)?;
         let mut call = CollCall::new(CollKind::Gather);
         call.send = s.as_ptr().cast();
         call.recv = r.as_mut_ptr().cast();
@@ -704,14 +677,7 @@ impl Root for Process<'_> {
         let root = self.at_root("scatter_into")?;
         let (s, r) = (send.as_items(), recv.as_items_mut());
         let want = r.len() * self.comm.members();
-        if s.len() != want {
-            return Err(length_error(
-                "scatter_into_root",
-                s.len(),
-                want,
-                S::Item::NAME,
-            ));
-        }
+        expect_len("scatter_into_root", s.len(), want, S::Item::NAME)?;
         let mut call = CollCall::new(CollKind::Scatter);
         call.send = s.as_ptr().cast();
         call.recv = r.as_mut_ptr().cast();
@@ -743,14 +709,7 @@ impl Root for Process<'_> {
     {
         let root = self.at_root("reduce_into")?;
         let (s, r) = (send.as_items(), recv.as_items_mut());
-        if r.len() != s.len() {
-            return Err(length_error(
-                "reduce_into_root",
-                r.len(),
-                s.len(),
-                S::Item::NAME,
-            ));
-        }
+        expect_len("reduce_into_root", r.len(), s.len(), S::Item::NAME)?;
         let mut call = reduction::<S::Item, O>(CollKind::Reduce, s.len(), &mut op);
         call.send = s.as_ptr().cast();
         call.recv = r.as_mut_ptr().cast();

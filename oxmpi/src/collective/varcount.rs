@@ -2,7 +2,7 @@
 //! in rsmpi's shape: [`Partition`] and [`PartitionMut`] describe a buffer
 //! cut into per-rank blocks (counts and displacements in elements).
 
-use super::{length_error, reduction, Operation};
+use super::{expect_len, reduction, Operation};
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::Error;
 use crate::point_to_point::Process;
@@ -201,14 +201,7 @@ impl VarcountCollectives for SimpleCommunicator {
         )?;
         let s = send.as_items();
         let mine = recv.counts[self.rank_index()];
-        if s.len() != mine {
-            return Err(length_error(
-                "all_gather_varcount_into",
-                s.len(),
-                mine,
-                S::Item::NAME,
-            ));
-        }
+        expect_len("all_gather_varcount_into", s.len(), mine, S::Item::NAME)?;
         let (counts, displs) = (
             bytes_of::<S::Item>(&recv.counts),
             bytes_of::<S::Item>(&recv.displs),
@@ -267,23 +260,9 @@ impl VarcountCollectives for SimpleCommunicator {
         one_per_member("reduce_scatter_into", counts.len(), self.members())?;
         let (s, r) = (send.as_items(), recv.as_items_mut());
         let total: usize = counts.iter().sum();
-        if s.len() != total {
-            return Err(length_error(
-                "reduce_scatter_into",
-                s.len(),
-                total,
-                S::Item::NAME,
-            ));
-        }
+        expect_len("reduce_scatter_into", s.len(), total, S::Item::NAME)?;
         let mine = counts[self.rank_index()];
-        if r.len() != mine {
-            return Err(length_error(
-                "reduce_scatter_into",
-                r.len(),
-                mine,
-                S::Item::NAME,
-            ));
-        }
+        expect_len("reduce_scatter_into", r.len(), mine, S::Item::NAME)?;
         let mut call = reduction::<S::Item, O>(CollKind::ReduceScatter, mine, &mut op);
         call.send = s.as_ptr().cast();
         call.recv = r.as_mut_ptr().cast();
@@ -370,14 +349,7 @@ impl VarcountRoot for Process<'_> {
         )?;
         let r = recv.as_items_mut();
         let mine = send.counts[root as usize];
-        if r.len() != mine {
-            return Err(length_error(
-                "scatter_varcount_into_root",
-                r.len(),
-                mine,
-                R::Item::NAME,
-            ));
-        }
+        expect_len("scatter_varcount_into_root", r.len(), mine, R::Item::NAME)?;
         let (counts, displs) = (
             bytes_of::<R::Item>(&send.counts),
             bytes_of::<R::Item>(&send.displs),

@@ -36,6 +36,9 @@ pub(crate) struct CommEntry {
 /// The communicators of this process, and the context-id pool.
 pub(crate) struct Comms {
     table: RwLock<Vec<Option<Arc<CommEntry>>>>,
+    /// `MPI_COMM_WORLD` and `MPI_COMM_SELF` (also in `table`), which never
+    /// go before finalize: found without the table's lock.
+    predefined: [Arc<CommEntry>; 2],
     ids: Mutex<ContextIds>,
 }
 
@@ -56,8 +59,10 @@ impl Comms {
     /// The table with `MPI_COMM_WORLD` and `MPI_COMM_SELF`.
     pub(crate) fn new(world: CommEntry, self_comm: CommEntry) -> Comms {
         // Ids 0 and 1 (world and self) are never in the pool.
+        let predefined = [Arc::new(world), Arc::new(self_comm)];
         Comms {
-            table: RwLock::new(vec![Some(Arc::new(world)), Some(Arc::new(self_comm))]),
+            table: RwLock::new(predefined.iter().cloned().map(Some).collect()),
+            predefined,
             ids: Mutex::new(ContextIds::new()),
         }
     }
@@ -92,6 +97,9 @@ impl Runtime {
     /// # Errors
     /// `Comm` for a freed or unknown handle.
     pub(crate) fn entry(&self, comm: Comm) -> Result<Arc<CommEntry>, Error> {
+        if let Some(e) = self.comms.predefined.get(comm.0 as usize) {
+            return Ok(e.clone());
+        }
         let t = self.comms.table.read().unwrap_or_else(|e| e.into_inner());
         t.get(comm.0 as usize)
             .and_then(Option::clone)
