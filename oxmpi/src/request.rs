@@ -472,6 +472,8 @@ where
 #[derive(Copy, Clone, Debug)]
 pub(crate) enum Kind {
     Send,
+    /// A non-blocking collective.
+    Collective,
     Receive {
         element_size: usize,
         element_name: &'static str,

@@ -23,13 +23,17 @@
 //!   sentence.
 
 use crate::module::{
-    CollCall, CollCore, CollKind, CollModule, CommAnswer, CommDesc, OpSet, UserOp,
+    CollCall, CollCore, CollKind, CollModule, CommAnswer, CommDesc, OpSet, PollOutcome, RunOutcome,
+    UserOp,
 };
 use abi_stable::std_types::{RSlice, RSliceMut, RString};
 use oxmpi_plugin_api::{guard, verbosity, ComponentContext};
 use std::cell::UnsafeCell;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 
 /// A communicator as [`Coll::comm_query`] sees it.
 #[derive(Clone, Copy, Debug)]
@@ -57,8 +61,75 @@ pub struct Offer<M> {
     pub priority: i32,
     /// The operations it provides.
     pub ops: OpSet,
+    /// The operations it can start non-blocking ([`Coll::start`]).
+    pub nb_ops: OpSet,
     /// Its state for the communicator.
     pub comm: M,
+}
+
+/// What [`Coll::run`] did with a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Served {
+    /// The collective completed.
+    Done,
+    /// The component does not take this call and has communicated nothing
+    /// for it: the next component (by priority) that provides the
+    /// operation on the communicator runs it.
+    PassedOn,
+}
+
+/// A non-blocking collective in flight: the future of its algorithm,
+/// polled by the MPI layer's progress engine until it completes.
+pub struct Operation {
+    future: Pin<Box<dyn Future<Output = Result<(), String>> + Send>>,
+}
+
+/// Asserts `Send` for a future the caller vouches for (see
+/// [`Operation::new`]).
+struct AssertSend<F>(F);
+
+// SAFETY: `Operation::new`'s caller guarantees that the future may move to
+// and be polled from another thread; the MPI layer polls an operation from
+// one thread at a time.
+unsafe impl<F> Send for AssertSend<F> {}
+
+impl<F: Future> Future for AssertSend<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // SAFETY: structural pinning of the only field: `AssertSend` never
+        // moves it out, has no `Drop` and is not `Unpin` unless `F` is.
+        unsafe { self.map_unchecked_mut(|s| &mut s.0) }.poll(cx)
+    }
+}
+
+impl Operation {
+    /// Wraps the future of a non-blocking collective. Over a
+    /// [`crate::transport::CommTransport`] made non-blocking the
+    /// algorithms of `oxmpi-collectives` give control back while messages
+    /// are in flight, so each poll returns quickly.
+    ///
+    /// # Safety
+    ///
+    /// The future may be moved to and polled from any thread (one at a
+    /// time): what it holds besides owned values are the call's buffers and
+    /// user operation, which MPI lets the library use from any thread until
+    /// the operation completes, and the MPI layer's services ([`Core`]),
+    /// which serve any thread.
+    pub unsafe fn new<F>(future: F) -> Operation
+    where
+        F: Future<Output = Result<(), String>> + 'static,
+    {
+        Operation {
+            future: Box::pin(AssertSend(future)),
+        }
+    }
+
+    /// Polls the future once.
+    fn poll(&mut self) -> Poll<Result<(), String>> {
+        let mut cx = Context::from_waker(Waker::noop());
+        self.future.as_mut().poll(&mut cx)
+    }
 }
 
 /// What a coll component implements. See the module docs for the
@@ -81,7 +152,29 @@ pub trait Coll: Send + Sync + Sized + 'static {
     /// # Errors
     ///
     /// Why it failed (one or more sentences).
-    fn run(&self, comm: &mut Self::Comm, call: &CollCall<'_>) -> Result<(), String>;
+    fn run(&self, comm: &mut Self::Comm, call: &CollCall<'_>) -> Result<Served, String>;
+
+    /// Starts a non-blocking collective with `tag` (all its messages use
+    /// it) for an operation the offer listed in `nb_ops`. The call's
+    /// buffers stay valid until the operation completes; its count arrays
+    /// must be copied ([`crate::module::OwnedCall`]).
+    ///
+    /// # Errors
+    ///
+    /// Why it cannot start. Default: the component has no non-blocking
+    /// collectives.
+    fn start(
+        &self,
+        comm: &mut Self::Comm,
+        call: &CollCall<'_>,
+        tag: i32,
+    ) -> Result<Operation, String> {
+        let _ = (comm, tag);
+        Err(format!(
+            "this component has no non-blocking {}",
+            call.kind.name()
+        ))
+    }
 }
 
 /// The MPI layer's services, as a component holds them (copied freely;
@@ -203,6 +296,52 @@ impl Core {
                 "the receive could not be posted (no reason given)",
             ))
         }
+    }
+
+    /// Checks every non-zero request once without waiting: each complete
+    /// one is released and set to `CoreRequest(0)`, and `counts[i]` gets
+    /// the bytes it moved.
+    ///
+    /// # Errors
+    ///
+    /// The sentence of one that completed in error (released; the others
+    /// are left as they are).
+    ///
+    /// # Panics
+    ///
+    /// When `counts` is shorter than `requests`.
+    pub fn test_all(
+        &self,
+        requests: &mut [CoreRequest],
+        counts: &mut [usize],
+    ) -> Result<(), String> {
+        assert!(counts.len() >= requests.len());
+        let mut error = RString::new();
+        // SAFETY: `CoreRequest` is a transparent `u64`, so the slice is one
+        // of `u64`s; the MPI layer's function with its own context; the
+        // slices are valid for the call.
+        let ok = unsafe {
+            let ids =
+                std::slice::from_raw_parts_mut(requests.as_mut_ptr().cast::<u64>(), requests.len());
+            let n = requests.len();
+            (self.raw.test_all)(
+                self.raw.ctx,
+                RSliceMut::from_mut_slice(ids),
+                RSliceMut::from_mut_slice(&mut counts[..n]),
+                &mut error,
+            )
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(sentence(error, "a request failed (no reason given)"))
+        }
+    }
+
+    /// One round of the MPI layer's progress engine; the events it found.
+    pub fn progress(&self) -> usize {
+        // SAFETY: the MPI layer's function with its own context.
+        unsafe { (self.raw.progress)(self.raw.ctx) }
     }
 
     /// Waits for every request and releases them; `counts[i]` gets the
@@ -360,6 +499,7 @@ unsafe extern "C" fn comm_query<C: Exported>(
             *answer = CommAnswer {
                 priority: offer.priority,
                 ops: offer.ops,
+                nb_ops: offer.nb_ops,
                 module: Box::into_raw(entry) as u64,
             };
             true
@@ -408,12 +548,36 @@ unsafe extern "C" fn run<C: Exported>(
     module: u64,
     call: &CollCall<'_>,
     error: &mut RString,
-) -> bool {
-    if module == 0 {
-        *error = refused::<C>(call.kind.name(), "the communicator handle is 0").into();
-        return false;
+) -> RunOutcome {
+    // SAFETY: the interface contract (a live handle, or 0, refused).
+    let outcome =
+        unsafe { with_comm::<C, _>(module, call.kind, |coll, comm| coll.run(comm, call)) };
+    match outcome {
+        Ok(Served::Done) => RunOutcome::Done,
+        Ok(Served::PassedOn) => RunOutcome::PassedOn,
+        Err(why) => {
+            *error = why.into();
+            RunOutcome::Failed
+        }
     }
-    // SAFETY: the interface contract (a live handle).
+}
+
+/// Runs `f` on the component and the communicator's state of `module`,
+/// with the refusals of a stopped module and of a second call at once, and
+/// a panic turned into an error that stops the module.
+///
+/// # Safety
+///
+/// `module` is 0 or a live handle from `comm_query`.
+unsafe fn with_comm<C: Exported, R>(
+    module: u64,
+    kind: CollKind,
+    f: impl FnOnce(&C, &mut C::Comm) -> Result<R, String>,
+) -> Result<R, String> {
+    if module == 0 {
+        return Err(refused::<C>(kind.name(), "the communicator handle is 0"));
+    }
+    // SAFETY: the caller's promise (a live handle).
     let entry = unsafe { entry::<C>(module) };
     if entry.stopped.load(Ordering::Acquire) {
         let first = entry
@@ -422,49 +586,117 @@ unsafe extern "C" fn run<C: Exported>(
             .unwrap_or_else(|e| e.into_inner())
             .clone()
             .unwrap_or_default();
-        *error = refused::<C>(
-            call.kind.name(),
+        return Err(refused::<C>(
+            kind.name(),
             &format!(
                 "its module for {} stopped after an internal error ({first})",
                 entry.name
             ),
-        )
-        .into();
-        return false;
+        ));
     }
     if entry.busy.swap(true, Ordering::Acquire) {
-        *error = refused::<C>(
-            call.kind.name(),
+        return Err(refused::<C>(
+            kind.name(),
             &format!(
                 "another collective is running on {} (two threads called collectives on one communicator at once, which MPI does not allow)",
                 entry.name
             ),
-        )
-        .into();
-        return false;
+        ));
     }
-    // SAFETY: `busy` was false and is now ours: no other `run` uses the
+    // SAFETY: `busy` was false and is now ours: no other call uses the
     // state until it is cleared below.
     let comm = unsafe { &mut *entry.comm.get() };
-    let outcome = guard::call(|| Ok(entry.coll.run(comm, call))).into_result();
+    let outcome = guard::call(|| Ok(f(&entry.coll, comm))).into_result();
     entry.busy.store(false, Ordering::Release);
     match outcome {
-        Ok(Ok(())) => true,
-        Ok(Err(why)) => {
-            *error = why.into();
-            false
-        }
+        Ok(result) => result,
         Err(panic) => {
-            let first = format!("{} panicked: {}", call.kind.name(), panic.message);
+            let first = format!("{} panicked: {}", kind.name(), panic.message);
             entry
                 .context
                 .log(verbosity::ERROR, &format!("internal error: {first}"));
-            *error = refused::<C>(call.kind.name(), &format!("internal error: {first}")).into();
+            let error = refused::<C>(kind.name(), &format!("internal error: {first}"));
             *entry.first_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(first);
             entry.stopped.store(true, Ordering::Release);
+            Err(error)
+        }
+    }
+}
+
+/// A started operation behind an operation handle.
+struct OpEntry {
+    operation: Operation,
+    context: ComponentContext,
+    kind: CollKind,
+}
+
+unsafe extern "C" fn start<C: Exported>(
+    module: u64,
+    call: &CollCall<'_>,
+    tag: i32,
+    op: &mut u64,
+    error: &mut RString,
+) -> bool {
+    // SAFETY: the interface contract (a live handle, or 0, refused).
+    let started =
+        unsafe { with_comm::<C, _>(module, call.kind, |coll, comm| coll.start(comm, call, tag)) };
+    match started {
+        Ok(operation) => {
+            // SAFETY: as above (the handle is live; `with_comm` refused 0).
+            let context = unsafe { entry::<C>(module) }.context;
+            *op = Box::into_raw(Box::new(OpEntry {
+                operation,
+                context,
+                kind: call.kind,
+            })) as u64;
+            C::global().live.fetch_add(1, Ordering::Relaxed);
+            true
+        }
+        Err(why) => {
+            *error = why.into();
             false
         }
     }
+}
+
+unsafe extern "C" fn poll<C: Exported>(op: u64, error: &mut RString) -> PollOutcome {
+    if op == 0 {
+        *error = "coll poll: the operation handle is 0".into();
+        return PollOutcome::Failed;
+    }
+    // SAFETY: the interface contract: a live handle from `start`, polled
+    // by one thread at a time.
+    let entry = unsafe { &mut *(op as *mut OpEntry) };
+    let polled = guard::call(|| Ok(entry.operation.poll())).into_result();
+    let outcome = match polled {
+        Ok(Poll::Pending) => return PollOutcome::Pending,
+        Ok(Poll::Ready(Ok(()))) => PollOutcome::Done,
+        Ok(Poll::Ready(Err(why))) => {
+            *error = why.into();
+            PollOutcome::Failed
+        }
+        Err(panic) => {
+            let first = format!(
+                "non-blocking {} panicked: {}",
+                entry.kind.name(),
+                panic.message
+            );
+            entry
+                .context
+                .log(verbosity::ERROR, &format!("internal error: {first}"));
+            *error = refused::<C>(entry.kind.name(), &format!("internal error: {first}")).into();
+            PollOutcome::Failed
+        }
+    };
+    // SAFETY: finished: the handle is released here, once (the contract:
+    // no poll follows a finished answer).
+    let entry = unsafe { Box::from_raw(op as *mut OpEntry) };
+    C::global().live.fetch_sub(1, Ordering::Relaxed);
+    let _ = guard::call(|| {
+        drop(entry);
+        Ok(())
+    });
+    outcome
 }
 
 unsafe extern "C" fn finalize<C: Exported>() {
@@ -497,6 +729,8 @@ pub const fn table<C: Exported>() -> CollModule {
         comm_query: comm_query::<C>,
         comm_release: comm_release::<C>,
         run: run::<C>,
+        start: start::<C>,
+        poll: poll::<C>,
         finalize: finalize::<C>,
     }
 }

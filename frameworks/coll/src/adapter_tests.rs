@@ -1,9 +1,10 @@
 //! The generated table end to end with a test component: a panic in
 //! `run` stops only that communicator's module, a second collective on a
 //! communicator while one runs is refused, and `init` and `comm_query`
-//! answer their refusals.
+//! answer their refusals; a call passed on says so; a started operation
+//! is polled to its end and released, and one that panics fails alone.
 
-use crate::adapter::{Coll, CommInfo, Core, Offer};
+use crate::adapter::{Coll, CommInfo, Core, Offer, Operation, Served};
 use crate::handle::CollHandle;
 use crate::module::{CollCall, CollKind, CommDesc, OpSet};
 use abi_stable::std_types::{RSlice, RStr};
@@ -36,22 +37,60 @@ impl Coll for Probe {
         }
         Ok(Offer {
             priority: 5,
-            ops: OpSet::NONE.with(CollKind::Barrier).with(CollKind::Bcast),
+            ops: OpSet::NONE
+                .with(CollKind::Barrier)
+                .with(CollKind::Bcast)
+                .with(CollKind::Gather),
+            nb_ops: OpSet::NONE.with(CollKind::Barrier),
             comm: (),
         })
     }
 
-    fn run(&self, _: &mut (), call: &CollCall<'_>) -> Result<(), String> {
+    fn run(&self, _: &mut (), call: &CollCall<'_>) -> Result<Served, String> {
         match call.kind {
             CollKind::Barrier if PANIC_NEXT.swap(false, Ordering::SeqCst) => panic!("test panic"),
             // Holds the communicator until the other thread has tried.
             CollKind::Bcast => {
                 RENDEZVOUS.wait();
                 RENDEZVOUS.wait();
-                Ok(())
+                Ok(Served::Done)
             }
-            _ => Ok(()),
+            CollKind::Gather => Ok(Served::PassedOn),
+            _ => Ok(Served::Done),
         }
+    }
+
+    /// A barrier that is pending for `root` polls (then done), or panics
+    /// at its second poll with `root` 99.
+    fn start(&self, _: &mut (), call: &CollCall<'_>, tag: i32) -> Result<Operation, String> {
+        assert_eq!(tag, -70);
+        if call.kind != CollKind::Barrier {
+            return Err(format!(
+                "probe starts barriers only, not {}",
+                call.kind.name()
+            ));
+        }
+        let polls = call.root;
+        let future = async move {
+            for i in 0..polls {
+                assert!(!(polls == 99 && i == 1), "poll panic");
+                std::future::poll_fn(|cx| {
+                    // Pending once, then ready.
+                    static FLIP: AtomicBool = AtomicBool::new(false);
+                    if FLIP.swap(false, Ordering::SeqCst) {
+                        std::task::Poll::Ready(())
+                    } else {
+                        FLIP.store(true, Ordering::SeqCst);
+                        cx.waker().wake_by_ref();
+                        std::task::Poll::Pending
+                    }
+                })
+                .await;
+            }
+            Ok(())
+        };
+        // SAFETY: the future holds only a count.
+        Ok(unsafe { Operation::new(future) })
     }
 }
 
@@ -91,8 +130,12 @@ fn panics_stop_one_module_and_concurrent_calls_are_refused() {
     let b = handle.comm_query(&desc(&[0, 1], "B")).unwrap();
     assert_eq!(
         a.ops,
-        OpSet::NONE.with(CollKind::Barrier).with(CollKind::Bcast)
+        OpSet::NONE
+            .with(CollKind::Barrier)
+            .with(CollKind::Bcast)
+            .with(CollKind::Gather)
     );
+    assert_eq!(a.nb_ops, OpSet::NONE.with(CollKind::Barrier));
     let barrier = CollCall::new(CollKind::Barrier);
     // SAFETY: live handles; a barrier has no buffers.
     unsafe {
@@ -108,7 +151,7 @@ fn panics_stop_one_module_and_concurrent_calls_are_refused() {
             "{err}"
         );
         // The other communicator goes on.
-        handle.run(b.module, &barrier).unwrap();
+        assert!(handle.run(b.module, &barrier).unwrap());
     }
     // A second call on B while a bcast runs on it is refused.
     std::thread::scope(|s| {
@@ -128,6 +171,37 @@ fn panics_stop_one_module_and_concurrent_calls_are_refused() {
     });
     // SAFETY: live handles, no call in progress.
     unsafe {
+        // Passed on.
+        assert_eq!(
+            handle.run(b.module, &CollCall::new(CollKind::Gather)),
+            Ok(false)
+        );
+        // Started: pending for three polls, then done (and released).
+        let mut nb = CollCall::new(CollKind::Barrier);
+        nb.root = 3;
+        let op = handle.start(b.module, &nb, -70).unwrap();
+        assert_eq!(
+            (0..3).map(|_| handle.poll(op)).collect::<Vec<_>>(),
+            vec![None, None, None]
+        );
+        assert_eq!(handle.poll(op), Some(Ok(())));
+        // One that panics fails alone; the module goes on.
+        nb.root = 99;
+        let op = handle.start(b.module, &nb, -70).unwrap();
+        assert_eq!(handle.poll(op), None);
+        let err = handle.poll(op).unwrap().unwrap_err();
+        assert!(
+            err.starts_with("coll probe barrier: internal error: non-blocking barrier panicked: "),
+            "{err}"
+        );
+        handle.run(b.module, &barrier).unwrap();
+        // A refusal to start reaches the caller.
+        assert_eq!(
+            handle
+                .start(b.module, &CollCall::new(CollKind::Bcast), -70)
+                .unwrap_err(),
+            "probe starts barriers only, not bcast"
+        );
         handle.comm_release(a.module);
         handle.comm_release(b.module);
     }

@@ -281,7 +281,7 @@ pub fn has_one_algorithm(kind: CollKind) -> bool {
 ///
 /// The algorithm's error, an inconsistent call, or an operation with more
 /// than one algorithm.
-pub unsafe fn run_one_algorithm<T: oxmpi_collectives::Transport>(
+pub async unsafe fn run_one_algorithm<T: oxmpi_collectives::Transport>(
     t: &mut T,
     call: &CollCall<'_>,
     tag: i32,
@@ -298,27 +298,32 @@ pub unsafe fn run_one_algorithm<T: oxmpi_collectives::Transport>(
     let (counts, displs, root) = (call.counts.as_slice(), call.displs.as_slice(), call.root);
     let outcome = match (call.kind, bufs, op.as_mut()) {
         (CollKind::Gatherv, Buffers::SendRecv(s, r), _) => {
-            algo::gatherv_linear(t, s, r, counts, displs, root, tag)
+            algo::gatherv_linear(t, s, r, counts, displs, root, tag).await
         }
         (CollKind::Scatterv, Buffers::Scatter(s, r), _) => {
-            algo::scatterv_linear(t, s, counts, displs, r, root, tag)
+            algo::scatterv_linear(t, s, counts, displs, r, root, tag).await
         }
         (CollKind::Allgatherv, Buffers::SendRecv(s, r), _) => {
-            algo::allgatherv_ring(t, s, r, counts, displs, tag)
+            algo::allgatherv_ring(t, s, r, counts, displs, tag).await
         }
-        (CollKind::Alltoallv, Buffers::SendRecv(s, r), _) => algo::alltoallv_linear(
-            t,
-            s,
-            call.send_counts.as_slice(),
-            call.send_displs.as_slice(),
-            r,
-            counts,
-            displs,
-            tag,
-        ),
-        (CollKind::Scan, Buffers::SendRecv(s, r), Some(op)) => algo::scan_linear(t, s, r, op, tag),
+        (CollKind::Alltoallv, Buffers::SendRecv(s, r), _) => {
+            algo::alltoallv_linear(
+                t,
+                s,
+                call.send_counts.as_slice(),
+                call.send_displs.as_slice(),
+                r,
+                counts,
+                displs,
+                tag,
+            )
+            .await
+        }
+        (CollKind::Scan, Buffers::SendRecv(s, r), Some(op)) => {
+            algo::scan_linear(t, s, r, op, tag).await
+        }
         (CollKind::Exscan, Buffers::SendRecv(s, r), Some(op)) => {
-            algo::exscan_linear(t, s, r, op, tag)
+            algo::exscan_linear(t, s, r, op, tag).await
         }
         (kind, _, _) => {
             return Err(format!(

@@ -9,7 +9,9 @@
 //!   with a panic guard (a panic in the MPI layer's code answers a failure
 //!   instead of unwinding into the component).
 
-use crate::module::{CollCall, CollCore, CollModule, CommAnswer, CommDesc};
+use crate::module::{
+    CollCall, CollCore, CollModule, CommAnswer, CommDesc, PollOutcome, RunOutcome,
+};
 use abi_stable::std_types::{RSlice, RSliceMut, RString};
 use oxmpi_plugin_api::ComponentContext;
 use std::ffi::c_void;
@@ -65,6 +67,19 @@ pub trait MpiColl: Sync + 'static {
     ///
     /// The first failure's sentence (every request is released anyway).
     fn wait_all(&self, requests: &[u64], counts: &mut [usize]) -> Result<(), String>;
+
+    /// Checks every non-zero request of `requests` once without waiting:
+    /// each complete one is released, set to 0, and its byte count stored
+    /// in `counts`.
+    ///
+    /// # Errors
+    ///
+    /// The sentence of a request that completed in error (released; the
+    /// others are left as they are).
+    fn test_all(&self, requests: &mut [u64], counts: &mut [usize]) -> Result<(), String>;
+
+    /// One round of the progress engine; the events found.
+    fn progress(&self) -> usize;
 }
 
 /// The sentence for a panic inside the MPI layer's code.
@@ -181,6 +196,45 @@ unsafe extern "C" fn core_wait_all<C: MpiColl>(
     }
 }
 
+unsafe extern "C" fn core_test_all<C: MpiColl>(
+    ctx: *mut c_void,
+    mut requests: RSliceMut<'_, u64>,
+    mut counts: RSliceMut<'_, usize>,
+    error: &mut RString,
+) -> bool {
+    // SAFETY: as in `core_isend`.
+    let core = unsafe { core_of::<C>(ctx) };
+    if counts.len() < requests.len() {
+        *error = format!(
+            "a collective tested {} requests with room for {} counts",
+            requests.len(),
+            counts.len()
+        )
+        .into();
+        return false;
+    }
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        core.test_all(requests.as_mut_slice(), counts.as_mut_slice())
+    }));
+    match outcome {
+        Ok(Ok(())) => true,
+        Ok(Err(why)) => {
+            *error = why.into();
+            false
+        }
+        Err(_) => {
+            *error = core_panicked("test for a collective").into();
+            false
+        }
+    }
+}
+
+unsafe extern "C" fn core_progress<C: MpiColl>(ctx: *mut c_void) -> usize {
+    // SAFETY: as in `core_isend`.
+    let core = unsafe { core_of::<C>(ctx) };
+    catch_unwind(AssertUnwindSafe(|| core.progress())).unwrap_or(0)
+}
+
 /// The [`CollCore`] table over `core`.
 pub fn core_table<C: MpiColl>(core: &'static C) -> CollCore {
     CollCore {
@@ -188,6 +242,8 @@ pub fn core_table<C: MpiColl>(core: &'static C) -> CollCore {
         isend: core_isend::<C>,
         irecv: core_irecv::<C>,
         wait_all: core_wait_all::<C>,
+        test_all: core_test_all::<C>,
+        progress: core_progress::<C>,
     }
 }
 
@@ -252,25 +308,70 @@ impl CollHandle {
         }
     }
 
-    /// Runs a collective on a communicator handle.
+    /// Runs one blocking collective on `module`: `Ok(true)` when done,
+    /// `Ok(false)` when the component passed the call on (the next
+    /// component providing the operation runs it).
     ///
     /// # Safety
     ///
-    /// `module` is a live handle this component's `comm_query` gave; the
-    /// call's buffers are valid for what its fields say (read for `send`,
-    /// written for `recv`) during the call.
+    /// `module` is a live handle of this component; the call's buffers are
+    /// valid for what its fields say during the call.
     ///
     /// # Errors
     ///
-    /// Why it failed.
-    pub unsafe fn run(&self, module: u64, call: &CollCall<'_>) -> Result<(), String> {
+    /// The component's sentence.
+    pub unsafe fn run(&self, module: u64, call: &CollCall<'_>) -> Result<bool, String> {
         let mut error = RString::new();
         // SAFETY: the caller's promise for the handle and the buffers.
-        let ok = unsafe { (self.table.run)(module, call, &mut error) };
-        if ok {
-            Ok(())
+        match unsafe { (self.table.run)(module, call, &mut error) } {
+            RunOutcome::Done => Ok(true),
+            RunOutcome::PassedOn => Ok(false),
+            RunOutcome::Failed => Err(failed(error, "the collective failed (no reason given)")),
+        }
+    }
+
+    /// Starts a non-blocking collective on `module` with `tag`; the
+    /// operation's handle, for [`poll`](CollHandle::poll).
+    ///
+    /// # Safety
+    ///
+    /// As [`run`](CollHandle::run), with the buffers valid until `poll`
+    /// answers that the operation finished.
+    ///
+    /// # Errors
+    ///
+    /// The component's sentence (nothing was started).
+    pub unsafe fn start(&self, module: u64, call: &CollCall<'_>, tag: i32) -> Result<u64, String> {
+        let mut error = RString::new();
+        let mut op = 0;
+        // SAFETY: the caller's promise for the handle and the buffers.
+        if unsafe { (self.table.start)(module, call, tag, &mut op, &mut error) } {
+            Ok(op)
         } else {
-            Err(failed(error, "the collective failed (no reason given)"))
+            Err(failed(
+                error,
+                "the collective could not start (no reason given)",
+            ))
+        }
+    }
+
+    /// Advances operation `op`: `None` while in flight, then its outcome
+    /// (and the handle is released).
+    ///
+    /// # Safety
+    ///
+    /// `op` is a live operation of this component from
+    /// [`start`](CollHandle::start), polled by one thread at a time.
+    pub unsafe fn poll(&self, op: u64) -> Option<Result<(), String>> {
+        let mut error = RString::new();
+        // SAFETY: the caller's promise.
+        match unsafe { (self.table.poll)(op, &mut error) } {
+            PollOutcome::Pending => None,
+            PollOutcome::Done => Some(Ok(())),
+            PollOutcome::Failed => Some(Err(failed(
+                error,
+                "the collective failed (no reason given)",
+            ))),
         }
     }
 
@@ -279,7 +380,8 @@ impl CollHandle {
     /// # Safety
     ///
     /// `module` is a live handle this component's `comm_query` gave, and
-    /// no `run` on it is in progress.
+    /// no `run` on it is in progress (operations it started may be: they
+    /// do not depend on the handle).
     pub unsafe fn comm_release(&self, module: u64) {
         // SAFETY: the caller's promise.
         unsafe { (self.table.comm_release)(module) }

@@ -28,7 +28,7 @@ pub mod testkit;
 pub mod transport;
 
 /// Version of the interface between the coll framework and its components.
-pub const INTERFACE_VERSION: Version = Version::new(1, 0, 0);
+pub const INTERFACE_VERSION: Version = Version::new(2, 0, 0);
 
 /// Framework-wide parameters beyond the selection and verbosity ones.
 pub const BASE_PARAMS: &[ParamDecl] = &[];

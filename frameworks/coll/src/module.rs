@@ -23,7 +23,22 @@
 //!   wait (they take the MPI layer's lock themselves), so other threads
 //!   make progress meanwhile. Two calls on one handle at once are refused
 //!   (MPI forbids concurrent collectives on one communicator); calls on
-//!   different communicators may run at once from different threads.
+//!   different communicators may run at once from different threads. A
+//!   component may answer [`RunOutcome::PassedOn`] for a call it does not
+//!   take (a size beyond its reach): the MPI layer then runs the call with
+//!   the next component, by priority, that provides the operation on the
+//!   communicator.
+//! - **Non-blocking calls.** For the operations of
+//!   [`CommAnswer::nb_ops`], [`start`](CollModule::start) begins a
+//!   non-blocking collective and returns an operation handle without
+//!   waiting for anything; the MPI layer's progress engine calls
+//!   [`poll`](CollModule::poll) on it (without its lock, from one thread at
+//!   a time) until it answers done or failed, which also releases it. The
+//!   call's buffers and count arrays stay valid until then (the component
+//!   copies the arrays anyway). Several operations may be in flight on one
+//!   communicator, started in the same order at every member; each gets a
+//!   tag of its own from the MPI layer ([`TAG_NB_FIRST`] down), which all
+//!   of its messages use.
 //! - **Data.** Buffers are contiguous bytes. Data-movement operations
 //!   (bcast, gather, scatter, allgather, alltoall and their `v` forms)
 //!   count bytes; reductions count elements of a predefined
@@ -33,7 +48,9 @@
 //!   communicator order; the services take job ranks and the
 //!   communicator's context id. Collective traffic uses negative tags,
 //!   which no application receive matches (`ANY_TAG` matches tags ≥ 0
-//!   only), in the range [`TAG_FIRST`]..=[`TAG_LAST`].
+//!   only): blocking calls in the range [`TAG_FIRST`] down to above
+//!   [`TAG_NB_FIRST`], chosen by the component; non-blocking calls the
+//!   tag the MPI layer gives, from [`TAG_NB_FIRST`] to [`TAG_LAST`].
 //! - **Errors.** Entry points that fail return false and fill an `error`
 //!   string with one or more sentences.
 //!
@@ -50,6 +67,10 @@ use std::ffi::c_void;
 /// The highest tag collective traffic uses (tags ≥ 0 are the
 /// application's; −1 is `ANY_TAG`).
 pub const TAG_FIRST: i32 = -16;
+/// The highest tag of non-blocking collectives: the MPI layer gives each
+/// non-blocking collective of a communicator the next tag from here down
+/// to [`TAG_LAST`] (then from here again); blocking calls use tags above.
+pub const TAG_NB_FIRST: i32 = -64;
 /// The lowest tag collective traffic uses.
 pub const TAG_LAST: i32 = -1_000_000;
 
@@ -410,6 +431,10 @@ pub struct CommAnswer {
     pub priority: i32,
     /// The operations it provides for it.
     pub ops: OpSet,
+    /// The operations it can also start non-blocking
+    /// ([`CollModule::start`]); each comes from the highest-priority
+    /// component that offers it here, independently of `ops`.
+    pub nb_ops: OpSet,
     /// Its handle for the communicator, passed back to `run` and
     /// `comm_release`.
     pub module: u64,
@@ -459,6 +484,46 @@ pub struct CollCore {
         counts: abi_stable::std_types::RSliceMut<'_, usize>,
         error: &mut RString,
     ) -> bool,
+    /// Checks every non-zero request of `requests` once, without waiting:
+    /// each one complete is released, its entry set to 0 and its byte
+    /// count stored in `counts`. False with `error` when one that
+    /// completed had failed (the others are left as they are).
+    pub test_all: unsafe extern "C" fn(
+        ctx: *mut c_void,
+        requests: abi_stable::std_types::RSliceMut<'_, u64>,
+        counts: abi_stable::std_types::RSliceMut<'_, usize>,
+        error: &mut RString,
+    ) -> bool,
+    /// One round of the MPI layer's progress engine (the btls, the pml,
+    /// and other non-blocking collectives); the number of events it
+    /// found. For a component that waits on something of its own (a flag
+    /// in shared memory) and keeps point-to-point traffic moving.
+    pub progress: unsafe extern "C" fn(ctx: *mut c_void) -> usize,
+}
+
+/// What [`CollModule::run`] did with a call.
+#[repr(u8)]
+#[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RunOutcome {
+    /// The collective completed.
+    Done = 0,
+    /// It failed; the error string says why.
+    Failed = 1,
+    /// The component does not take this call (nothing was communicated):
+    /// the next component providing the operation runs it.
+    PassedOn = 2,
+}
+
+/// What [`CollModule::poll`] found.
+#[repr(u8)]
+#[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq)]
+pub enum PollOutcome {
+    /// Still in flight.
+    Pending = 0,
+    /// Complete; the operation handle is released.
+    Done = 1,
+    /// Failed (the error string says why); the handle is released.
+    Failed = 2,
 }
 
 /// The coll module table a component exports.
@@ -481,9 +546,78 @@ pub struct CollModule {
     ) -> bool,
     /// Releases a handle `comm_query` gave (once).
     pub comm_release: unsafe extern "C" fn(module: u64),
-    /// Runs one blocking collective on a handle. False with `error` when
-    /// it failed.
-    pub run: unsafe extern "C" fn(module: u64, call: &CollCall<'_>, error: &mut RString) -> bool,
+    /// Runs one blocking collective on a handle, or passes it on.
+    pub run:
+        unsafe extern "C" fn(module: u64, call: &CollCall<'_>, error: &mut RString) -> RunOutcome,
+    /// Starts a non-blocking collective on a handle with `tag`: true with
+    /// the operation's handle in `op`, or false with `error`.
+    pub start: unsafe extern "C" fn(
+        module: u64,
+        call: &CollCall<'_>,
+        tag: i32,
+        op: &mut u64,
+        error: &mut RString,
+    ) -> bool,
+    /// Advances an operation [`start`](CollModule::start) gave, without
+    /// blocking; a finished operation's handle is released.
+    pub poll: unsafe extern "C" fn(op: u64, error: &mut RString) -> PollOutcome,
     /// Stops the component (every handle was released).
     pub finalize: unsafe extern "C" fn(),
+}
+
+/// A [`CollCall`] that owns its count and displacement arrays: what a
+/// non-blocking collective keeps of its call until it completes (the
+/// buffers stay the caller's, valid until then by the interface contract).
+#[derive(Clone)]
+pub struct OwnedCall {
+    kind: CollKind,
+    send: *const u8,
+    recv: *mut u8,
+    count: usize,
+    counts: Vec<usize>,
+    displs: Vec<usize>,
+    send_counts: Vec<usize>,
+    send_displs: Vec<usize>,
+    element: ElementCode,
+    op: OpCode,
+    user: UserOp,
+    root: u32,
+}
+
+impl OwnedCall {
+    /// Copies `call`'s fields and arrays.
+    pub fn new(call: &CollCall<'_>) -> OwnedCall {
+        OwnedCall {
+            kind: call.kind,
+            send: call.send,
+            recv: call.recv,
+            count: call.count,
+            counts: call.counts.to_vec(),
+            displs: call.displs.to_vec(),
+            send_counts: call.send_counts.to_vec(),
+            send_displs: call.send_displs.to_vec(),
+            element: call.element,
+            op: call.op,
+            user: call.user,
+            root: call.root,
+        }
+    }
+
+    /// The call, borrowing the arrays from `self`.
+    pub fn view(&self) -> CollCall<'_> {
+        CollCall {
+            kind: self.kind,
+            send: self.send,
+            recv: self.recv,
+            count: self.count,
+            counts: RSlice::from_slice(&self.counts),
+            displs: RSlice::from_slice(&self.displs),
+            send_counts: RSlice::from_slice(&self.send_counts),
+            send_displs: RSlice::from_slice(&self.send_displs),
+            element: self.element,
+            op: self.op,
+            user: self.user,
+            root: self.root,
+        }
+    }
 }

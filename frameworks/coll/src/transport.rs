@@ -41,6 +41,44 @@ pub struct CommTransport<'a> {
     scratch: &'a mut Scratch,
     /// Started requests not waited for yet.
     outstanding: usize,
+    /// Whether the algorithms may block in `wait_all`.
+    blocking: bool,
+}
+
+/// What a non-blocking collective owns to make its [`CommTransport`]: the
+/// services, the communicator's context and members, and a scratch of its
+/// own (several may be in flight on one communicator).
+pub struct OwnedComm {
+    core: Core,
+    context: u32,
+    rank: u32,
+    members: Vec<u32>,
+    scratch: Scratch,
+}
+
+impl OwnedComm {
+    /// Copies what a transport on the communicator needs.
+    pub fn new(core: Core, context: u32, rank: u32, members: &[u32]) -> Self {
+        OwnedComm {
+            core,
+            context,
+            rank,
+            members: members.to_vec(),
+            scratch: Scratch::default(),
+        }
+    }
+
+    /// A non-blocking transport over it (see [`CommTransport::nonblocking`]).
+    pub fn transport(&mut self) -> CommTransport<'_> {
+        CommTransport::new(
+            &self.core,
+            self.context,
+            self.rank,
+            &self.members,
+            &mut self.scratch,
+        )
+        .nonblocking()
+    }
 }
 
 impl<'a> CommTransport<'a> {
@@ -61,6 +99,37 @@ impl<'a> CommTransport<'a> {
             members,
             scratch,
             outstanding: 0,
+            blocking: true,
+        }
+    }
+
+    /// The transport of a non-blocking collective: the algorithms poll its
+    /// requests ([`Transport::test_all`]) and give control back instead of
+    /// waiting.
+    #[must_use]
+    pub fn nonblocking(mut self) -> Self {
+        self.blocking = false;
+        self
+    }
+
+    /// The error of a receive that completed with `got` bytes, if it
+    /// expected another length.
+    fn length_error(&self, index: usize, got: usize) -> Option<CollError> {
+        let (source, tag, expected) = self.scratch.started[index].receive?;
+        (got != expected).then_some(CollError::Length {
+            from: source,
+            tag,
+            expected,
+            actual: got,
+        })
+    }
+
+    /// Notes that `done` requests completed; the indices start over once
+    /// nothing is outstanding.
+    fn completed(&mut self, done: usize) {
+        self.outstanding = self.outstanding.saturating_sub(done);
+        if self.outstanding == 0 {
+            self.scratch.started.clear();
         }
     }
 
@@ -164,21 +233,75 @@ impl Transport for CommTransport<'_> {
                 .map(|&i| s.started[i].receive.map_or(0, |(_, _, len)| len)),
         );
         let waited = self.core.wait_all(&s.waiting, &mut s.counts);
-        let short = s.picked.iter().zip(&s.counts).find_map(|(&i, &got)| {
-            let (source, tag, expected) = s.started[i].receive?;
-            (got != expected).then_some(CollError::Length {
-                from: source,
-                tag,
-                expected,
-                actual: got,
-            })
-        });
-        self.outstanding = self.outstanding.saturating_sub(s.picked.len());
-        if self.outstanding == 0 {
-            // Nothing is outstanding: the indices can start over.
-            s.started.clear();
-        }
+        let short = (0..s.picked.len())
+            .find_map(|k| self.length_error(self.scratch.picked[k], self.scratch.counts[k]));
+        let done = self.scratch.picked.len();
+        self.completed(done);
         waited.map_err(CollError::Transport)?;
         short.map_or(Ok(()), Err)
+    }
+
+    fn blocking(&self) -> bool {
+        self.blocking
+    }
+
+    fn test_all(&mut self, reqs: &mut Vec<Request>) -> Result<bool, CollError> {
+        let s = &mut *self.scratch;
+        s.picked.clear();
+        s.picked.extend(
+            reqs.iter()
+                .map(|r| r.0 as usize)
+                .filter(|&i| i < s.started.len()),
+        );
+        s.waiting.clear();
+        s.waiting
+            .extend(s.picked.iter().map(|&i| s.started[i].request));
+        // As in `wait_all`: one complete at its start keeps the expected
+        // count.
+        s.counts.clear();
+        s.counts.extend(
+            s.picked
+                .iter()
+                .map(|&i| s.started[i].receive.map_or(0, |(_, _, len)| len)),
+        );
+        let tested = self.core.test_all(&mut s.waiting, &mut s.counts);
+        let mut first = tested.err().map(CollError::Transport);
+        let mut done = 0;
+        for k in 0..self.scratch.picked.len() {
+            if self.scratch.waiting[k] == CoreRequest(0) {
+                done += 1;
+                if first.is_none() {
+                    first = self.length_error(self.scratch.picked[k], self.scratch.counts[k]);
+                }
+            }
+        }
+        if let Some(error) = first {
+            // The contract: on an error every request is complete. Wait for
+            // those still in flight (their errors are not the first).
+            let rest: Vec<CoreRequest> = self
+                .scratch
+                .waiting
+                .iter()
+                .copied()
+                .filter(|&r| r != CoreRequest(0))
+                .collect();
+            let mut counts = vec![0; rest.len()];
+            let _ = self.core.wait_all(&rest, &mut counts);
+            let all = self.scratch.picked.len();
+            reqs.clear();
+            self.completed(all);
+            return Err(error);
+        }
+        reqs.clear();
+        let s = &*self.scratch;
+        reqs.extend(
+            (0..s.picked.len())
+                .filter(|&k| s.waiting[k] != CoreRequest(0))
+                .map(|k| Request(s.picked[k] as u64)),
+        );
+        // Indices restart only when nothing is outstanding: requests still
+        // in `reqs` keep theirs.
+        self.completed(done);
+        Ok(reqs.is_empty())
     }
 }

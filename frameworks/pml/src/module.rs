@@ -24,7 +24,8 @@
 //!   releases a request that completed without error;
 //!   [`free`](PmlModule::free) releases a handle (a completed one, or a
 //!   send the caller no longer watches: it still completes). The buffers
-//!   must stay valid until the request completes.
+//!   must stay valid until the request completes. A handle's top bit is
+//!   always clear: the MPI layer uses it for requests of its own.
 //! - **Signals.** [`signals`](PmlModule::signals) gives a block of words
 //!   the pml keeps current ([`PmlSignals`]): a counter of entries that may
 //!   have completed requests, so a waiting caller tests again only after

@@ -23,7 +23,7 @@ use crate::transport::{sendrecv, Transport};
 ///
 /// [`CollError::InvalidArgument`] (a `recv` that is not `n` blocks of the
 /// send length); the transport's.
-pub fn allgather_linear<T: Transport + ?Sized>(
+pub async fn allgather_linear<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -32,15 +32,15 @@ pub fn allgather_linear<T: Transport + ?Sized>(
     let (rank, size) = check_comm(t, None)?;
     let len = block_len(send_buf, recv_buf.len(), size)?;
     if rank == 0 {
-        gather_linear(t, send_buf, recv_buf, 0, tag)?;
+        gather_linear(t, send_buf, recv_buf, 0, tag).await?;
     } else {
         let own = match send_buf {
             SendBuf::Buf(own) => own.to_vec(),
             SendBuf::InPlace => recv_buf[rank as usize * len..][..len].to_vec(),
         };
-        gather_linear(t, SendBuf::Buf(&own), &mut [], 0, tag)?;
+        gather_linear(t, SendBuf::Buf(&own), &mut [], 0, tag).await?;
     }
-    bcast_binomial(t, recv_buf, 0, tag)
+    bcast_binomial(t, recv_buf, 0, tag).await
 }
 
 /// Ring allgather: in step `s` each rank passes block `rank − s` to
@@ -53,7 +53,7 @@ pub fn allgather_linear<T: Transport + ?Sized>(
 /// # Errors
 ///
 /// As [`allgather_linear`].
-pub fn allgather_ring<T: Transport + ?Sized>(
+pub async fn allgather_ring<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -62,7 +62,7 @@ pub fn allgather_ring<T: Transport + ?Sized>(
     let (rank, size) = check_comm(t, None)?;
     let len = place_own(send_buf, recv_buf, rank, size)?;
     let blocks = consecutive(vec![len; size as usize]);
-    ring_allgather_blocks(t, recv_buf, &blocks, rank, tag)
+    ring_allgather_blocks(t, recv_buf, &blocks, rank, tag).await
 }
 
 /// Allgather by recursive doubling: in round `k` each rank exchanges all
@@ -76,7 +76,7 @@ pub fn allgather_ring<T: Transport + ?Sized>(
 /// # Errors
 ///
 /// As [`allgather_linear`].
-pub fn allgather_recursive_doubling<T: Transport + ?Sized>(
+pub async fn allgather_recursive_doubling<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -84,7 +84,7 @@ pub fn allgather_recursive_doubling<T: Transport + ?Sized>(
 ) -> Result<(), CollError> {
     let (rank, size) = check_comm(t, None)?;
     if !size.is_power_of_two() {
-        return allgather_bruck(t, send_buf, recv_buf, tag);
+        return allgather_bruck(t, send_buf, recv_buf, tag).await;
     }
     let len = place_own(send_buf, recv_buf, rank, size)?;
     let bytes = |lo: u32, hi: u32| lo as usize * len..hi as usize * len;
@@ -98,7 +98,7 @@ pub fn allgather_recursive_doubling<T: Transport + ?Sized>(
             (lo - dist, lo)
         };
         let (mine, inc) = split_pair(recv_buf, bytes(lo, hi), bytes(theirs.0, theirs.1));
-        sendrecv(t, peer, mine, peer, inc, tag)?;
+        sendrecv(t, peer, mine, peer, inc, tag).await?;
         (lo, hi) = (lo.min(theirs.0), hi.max(theirs.1));
         dist <<= 1;
     }
@@ -116,7 +116,7 @@ pub fn allgather_recursive_doubling<T: Transport + ?Sized>(
 /// # Errors
 ///
 /// As [`allgather_linear`].
-pub fn allgather_bruck<T: Transport + ?Sized>(
+pub async fn allgather_bruck<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -134,7 +134,7 @@ pub fn allgather_bruck<T: Transport + ?Sized>(
         let from = ring_add(rank, u64::from(dist), size);
         let start = dist as usize * len;
         let (out, inc) = split_pair(&mut scratch, 0..blocks * len, start..start + blocks * len);
-        sendrecv(t, to, out, from, inc, tag)?;
+        sendrecv(t, to, out, from, inc, tag).await?;
         dist = dist.saturating_mul(2);
     }
     let split = recv_buf.len() - own;
@@ -156,7 +156,7 @@ pub fn allgather_bruck<T: Transport + ?Sized>(
 /// [`CollError::InvalidArgument`] (counts or displacements that do not fit
 /// `recv` or overlap, a send length other than `counts[rank]`); the
 /// transport's.
-pub fn allgatherv_ring<T: Transport + ?Sized>(
+pub async fn allgatherv_ring<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -179,7 +179,7 @@ pub fn allgatherv_ring<T: Transport + ?Sized>(
         }
         slot.copy_from_slice(own);
     }
-    ring_allgather_blocks(t, recv_buf, &blocks, rank, tag)
+    ring_allgather_blocks(t, recv_buf, &blocks, rank, tag).await
 }
 
 /// Checks the lengths and copies this rank's contribution to block `rank`

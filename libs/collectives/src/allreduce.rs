@@ -26,7 +26,7 @@ use crate::transport::{recv, send, sendrecv, Transport};
 /// [`CollError::InvalidArgument`] (buffers of different lengths or not
 /// whole elements), [`CollError::Reduce`] for an operation that does not
 /// apply to its type, the user operation's and the transport's.
-pub fn allreduce_reduce_bcast<T: Transport + ?Sized>(
+pub async fn allreduce_reduce_bcast<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -34,10 +34,10 @@ pub fn allreduce_reduce_bcast<T: Transport + ?Sized>(
     tag: i32,
 ) -> Result<(), CollError> {
     place_input(t, send_buf, recv_buf, op)?;
-    if let Some(result) = binomial_to(t, recv_buf.to_vec(), 0, op, tag)? {
+    if let Some(result) = binomial_to(t, recv_buf.to_vec(), 0, op, tag).await? {
         recv_buf.copy_from_slice(&result);
     }
-    bcast_binomial(t, recv_buf, 0, tag)
+    bcast_binomial(t, recv_buf, 0, tag).await
 }
 
 /// Allreduce by recursive doubling: in round `k` each rank exchanges its
@@ -55,7 +55,7 @@ pub fn allreduce_reduce_bcast<T: Transport + ?Sized>(
 /// # Errors
 ///
 /// As [`allreduce_reduce_bcast`].
-pub fn allreduce_recursive_doubling<T: Transport + ?Sized>(
+pub async fn allreduce_recursive_doubling<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -63,7 +63,7 @@ pub fn allreduce_recursive_doubling<T: Transport + ?Sized>(
     tag: i32,
 ) -> Result<(), CollError> {
     place_input(t, send_buf, recv_buf, op)?;
-    recursive_doubling_in_place(t, recv_buf, op, tag)
+    recursive_doubling_in_place(t, recv_buf, op, tag).await
 }
 
 /// Ring allreduce: the count is cut into `n` blocks of whole elements (as
@@ -80,14 +80,14 @@ pub fn allreduce_recursive_doubling<T: Transport + ?Sized>(
 /// # Errors
 ///
 /// As [`allreduce_reduce_bcast`].
-pub fn allreduce_ring<T: Transport + ?Sized>(
+pub async fn allreduce_ring<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
     op: &mut Reduction<'_>,
     tag: i32,
 ) -> Result<(), CollError> {
-    allreduce_segmented_ring(t, send_buf, recv_buf, op, 0, tag)
+    allreduce_segmented_ring(t, send_buf, recv_buf, op, 0, tag).await
 }
 
 /// [`allreduce_ring`] with the reduce-scatter cut into phases: each block
@@ -103,7 +103,7 @@ pub fn allreduce_ring<T: Transport + ?Sized>(
 /// # Errors
 ///
 /// As [`allreduce_reduce_bcast`].
-pub fn allreduce_segmented_ring<T: Transport + ?Sized>(
+pub async fn allreduce_segmented_ring<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -113,7 +113,7 @@ pub fn allreduce_segmented_ring<T: Transport + ?Sized>(
 ) -> Result<(), CollError> {
     let count = place_input(t, send_buf, recv_buf, op)?;
     if !op.is_commutative() {
-        return recursive_doubling_in_place(t, recv_buf, op, tag);
+        return recursive_doubling_in_place(t, recv_buf, op, tag).await;
     }
     let (rank, size) = (t.rank(), t.size());
     let elem = op.elem_size();
@@ -133,9 +133,9 @@ pub fn allreduce_segmented_ring<T: Transport + ?Sized>(
                 start..(start + seg).min(b.end)
             })
             .collect();
-        ring_reduce_scatter(t, recv_buf, &parts, op, tag)?;
+        ring_reduce_scatter(t, recv_buf, &parts, op, tag).await?;
     }
-    ring_allgather_blocks(t, recv_buf, &blocks, rank, tag)
+    ring_allgather_blocks(t, recv_buf, &blocks, rank, tag).await
 }
 
 /// Rabenseifner's allreduce: a reduce-scatter by recursive halving (in
@@ -153,7 +153,7 @@ pub fn allreduce_segmented_ring<T: Transport + ?Sized>(
 /// # Errors
 ///
 /// As [`allreduce_reduce_bcast`].
-pub fn allreduce_rabenseifner<T: Transport + ?Sized>(
+pub async fn allreduce_rabenseifner<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -162,11 +162,11 @@ pub fn allreduce_rabenseifner<T: Transport + ?Sized>(
 ) -> Result<(), CollError> {
     let count = place_input(t, send_buf, recv_buf, op)?;
     if !op.is_commutative() {
-        return recursive_doubling_in_place(t, recv_buf, op, tag);
+        return recursive_doubling_in_place(t, recv_buf, op, tag).await;
     }
     let folded = Folded::new(t.rank(), t.size());
-    let Some(nr) = folded.enter(t, recv_buf, op, tag)? else {
-        return folded.leave(t, recv_buf, tag);
+    let Some(nr) = folded.enter(t, recv_buf, op, tag).await? else {
+        return folded.leave(t, recv_buf, tag).await;
     };
     let p2 = folded.p2;
     let blocks = even_blocks(count, p2 as usize, op.elem_size());
@@ -184,7 +184,7 @@ pub fn allreduce_rabenseifner<T: Transport + ?Sized>(
         };
         let keep_bytes = bytes(keep.0, keep.1);
         let part = &mut scratch[..keep_bytes.len()];
-        sendrecv(t, peer, &recv_buf[bytes(give.0, give.1)], peer, part, tag)?;
+        sendrecv(t, peer, &recv_buf[bytes(give.0, give.1)], peer, part, tag).await?;
         op.combine(part, &mut recv_buf[keep_bytes])?;
         (lo, hi) = keep;
         dist /= 2;
@@ -198,11 +198,11 @@ pub fn allreduce_rabenseifner<T: Transport + ?Sized>(
             (lo - dist, lo)
         };
         let (mine, inc) = split_pair(recv_buf, bytes(lo, hi), bytes(theirs.0, theirs.1));
-        sendrecv(t, peer, mine, peer, inc, tag)?;
+        sendrecv(t, peer, mine, peer, inc, tag).await?;
         (lo, hi) = (lo.min(theirs.0), hi.max(theirs.1));
         dist *= 2;
     }
-    folded.leave(t, recv_buf, tag)
+    folded.leave(t, recv_buf, tag).await
 }
 
 /// Copies the input into `recv` (unless `IN_PLACE`), checks the operation
@@ -230,15 +230,15 @@ pub(crate) fn place_input<T: Transport + ?Sized>(
 
 /// Recursive doubling over `buf`, which holds this rank's input and
 /// receives the result.
-pub(crate) fn recursive_doubling_in_place<T: Transport + ?Sized>(
+pub(crate) async fn recursive_doubling_in_place<T: Transport + ?Sized>(
     t: &mut T,
     buf: &mut [u8],
     op: &mut Reduction<'_>,
     tag: i32,
 ) -> Result<(), CollError> {
     let folded = Folded::new(t.rank(), t.size());
-    let Some(nr) = folded.enter(t, buf, op, tag)? else {
-        return folded.leave(t, buf, tag);
+    let Some(nr) = folded.enter(t, buf, op, tag).await? else {
+        return folded.leave(t, buf, tag).await;
     };
     let mut acc = t.scratch(buf.len());
     acc.copy_from_slice(buf);
@@ -247,7 +247,7 @@ pub(crate) fn recursive_doubling_in_place<T: Transport + ?Sized>(
     while mask < folded.p2 {
         let peer_nr = nr ^ mask;
         let peer = folded.rank_of(peer_nr);
-        sendrecv(t, peer, &acc, peer, &mut scratch, tag)?;
+        sendrecv(t, peer, &acc, peer, &mut scratch, tag).await?;
         if peer_nr < nr {
             op.combine(&scratch, &mut acc)?;
         } else {
@@ -258,7 +258,7 @@ pub(crate) fn recursive_doubling_in_place<T: Transport + ?Sized>(
     buf.copy_from_slice(&acc);
     t.recycle(acc);
     t.recycle(scratch);
-    folded.leave(t, buf, tag)
+    folded.leave(t, buf, tag).await
 }
 
 /// A size folded to the largest power of two `p2 ≤ n`: the first
@@ -300,7 +300,7 @@ impl Folded {
     /// The first step: a rank `2i` below `2 × extra` sends `buf` to `2i + 1`
     /// and gets `None`; `2i + 1` folds it into `buf` (`buf = x(2i) op buf`).
     /// Returns this rank's new rank.
-    pub(crate) fn enter<T: Transport + ?Sized>(
+    pub(crate) async fn enter<T: Transport + ?Sized>(
         self,
         t: &mut T,
         buf: &mut [u8],
@@ -311,18 +311,18 @@ impl Folded {
             return Ok(Some(self.rank - self.extra));
         }
         if self.rank & 1 == 0 {
-            send(t, self.rank + 1, tag, buf)?;
+            send(t, self.rank + 1, tag, buf).await?;
             return Ok(None);
         }
         let mut lower = t.scratch(buf.len());
-        recv(t, self.rank - 1, tag, &mut lower)?;
+        recv(t, self.rank - 1, tag, &mut lower).await?;
         op.combine(&lower, buf)?;
         t.recycle(lower);
         Ok(Some(self.rank / 2))
     }
 
     /// The last step: `2i + 1` sends the result in `buf` to `2i`.
-    pub(crate) fn leave<T: Transport + ?Sized>(
+    pub(crate) async fn leave<T: Transport + ?Sized>(
         self,
         t: &mut T,
         buf: &mut [u8],
@@ -332,9 +332,9 @@ impl Folded {
             return Ok(());
         }
         if self.rank & 1 == 0 {
-            recv(t, self.rank + 1, tag, buf)
+            recv(t, self.rank + 1, tag, buf).await
         } else {
-            send(t, self.rank - 1, tag, buf)
+            send(t, self.rank - 1, tag, buf).await
         }
     }
 }
@@ -344,7 +344,7 @@ impl Folded {
 /// from `r − 1` into its own; after `n − 1` steps block `r` of rank `r`
 /// holds the reduction of every rank's block `r` (other blocks hold
 /// partial results). Folds out of rank order: commutative operations only.
-pub(crate) fn ring_reduce_scatter<T: Transport + ?Sized>(
+pub(crate) async fn ring_reduce_scatter<T: Transport + ?Sized>(
     t: &mut T,
     buf: &mut [u8],
     blocks: &[Range<usize>],
@@ -359,7 +359,7 @@ pub(crate) fn ring_reduce_scatter<T: Transport + ?Sized>(
         let out = blocks[ring_sub(rank, step + 1, size) as usize].clone();
         let inc = blocks[ring_sub(rank, step + 2, size) as usize].clone();
         let part = &mut scratch[..inc.len()];
-        sendrecv(t, next, &buf[out], prev, part, tag)?;
+        sendrecv(t, next, &buf[out], prev, part, tag).await?;
         op.combine(part, &mut buf[inc])?;
     }
     t.recycle(scratch);

@@ -25,7 +25,7 @@ use crate::transport::{exchange, sendrecv, Transport};
 ///
 /// [`CollError::InvalidArgument`] (buffers that are not `n` blocks of one
 /// length, send and receive lengths that differ); the transport's.
-pub fn alltoall_linear<T: Transport + ?Sized>(
+pub async fn alltoall_linear<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -34,7 +34,7 @@ pub fn alltoall_linear<T: Transport + ?Sized>(
     let (rank, size) = check_comm(t, None)?;
     let (input, len) = alltoall_input(send_buf, recv_buf, size)?;
     let ranges = consecutive(vec![len; size as usize]);
-    linear_exchange(t, &input, &ranges, recv_buf, &ranges, rank, tag)
+    linear_exchange(t, &input, &ranges, recv_buf, &ranges, rank, tag).await
 }
 
 /// Pairwise alltoall: in step `s = 1 … n − 1` each rank sends its block for
@@ -46,7 +46,7 @@ pub fn alltoall_linear<T: Transport + ?Sized>(
 /// # Errors
 ///
 /// As [`alltoall_linear`].
-pub fn alltoall_pairwise<T: Transport + ?Sized>(
+pub async fn alltoall_pairwise<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -66,7 +66,8 @@ pub fn alltoall_pairwise<T: Transport + ?Sized>(
             from,
             &mut recv_buf[block(from)],
             tag,
-        )?;
+        )
+        .await?;
     }
     Ok(())
 }
@@ -84,7 +85,7 @@ pub fn alltoall_pairwise<T: Transport + ?Sized>(
 /// # Errors
 ///
 /// As [`alltoall_linear`].
-pub fn alltoall_bruck<T: Transport + ?Sized>(
+pub async fn alltoall_bruck<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -112,7 +113,7 @@ pub fn alltoall_bruck<T: Transport + ?Sized>(
         unpacked.resize(packed.len(), 0);
         let to = ring_add(rank, dist as u64, size);
         let from = ring_sub(rank, dist as u64, size);
-        sendrecv(t, to, &packed, from, &mut unpacked, tag)?;
+        sendrecv(t, to, &packed, from, &mut unpacked, tag).await?;
         for (k, &i) in moving.iter().enumerate() {
             work[block(i)].copy_from_slice(&unpacked[block(k)]);
         }
@@ -144,7 +145,7 @@ pub fn alltoall_bruck<T: Transport + ?Sized>(
 /// differs from the receive count from itself); the transport's
 /// ([`CollError::Length`] when two ranks disagree on a count).
 #[allow(clippy::too_many_arguments)]
-pub fn alltoallv_linear<T: Transport + ?Sized>(
+pub async fn alltoallv_linear<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     send_counts: &[usize],
@@ -163,12 +164,12 @@ pub fn alltoallv_linear<T: Transport + ?Sized>(
         ),
         SendBuf::InPlace => (Cow::Owned(recv_buf.to_vec()), recv_ranges.clone()),
     };
-    linear_exchange(t, &input, &send_ranges, recv_buf, &recv_ranges, rank, tag)
+    linear_exchange(t, &input, &send_ranges, recv_buf, &recv_ranges, rank, tag).await
 }
 
 /// Copies `input[send[rank]]` into `recv[recv_ranges[rank]]`, then
 /// exchanges everything else at once.
-fn linear_exchange<T: Transport + ?Sized>(
+async fn linear_exchange<T: Transport + ?Sized>(
     t: &mut T,
     input: &[u8],
     send_ranges: &[Range<usize>],
@@ -202,7 +203,7 @@ fn linear_exchange<T: Transport + ?Sized>(
         .rev()
         .filter_map(|&r| slots[r as usize].take().map(|piece| (r, piece)))
         .collect();
-    exchange(t, tag, &sends, &mut recvs)
+    exchange(t, tag, &sends, &mut recvs).await
 }
 
 /// The data to send (a copy of `recv` for `IN_PLACE`) and the block length,

@@ -15,17 +15,17 @@ use crate::transport::{exchange, recv, send, sendrecv, Transport};
 /// # Errors
 ///
 /// The transport's.
-pub fn barrier_linear<T: Transport + ?Sized>(t: &mut T, tag: i32) -> Result<(), CollError> {
+pub async fn barrier_linear<T: Transport + ?Sized>(t: &mut T, tag: i32) -> Result<(), CollError> {
     let (rank, size) = check_comm(t, None)?;
     if rank == 0 {
         let mut recvs: Vec<(u32, &mut [u8])> =
             (1..size).map(|r| (r, <&mut [u8]>::default())).collect();
-        exchange(t, tag, &[], &mut recvs)?;
+        exchange(t, tag, &[], &mut recvs).await?;
         let sends: Vec<(u32, &[u8])> = (1..size).map(|r| (r, &[][..])).collect();
-        exchange(t, tag, &sends, &mut [])
+        exchange(t, tag, &sends, &mut []).await
     } else {
-        send(t, 0, tag, &[])?;
-        recv(t, 0, tag, &mut [])
+        send(t, 0, tag, &[]).await?;
+        recv(t, 0, tag, &mut []).await
     }
 }
 
@@ -40,28 +40,28 @@ pub fn barrier_linear<T: Transport + ?Sized>(t: &mut T, tag: i32) -> Result<(), 
 /// # Errors
 ///
 /// The transport's.
-pub fn barrier_recursive_doubling<T: Transport + ?Sized>(
+pub async fn barrier_recursive_doubling<T: Transport + ?Sized>(
     t: &mut T,
     tag: i32,
 ) -> Result<(), CollError> {
     let (rank, size) = check_comm(t, None)?;
     let p2 = prev_power_of_two(size);
     if rank >= p2 {
-        send(t, rank - p2, tag, &[])?;
-        return recv(t, rank - p2, tag, &mut []);
+        send(t, rank - p2, tag, &[]).await?;
+        return recv(t, rank - p2, tag, &mut []).await;
     }
     let extra = u64::from(rank) + u64::from(p2) < u64::from(size);
     if extra {
-        recv(t, rank + p2, tag, &mut [])?;
+        recv(t, rank + p2, tag, &mut []).await?;
     }
     let mut mask = 1;
     while mask < p2 {
         let peer = rank ^ mask;
-        sendrecv(t, peer, &[], peer, &mut [], tag)?;
+        sendrecv(t, peer, &[], peer, &mut [], tag).await?;
         mask <<= 1;
     }
     if extra {
-        send(t, rank + p2, tag, &[])?;
+        send(t, rank + p2, tag, &[]).await?;
     }
     Ok(())
 }
@@ -76,8 +76,11 @@ pub fn barrier_recursive_doubling<T: Transport + ?Sized>(
 /// # Errors
 ///
 /// The transport's.
-pub fn barrier_dissemination<T: Transport + ?Sized>(t: &mut T, tag: i32) -> Result<(), CollError> {
-    dissemination(t, tag, true)
+pub async fn barrier_dissemination<T: Transport + ?Sized>(
+    t: &mut T,
+    tag: i32,
+) -> Result<(), CollError> {
+    dissemination(t, tag, true).await
 }
 
 /// Bruck's barrier: the dissemination barrier with the pairing mirrored —
@@ -91,11 +94,11 @@ pub fn barrier_dissemination<T: Transport + ?Sized>(t: &mut T, tag: i32) -> Resu
 /// # Errors
 ///
 /// The transport's.
-pub fn barrier_bruck<T: Transport + ?Sized>(t: &mut T, tag: i32) -> Result<(), CollError> {
-    dissemination(t, tag, false)
+pub async fn barrier_bruck<T: Transport + ?Sized>(t: &mut T, tag: i32) -> Result<(), CollError> {
+    dissemination(t, tag, false).await
 }
 
-fn dissemination<T: Transport + ?Sized>(
+async fn dissemination<T: Transport + ?Sized>(
     t: &mut T,
     tag: i32,
     upward: bool,
@@ -106,7 +109,7 @@ fn dissemination<T: Transport + ?Sized>(
         let up = ring_add(rank, dist, size);
         let down = ring_sub(rank, dist, size);
         let (to, from) = if upward { (up, down) } else { (down, up) };
-        sendrecv(t, to, &[], from, &mut [], tag)?;
+        sendrecv(t, to, &[], from, &mut [], tag).await?;
         dist <<= 1;
     }
     Ok(())

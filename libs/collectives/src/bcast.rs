@@ -18,7 +18,7 @@ use crate::transport::{exchange, recv, send, sendrecv, Transport};
 ///
 /// [`CollError::InvalidArgument`] for a root out of range; the
 /// transport's.
-pub fn bcast_linear<T: Transport + ?Sized>(
+pub async fn bcast_linear<T: Transport + ?Sized>(
     t: &mut T,
     buf: &mut [u8],
     root: u32,
@@ -30,9 +30,9 @@ pub fn bcast_linear<T: Transport + ?Sized>(
             .filter(|&r| r != root)
             .map(|r| (r, &*buf))
             .collect();
-        exchange(t, tag, &sends, &mut [])
+        exchange(t, tag, &sends, &mut []).await
     } else {
-        recv(t, root, tag, buf)
+        recv(t, root, tag, buf).await
     }
 }
 
@@ -46,7 +46,7 @@ pub fn bcast_linear<T: Transport + ?Sized>(
 ///
 /// [`CollError::InvalidArgument`] for a root out of range; the
 /// transport's.
-pub fn bcast_binomial<T: Transport + ?Sized>(
+pub async fn bcast_binomial<T: Transport + ?Sized>(
     t: &mut T,
     buf: &mut [u8],
     root: u32,
@@ -56,7 +56,7 @@ pub fn bcast_binomial<T: Transport + ?Sized>(
     let tree = Binomial::new(rank, root, size);
     let abs = |v: u32| ring_add(v, u64::from(root), size);
     if let Some(parent) = tree.parent() {
-        recv(t, abs(parent), tag, buf)?;
+        recv(t, abs(parent), tag, buf).await?;
     }
     let sends: Vec<(u32, &[u8])> = tree
         .children()
@@ -64,7 +64,7 @@ pub fn bcast_binomial<T: Transport + ?Sized>(
         .rev()
         .map(|c| (abs(c), &*buf))
         .collect();
-    exchange(t, tag, &sends, &mut [])
+    exchange(t, tag, &sends, &mut []).await
 }
 
 /// Pipelined broadcast along a chain `root → root+1 → … → root−1`: the
@@ -79,7 +79,7 @@ pub fn bcast_binomial<T: Transport + ?Sized>(
 ///
 /// [`CollError::InvalidArgument`] for a root out of range; the
 /// transport's.
-pub fn bcast_pipeline<T: Transport + ?Sized>(
+pub async fn bcast_pipeline<T: Transport + ?Sized>(
     t: &mut T,
     buf: &mut [u8],
     root: u32,
@@ -96,7 +96,7 @@ pub fn bcast_pipeline<T: Transport + ?Sized>(
         // slowest link anyway, and this bounds the requests in flight.
         if let Some(next) = next {
             for seg in &segments {
-                send(t, next, tag, &buf[seg.clone()])?;
+                send(t, next, tag, &buf[seg.clone()]).await?;
             }
         }
         return Ok(());
@@ -104,16 +104,16 @@ pub fn bcast_pipeline<T: Transport + ?Sized>(
     let Some(first) = segments.first() else {
         return Ok(());
     };
-    recv(t, prev, tag, &mut buf[first.clone()])?;
+    recv(t, prev, tag, &mut buf[first.clone()]).await?;
     for pair in segments.windows(2) {
         let (done, coming) = split_pair(buf, pair[0].clone(), pair[1].clone());
         match next {
-            Some(next) => sendrecv(t, next, done, prev, coming, tag)?,
-            None => recv(t, prev, tag, coming)?,
+            Some(next) => sendrecv(t, next, done, prev, coming, tag).await?,
+            None => recv(t, prev, tag, coming).await?,
         }
     }
     if let (Some(next), Some(last)) = (next, segments.last()) {
-        send(t, next, tag, &buf[last.clone()])?;
+        send(t, next, tag, &buf[last.clone()]).await?;
     }
     Ok(())
 }
@@ -133,7 +133,7 @@ pub fn bcast_pipeline<T: Transport + ?Sized>(
 ///
 /// [`CollError::InvalidArgument`] for a root out of range; the
 /// transport's.
-pub fn bcast_scatter_allgather<T: Transport + ?Sized>(
+pub async fn bcast_scatter_allgather<T: Transport + ?Sized>(
     t: &mut T,
     buf: &mut [u8],
     root: u32,
@@ -141,7 +141,7 @@ pub fn bcast_scatter_allgather<T: Transport + ?Sized>(
 ) -> Result<(), CollError> {
     let (rank, size) = check_comm(t, Some(root))?;
     if buf.len() < size as usize {
-        return bcast_binomial(t, buf, root, tag);
+        return bcast_binomial(t, buf, root, tag).await;
     }
     // Block j belongs to relative rank j.
     let blocks = even_blocks(buf.len(), size as usize, 1);
@@ -150,7 +150,7 @@ pub fn bcast_scatter_allgather<T: Transport + ?Sized>(
     let abs = |v: u32| ring_add(v, u64::from(root), size);
     if let Some(parent) = tree.parent() {
         let mine = span(tree.vrank, tree.subtree_end(tree.vrank));
-        recv(t, abs(parent), tag, &mut buf[mine])?;
+        recv(t, abs(parent), tag, &mut buf[mine]).await?;
     }
     let sends: Vec<(u32, &[u8])> = tree
         .children()
@@ -158,8 +158,8 @@ pub fn bcast_scatter_allgather<T: Transport + ?Sized>(
         .rev()
         .map(|c| (abs(c), &buf[span(c, tree.subtree_end(c))]))
         .collect();
-    exchange(t, tag, &sends, &mut [])?;
-    ring_allgather_blocks(t, buf, &blocks, tree.vrank, tag)
+    exchange(t, tag, &sends, &mut []).await?;
+    ring_allgather_blocks(t, buf, &blocks, tree.vrank, tag).await
 }
 
 /// Ring allgather over `blocks` of `buf`: this rank holds block `vrank`,
@@ -167,7 +167,7 @@ pub fn bcast_scatter_allgather<T: Transport + ?Sized>(
 /// `vrank + 2`, … (all modulo the size). In step `s` each rank passes
 /// block `vrank − s` to the next rank and receives block `vrank − s − 1`
 /// from the previous one; after `n − 1` steps it has every block.
-pub(crate) fn ring_allgather_blocks<T: Transport + ?Sized>(
+pub(crate) async fn ring_allgather_blocks<T: Transport + ?Sized>(
     t: &mut T,
     buf: &mut [u8],
     blocks: &[Range<usize>],
@@ -180,7 +180,7 @@ pub(crate) fn ring_allgather_blocks<T: Transport + ?Sized>(
         let out = ring_sub(vrank, step, size) as usize;
         let inc = ring_sub(vrank, step + 1, size) as usize;
         let (out, inc) = split_pair(buf, blocks[out].clone(), blocks[inc].clone());
-        sendrecv(t, next, out, prev, inc, tag)?;
+        sendrecv(t, next, out, prev, inc, tag).await?;
     }
     Ok(())
 }

@@ -24,7 +24,7 @@ use crate::transport::{exchange, send, Transport};
 /// [`CollError::InvalidArgument`] (root out of range, a `recv` of the
 /// wrong length at the root, `IN_PLACE` off the root); the transport's
 /// ([`CollError::Length`] when ranks disagree on the length).
-pub fn gather_linear<T: Transport + ?Sized>(
+pub async fn gather_linear<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -33,7 +33,7 @@ pub fn gather_linear<T: Transport + ?Sized>(
 ) -> Result<(), CollError> {
     let (rank, size) = check_comm(t, Some(root))?;
     if rank != root {
-        return send(t, root, tag, contribution(send_buf, "gather")?);
+        return send(t, root, tag, contribution(send_buf, "gather")?).await;
     }
     let len = block_len(send_buf, recv_buf.len(), size)?;
     let ranges = consecutive(vec![len; size as usize]);
@@ -47,7 +47,7 @@ pub fn gather_linear<T: Transport + ?Sized>(
         .filter(|&(r, _)| r != root as usize)
         .map(|(r, piece)| (r as u32, piece))
         .collect();
-    exchange(t, tag, &[], &mut recvs)
+    exchange(t, tag, &[], &mut recvs).await
 }
 
 /// Linear gatherv: every rank sends its contribution to the root, which
@@ -66,7 +66,7 @@ pub fn gather_linear<T: Transport + ?Sized>(
 /// than `counts[root]` at the root, `IN_PLACE` off the root); the
 /// transport's ([`CollError::Length`] when a rank sends another length than
 /// the root expects).
-pub fn gatherv_linear<T: Transport + ?Sized>(
+pub async fn gatherv_linear<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -77,7 +77,7 @@ pub fn gatherv_linear<T: Transport + ?Sized>(
 ) -> Result<(), CollError> {
     let (rank, size) = check_comm(t, Some(root))?;
     if rank != root {
-        return send(t, root, tag, contribution(send_buf, "gatherv")?);
+        return send(t, root, tag, contribution(send_buf, "gatherv")?).await;
     }
     let ranges = ranges_v(counts, displs, size, recv_buf.len(), "receive")?;
     let mut pieces = disjoint_mut(recv_buf, &ranges, "receive")?;
@@ -98,7 +98,7 @@ pub fn gatherv_linear<T: Transport + ?Sized>(
         .filter(|&(r, _)| r != root as usize)
         .map(|(r, piece)| (r as u32, piece))
         .collect();
-    exchange(t, tag, &[], &mut recvs)
+    exchange(t, tag, &[], &mut recvs).await
 }
 
 /// Gather up a binomial tree rooted at `root`: each rank receives its
@@ -112,7 +112,7 @@ pub fn gatherv_linear<T: Transport + ?Sized>(
 /// # Errors
 ///
 /// As [`gather_linear`].
-pub fn gather_binomial<T: Transport + ?Sized>(
+pub async fn gather_binomial<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -150,9 +150,9 @@ pub fn gather_binomial<T: Transport + ?Sized>(
         .map(|&c| abs(c))
         .zip(pieces.drain(1..))
         .collect();
-    exchange(t, tag, &[], &mut recvs)?;
+    exchange(t, tag, &[], &mut recvs).await?;
     match tree.parent() {
-        Some(parent) => send(t, abs(parent), tag, &sub),
+        Some(parent) => send(t, abs(parent), tag, &sub).await,
         None => {
             // Relative rank j is rank root + j: blocks 0..n−root go to
             // root.., the rest to 0..root.

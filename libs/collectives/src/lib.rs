@@ -7,9 +7,15 @@
 //! communicator, and the algorithms are tested in one process with the
 //! in-memory transport of [`testkit`] (cargo feature `testkit`).
 //!
-//! Every function is **blocking**: it returns when this rank's part of the
-//! collective is done (its buffers may be reused; other ranks may still be
-//! working). Buffers are contiguous byte slices; datatypes are the
+//! Every algorithm is an `async fn`: its future completes when this rank's
+//! part of the collective is done (its buffers may be reused; other ranks
+//! may still be working). Over a blocking transport (the default,
+//! [`Transport::blocking`]) it waits inside [`Transport::wait_all`] and
+//! completes in its first poll: run it with [`block_on`]. Over a
+//! non-blocking transport it polls its requests
+//! ([`Transport::test_all`]) and gives control back while messages are
+//! in flight, which is how a non-blocking collective (`MPI_Iallreduce`
+//! …) runs: its driver polls the future until it completes. Buffers are contiguous byte slices; datatypes are the
 //! caller's business (pack non-contiguous data first). Reductions work on
 //! whole elements of a [`Reduction`]'s element size, and element counts
 //! are the buffer lengths divided by it (reduce-scatter takes per-rank
@@ -149,7 +155,7 @@ pub use reduce_scatter::{
 pub use reduction::{Reduction, UserFn};
 pub use scan::{exscan_linear, scan_linear};
 pub use scatter::{scatter_binomial, scatter_linear, scatterv_linear};
-pub use transport::{exchange, recv, send, sendrecv, Request, Transport};
+pub use transport::{block_on, exchange, recv, send, sendrecv, Request, Transport};
 
 /// The reduction library's types, re-exported for the callers of
 /// [`Reduction::Predefined`] and of [`CollError::Reduce`].

@@ -30,7 +30,7 @@ use crate::transport::{recv, send, sendrecv, Transport};
 /// whole elements, send and receive lengths that differ at the root,
 /// `IN_PLACE` off the root), [`CollError::Reduce`] for an operation that
 /// does not apply to its type, the user operation's and the transport's.
-pub fn reduce_linear<T: Transport + ?Sized>(
+pub async fn reduce_linear<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -41,20 +41,20 @@ pub fn reduce_linear<T: Transport + ?Sized>(
     let (rank, size) = check_comm(t, Some(root))?;
     let own = reduce_input(send_buf, recv_buf, rank == root, op)?;
     if rank != root {
-        return send(t, root, tag, &own);
+        return send(t, root, tag, &own).await;
     }
     let last = size - 1;
     if last == root {
         recv_buf.copy_from_slice(&own);
     } else {
-        recv(t, last, tag, recv_buf)?;
+        recv(t, last, tag, recv_buf).await?;
     }
     let mut scratch = t.scratch(own.len());
     for i in (0..last).rev() {
         if i == root {
             op.combine(&own, recv_buf)?;
         } else {
-            recv(t, i, tag, &mut scratch)?;
+            recv(t, i, tag, &mut scratch).await?;
             op.combine(&scratch, recv_buf)?;
         }
     }
@@ -78,7 +78,7 @@ pub fn reduce_linear<T: Transport + ?Sized>(
 /// # Errors
 ///
 /// As [`reduce_linear`].
-pub fn reduce_binomial<T: Transport + ?Sized>(
+pub async fn reduce_binomial<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -89,8 +89,8 @@ pub fn reduce_binomial<T: Transport + ?Sized>(
     let (rank, _) = check_comm(t, Some(root))?;
     let own = reduce_input(send_buf, recv_buf, rank == root, op)?;
     let tree_root = if op.is_commutative() { root } else { 0 };
-    let acc = binomial_to(t, own.into_owned(), tree_root, op, tag)?;
-    deliver(t, acc, tree_root, root, recv_buf, tag)
+    let acc = binomial_to(t, own.into_owned(), tree_root, op, tag).await?;
+    deliver(t, acc, tree_root, root, recv_buf, tag).await
 }
 
 /// Pipelined reduce along a chain: the input is cut into segments of
@@ -110,7 +110,7 @@ pub fn reduce_binomial<T: Transport + ?Sized>(
 /// # Errors
 ///
 /// As [`reduce_linear`].
-pub fn reduce_pipeline<T: Transport + ?Sized>(
+pub async fn reduce_pipeline<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -134,24 +134,24 @@ pub fn reduce_pipeline<T: Transport + ?Sized>(
             let mut scratch = vec![0u8; acc.len()];
             for seg in &segs {
                 let part = &mut scratch[seg.clone()];
-                recv(t, down, tag, part)?;
+                recv(t, down, tag, part).await?;
                 op.combine(&acc[seg.clone()], part)?;
                 acc[seg.clone()].copy_from_slice(part);
             }
         }
-        return deliver(t, Some(acc), chain_root, root, recv_buf, tag);
+        return deliver(t, Some(acc), chain_root, root, recv_buf, tag).await;
     }
     if !has_down {
         for seg in &segs {
-            send(t, up, tag, &own[seg.clone()])?;
+            send(t, up, tag, &own[seg.clone()]).await?;
         }
-        return deliver(t, None, chain_root, root, recv_buf, tag);
+        return deliver(t, None, chain_root, root, recv_buf, tag).await;
     }
     // A middle rank: receive segment k+1 while segment k goes up.
     let longest = segs.first().map_or(0, |s| s.len());
     let (mut ready, mut coming) = (vec![0u8; longest], vec![0u8; longest]);
     if let Some(first) = segs.first() {
-        recv(t, down, tag, &mut ready[..first.len()])?;
+        recv(t, down, tag, &mut ready[..first.len()]).await?;
         op.combine(&own[first.clone()], &mut ready[..first.len()])?;
     }
     for pair in segs.windows(2) {
@@ -163,14 +163,15 @@ pub fn reduce_pipeline<T: Transport + ?Sized>(
             down,
             &mut coming[..next.len()],
             tag,
-        )?;
+        )
+        .await?;
         op.combine(&own[next.clone()], &mut coming[..next.len()])?;
         std::mem::swap(&mut ready, &mut coming);
     }
     if let Some(last) = segs.last() {
-        send(t, up, tag, &ready[..last.len()])?;
+        send(t, up, tag, &ready[..last.len()]).await?;
     }
-    deliver(t, None, chain_root, root, recv_buf, tag)
+    deliver(t, None, chain_root, root, recv_buf, tag).await
 }
 
 /// This rank's input of a reduce: `send`, or a copy of `recv` for
@@ -202,7 +203,7 @@ pub(crate) fn reduce_input<'s>(
 /// Reduces `own` up a binomial tree rooted at `tree_root` (subtrees are
 /// ranges of relative ranks, folded in order); the result at the tree
 /// root, `None` elsewhere.
-pub(crate) fn binomial_to<T: Transport + ?Sized>(
+pub(crate) async fn binomial_to<T: Transport + ?Sized>(
     t: &mut T,
     own: Vec<u8>,
     tree_root: u32,
@@ -215,13 +216,13 @@ pub(crate) fn binomial_to<T: Transport + ?Sized>(
     let mut acc = own;
     let mut scratch = t.scratch(acc.len());
     for child in tree.children() {
-        recv(t, abs(child), tag, &mut scratch)?;
+        recv(t, abs(child), tag, &mut scratch).await?;
         op.fold_high_into_low(&mut acc, &mut scratch)?;
     }
     t.recycle(scratch);
     match tree.parent() {
         Some(parent) => {
-            send(t, abs(parent), tag, &acc)?;
+            send(t, abs(parent), tag, &acc).await?;
             Ok(None)
         }
         None => Ok(Some(acc)),
@@ -230,7 +231,7 @@ pub(crate) fn binomial_to<T: Transport + ?Sized>(
 
 /// Moves the result from `from` (which holds it in `result`) to `root`'s
 /// `recv_buf`: a copy when they are the same rank, a message otherwise.
-fn deliver<T: Transport + ?Sized>(
+async fn deliver<T: Transport + ?Sized>(
     t: &mut T,
     result: Option<Vec<u8>>,
     from: u32,
@@ -241,8 +242,8 @@ fn deliver<T: Transport + ?Sized>(
     let rank = t.rank();
     match result {
         Some(result) if from == root => recv_buf.copy_from_slice(&result),
-        Some(result) => send(t, root, tag, &result)?,
-        None if rank == root => recv(t, from, tag, recv_buf)?,
+        Some(result) => send(t, root, tag, &result).await?,
+        None if rank == root => recv(t, from, tag, recv_buf).await?,
         None => {}
     }
     Ok(())

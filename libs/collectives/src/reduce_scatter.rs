@@ -31,7 +31,7 @@ use crate::transport::{exchange, recv, Transport};
 /// [`CollError::InvalidArgument`] (buffers of inconsistent lengths or not
 /// whole elements), [`CollError::Reduce`] for an operation that does not
 /// apply to its type, the user operation's and the transport's.
-pub fn reduce_scatter_block_via_reduce<T: Transport + ?Sized>(
+pub async fn reduce_scatter_block_via_reduce<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -39,7 +39,7 @@ pub fn reduce_scatter_block_via_reduce<T: Transport + ?Sized>(
     tag: i32,
 ) -> Result<(), CollError> {
     let blocks = block_layout(t, send_buf, recv_buf, op)?;
-    via_reduce(t, send_buf, recv_buf, &blocks, op, tag)
+    via_reduce(t, send_buf, recv_buf, &blocks, op, tag).await
 }
 
 /// Reduce-scatter-block by a ring reduce-scatter over the whole vector
@@ -53,7 +53,7 @@ pub fn reduce_scatter_block_via_reduce<T: Transport + ?Sized>(
 /// # Errors
 ///
 /// As [`reduce_scatter_block_via_reduce`].
-pub fn reduce_scatter_block_ring<T: Transport + ?Sized>(
+pub async fn reduce_scatter_block_ring<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -61,7 +61,7 @@ pub fn reduce_scatter_block_ring<T: Transport + ?Sized>(
     tag: i32,
 ) -> Result<(), CollError> {
     let blocks = block_layout(t, send_buf, recv_buf, op)?;
-    ring(t, send_buf, recv_buf, &blocks, op, tag)
+    ring(t, send_buf, recv_buf, &blocks, op, tag).await
 }
 
 /// Reduce-scatter by a binomial reduce of the whole vector to rank 0
@@ -76,7 +76,7 @@ pub fn reduce_scatter_block_ring<T: Transport + ?Sized>(
 ///
 /// As [`reduce_scatter_block_via_reduce`], and for `counts` without one
 /// entry per rank.
-pub fn reduce_scatter_via_reduce<T: Transport + ?Sized>(
+pub async fn reduce_scatter_via_reduce<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -85,7 +85,7 @@ pub fn reduce_scatter_via_reduce<T: Transport + ?Sized>(
     tag: i32,
 ) -> Result<(), CollError> {
     let blocks = counts_layout(t, send_buf, recv_buf, counts, op)?;
-    via_reduce(t, send_buf, recv_buf, &blocks, op, tag)
+    via_reduce(t, send_buf, recv_buf, &blocks, op, tag).await
 }
 
 /// Reduce-scatter by a ring over blocks of `counts[i]` elements (as
@@ -98,7 +98,7 @@ pub fn reduce_scatter_via_reduce<T: Transport + ?Sized>(
 /// # Errors
 ///
 /// As [`reduce_scatter_via_reduce`].
-pub fn reduce_scatter_ring<T: Transport + ?Sized>(
+pub async fn reduce_scatter_ring<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -107,10 +107,10 @@ pub fn reduce_scatter_ring<T: Transport + ?Sized>(
     tag: i32,
 ) -> Result<(), CollError> {
     let blocks = counts_layout(t, send_buf, recv_buf, counts, op)?;
-    ring(t, send_buf, recv_buf, &blocks, op, tag)
+    ring(t, send_buf, recv_buf, &blocks, op, tag).await
 }
 
-fn via_reduce<T: Transport + ?Sized>(
+async fn via_reduce<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -121,19 +121,19 @@ fn via_reduce<T: Transport + ?Sized>(
     let rank = t.rank();
     let mine = blocks[rank as usize].len();
     let whole = input_vector(send_buf, recv_buf);
-    match binomial_to(t, whole, 0, op, tag)? {
+    match binomial_to(t, whole, 0, op, tag).await? {
         Some(result) => {
             let sends: Vec<(u32, &[u8])> = (1..t.size())
                 .map(|r| (r, &result[blocks[r as usize].clone()]))
                 .collect();
             recv_buf[..mine].copy_from_slice(&result[blocks[0].clone()]);
-            exchange(t, tag, &sends, &mut [])
+            exchange(t, tag, &sends, &mut []).await
         }
-        None => recv(t, 0, tag, &mut recv_buf[..mine]),
+        None => recv(t, 0, tag, &mut recv_buf[..mine]).await,
     }
 }
 
-fn ring<T: Transport + ?Sized>(
+async fn ring<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -142,11 +142,11 @@ fn ring<T: Transport + ?Sized>(
     tag: i32,
 ) -> Result<(), CollError> {
     if !op.is_commutative() {
-        return via_reduce(t, send_buf, recv_buf, blocks, op, tag);
+        return via_reduce(t, send_buf, recv_buf, blocks, op, tag).await;
     }
     let mine = blocks[t.rank() as usize].clone();
     let mut whole = input_vector(send_buf, recv_buf);
-    ring_reduce_scatter(t, &mut whole, blocks, op, tag)?;
+    ring_reduce_scatter(t, &mut whole, blocks, op, tag).await?;
     recv_buf[..mine.len()].copy_from_slice(&whole[mine]);
     Ok(())
 }

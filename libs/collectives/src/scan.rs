@@ -22,7 +22,7 @@ use crate::transport::{recv, send, Transport};
 /// [`CollError::InvalidArgument`] (buffers of different lengths or not
 /// whole elements), [`CollError::Reduce`] for an operation that does not
 /// apply to its type, the user operation's and the transport's.
-pub fn scan_linear<T: Transport + ?Sized>(
+pub async fn scan_linear<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -33,11 +33,11 @@ pub fn scan_linear<T: Transport + ?Sized>(
     let (rank, size) = (t.rank(), t.size());
     if rank > 0 {
         let mut prefix = vec![0u8; recv_buf.len()];
-        recv(t, rank - 1, tag, &mut prefix)?;
+        recv(t, rank - 1, tag, &mut prefix).await?;
         op.combine(&prefix, recv_buf)?;
     }
     if rank + 1 < size {
-        send(t, rank + 1, tag, recv_buf)?;
+        send(t, rank + 1, tag, recv_buf).await?;
     }
     Ok(())
 }
@@ -53,7 +53,7 @@ pub fn scan_linear<T: Transport + ?Sized>(
 /// # Errors
 ///
 /// As [`scan_linear`].
-pub fn exscan_linear<T: Transport + ?Sized>(
+pub async fn exscan_linear<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: SendBuf<'_>,
     recv_buf: &mut [u8],
@@ -74,14 +74,14 @@ pub fn exscan_linear<T: Transport + ?Sized>(
     };
     op.count_of(own.len(), "send buffer")?;
     if rank > 0 {
-        recv(t, rank - 1, tag, recv_buf)?;
+        recv(t, rank - 1, tag, recv_buf).await?;
         if rank + 1 < size {
             // own = prefix op own
             op.combine(recv_buf, &mut own)?;
         }
     }
     if rank + 1 < size {
-        send(t, rank + 1, tag, &own)?;
+        send(t, rank + 1, tag, &own).await?;
     }
     Ok(())
 }

@@ -23,7 +23,7 @@ use crate::transport::{exchange, recv, Transport};
 /// [`CollError::InvalidArgument`] (root out of range, a `send` of the
 /// wrong length at the root, `IN_PLACE` off the root); the transport's
 /// ([`CollError::Length`] when ranks disagree on the length).
-pub fn scatter_linear<T: Transport + ?Sized>(
+pub async fn scatter_linear<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: &[u8],
     recv_buf: RecvBuf<'_>,
@@ -32,11 +32,11 @@ pub fn scatter_linear<T: Transport + ?Sized>(
 ) -> Result<(), CollError> {
     let (rank, size) = check_comm(t, Some(root))?;
     if rank != root {
-        return recv(t, root, tag, destination(recv_buf)?);
+        return recv(t, root, tag, destination(recv_buf)?).await;
     }
     let len = root_block_len(send_buf.len(), &recv_buf, size)?;
     let ranges = consecutive(vec![len; size as usize]);
-    scatter_from_root(t, send_buf, &ranges, recv_buf, tag)
+    scatter_from_root(t, send_buf, &ranges, recv_buf, tag).await
 }
 
 /// Linear scatterv: the root sends `counts[i]` bytes at byte offset
@@ -52,7 +52,7 @@ pub fn scatter_linear<T: Transport + ?Sized>(
 /// [`CollError::InvalidArgument`] (root out of range, counts and
 /// displacements that leave `send`, a root `recv` of another length than
 /// `counts[root]`, `IN_PLACE` off the root); the transport's.
-pub fn scatterv_linear<T: Transport + ?Sized>(
+pub async fn scatterv_linear<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: &[u8],
     counts: &[usize],
@@ -63,10 +63,10 @@ pub fn scatterv_linear<T: Transport + ?Sized>(
 ) -> Result<(), CollError> {
     let (rank, size) = check_comm(t, Some(root))?;
     if rank != root {
-        return recv(t, root, tag, destination(recv_buf)?);
+        return recv(t, root, tag, destination(recv_buf)?).await;
     }
     let ranges = ranges_v(counts, displs, size, send_buf.len(), "send")?;
-    scatter_from_root(t, send_buf, &ranges, recv_buf, tag)
+    scatter_from_root(t, send_buf, &ranges, recv_buf, tag).await
 }
 
 /// Scatter down a binomial tree rooted at `root`: the root reorders `send`
@@ -80,7 +80,7 @@ pub fn scatterv_linear<T: Transport + ?Sized>(
 /// # Errors
 ///
 /// As [`scatter_linear`].
-pub fn scatter_binomial<T: Transport + ?Sized>(
+pub async fn scatter_binomial<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: &[u8],
     recv_buf: RecvBuf<'_>,
@@ -109,7 +109,7 @@ pub fn scatter_binomial<T: Transport + ?Sized>(
             };
             let span = (tree.subtree_end(tree.vrank) - tree.vrank) as usize;
             let mut sub = vec![0u8; mul(span, len, "the scatter's size")?];
-            recv(t, abs(parent), tag, &mut sub)?;
+            recv(t, abs(parent), tag, &mut sub).await?;
             (sub, len)
         }
     };
@@ -123,7 +123,7 @@ pub fn scatter_binomial<T: Transport + ?Sized>(
             (abs(c), &sub[from..to])
         })
         .collect();
-    exchange(t, tag, &sends, &mut [])?;
+    exchange(t, tag, &sends, &mut []).await?;
     if let RecvBuf::Buf(buf) = recv_buf {
         buf.copy_from_slice(&sub[..len]);
     }
@@ -132,7 +132,7 @@ pub fn scatter_binomial<T: Transport + ?Sized>(
 
 /// The root's part of a linear scatter(v): sends `send[ranges[i]]` to each
 /// other rank `i`, copies its own range into `recv` unless `IN_PLACE`.
-fn scatter_from_root<T: Transport + ?Sized>(
+async fn scatter_from_root<T: Transport + ?Sized>(
     t: &mut T,
     send_buf: &[u8],
     ranges: &[std::ops::Range<usize>],
@@ -155,7 +155,7 @@ fn scatter_from_root<T: Transport + ?Sized>(
         .map(|d| ring_add(rank, u64::from(d), size))
         .map(|r| (r, &send_buf[ranges[r as usize].clone()]))
         .collect();
-    exchange(t, tag, &sends, &mut [])
+    exchange(t, tag, &sends, &mut []).await
 }
 
 /// The receive buffer of a rank that is not the root.

@@ -2,11 +2,11 @@
 //! process (feature `testkit`; always built for this crate's own tests).
 //!
 //! ```
-//! use oxmpi_collectives::{bcast_binomial, testkit, Transport};
+//! use oxmpi_collectives::{bcast_binomial, block_on, testkit, Transport};
 //!
 //! let results = testkit::run(4, |t| {
 //!     let mut buf = if t.rank() == 2 { vec![7u8; 5] } else { vec![0u8; 5] };
-//!     bcast_binomial(t, &mut buf, 2, -1).unwrap();
+//!     block_on(bcast_binomial(t, &mut buf, 2, -1)).unwrap();
 //!     buf
 //! });
 //! assert!(results.iter().all(|b| b == &[7u8; 5]));
@@ -53,6 +53,11 @@ pub struct Options {
     /// Whether a send completes only once a receive matched it (default
     /// `true`); otherwise it completes when started.
     pub synchronous_sends: bool,
+    /// Whether the transports are non-blocking (default `false`): then
+    /// [`Transport::blocking`] is false, so the algorithms poll with
+    /// [`test_all`](Transport::test_all) and their futures give control
+    /// back while messages are in flight; drive them with [`drive`].
+    pub nonblocking: bool,
 }
 
 impl Default for Options {
@@ -60,6 +65,7 @@ impl Default for Options {
         Options {
             timeout: Duration::from_secs(20),
             synchronous_sends: true,
+            nonblocking: false,
         }
     }
 }
@@ -153,6 +159,7 @@ pub struct TestTransport {
     size: u32,
     timeout: Duration,
     synchronous: bool,
+    nonblocking: bool,
     next_req: u64,
     /// Receives not matched yet, in posting order.
     posted: Vec<PostedRecv>,
@@ -197,6 +204,7 @@ impl TestTransport {
             size,
             timeout: options.timeout,
             synchronous: options.synchronous_sends,
+            nonblocking: options.nonblocking,
             next_req: 0,
             posted: Vec::new(),
             unmatched_sends: HashMap::new(),
@@ -205,6 +213,26 @@ impl TestTransport {
             messages_sent: 0,
             bytes_sent: 0,
         }
+    }
+
+    /// A second transport of the same rank (same mailbox, requests of its
+    /// own), as each non-blocking collective of an MPI process has: several
+    /// collectives can then be in flight on one rank at once (with
+    /// different tags). The fork must be idle when dropped, as the
+    /// original at the end of [`run`].
+    pub fn fork(&self) -> TestTransport {
+        let options = Options {
+            timeout: self.timeout,
+            synchronous_sends: self.synchronous,
+            nonblocking: self.nonblocking,
+        };
+        TestTransport::new(Arc::clone(&self.world), self.rank, self.size, &options)
+    }
+
+    /// Panics unless every request of this transport was completed (for a
+    /// [`fork`](TestTransport::fork) at its end).
+    pub fn assert_idle(&self) {
+        self.check_idle();
     }
 
     /// The number of messages this rank has sent so far.
@@ -269,12 +297,17 @@ impl TestTransport {
             state.matched[recv.source as usize].insert(msg.id);
             self.world.signal(recv.source);
         }
-        for id in state.matched[me].drain() {
-            if let Some(req) = self.send_of_message.remove(&id) {
-                self.unmatched_sends.remove(&req);
-                self.done.insert(req, Ok(()));
+        // Only this transport's sends: a fork of the rank keeps its own.
+        let mine = &mut self.send_of_message;
+        let (unmatched, done) = (&mut self.unmatched_sends, &mut self.done);
+        state.matched[me].retain(|id| match mine.remove(id) {
+            Some(req) => {
+                unmatched.remove(&req);
+                done.insert(req, Ok(()));
+                false
             }
-        }
+            None => true,
+        });
     }
 
     fn describe_wait(&self, reqs: &[Request], state: &State) -> String {
@@ -407,6 +440,43 @@ impl Transport for TestTransport {
             len,
         });
         Ok(Request(req))
+    }
+
+    fn blocking(&self) -> bool {
+        !self.nonblocking
+    }
+
+    fn test_all(&mut self, reqs: &mut Vec<Request>) -> Result<bool, CollError> {
+        {
+            let world = Arc::clone(&self.world);
+            let mut state = world.lock();
+            if let Some(failed) = state.failed {
+                drop(state);
+                self.give_up(
+                    reqs,
+                    format!("rank {} gives up: rank {failed} panicked", self.rank),
+                )?;
+                return Ok(true);
+            }
+            self.progress(&mut state);
+        }
+        let mut first_error = None;
+        reqs.retain(|Request(req)| match self.done.remove(req) {
+            Some(Err(e)) => {
+                first_error.get_or_insert(e);
+                false
+            }
+            Some(Ok(())) => false,
+            None => true,
+        });
+        match first_error {
+            // The trait's contract: on an error every request is complete.
+            Some(e) => {
+                let _ = self.wait_all(reqs);
+                Err(e)
+            }
+            None => Ok(reqs.is_empty()),
+        }
     }
 
     fn wait_all(&mut self, reqs: &mut Vec<Request>) -> Result<(), CollError> {
@@ -568,5 +638,42 @@ impl State {
         (0..self.mailboxes.len() as u32)
             .map(|dest| self.describe_unreceived(dest))
             .collect()
+    }
+}
+
+/// Polls `futures` in turn until every one is ready and returns their
+/// outputs in order: how a rank of a [`run`] drives several non-blocking
+/// collectives at once (each over its own [`TestTransport::fork`], with
+/// [`Options::nonblocking`]).
+///
+/// # Panics
+///
+/// If they are not all ready after `timeout` (a deadlock).
+pub fn drive<T>(
+    mut futures: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = T> + '_>>>,
+    timeout: Duration,
+) -> Vec<T> {
+    let deadline = Instant::now() + timeout;
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let mut outputs: Vec<Option<T>> = futures.iter().map(|_| None).collect();
+    loop {
+        let mut pending = 0;
+        for (future, out) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if out.is_some() {
+                continue;
+            }
+            match future.as_mut().poll(&mut cx) {
+                std::task::Poll::Ready(v) => *out = Some(v),
+                std::task::Poll::Pending => pending += 1,
+            }
+        }
+        if pending == 0 {
+            return outputs.into_iter().flatten().collect();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "testkit: {pending} non-blocking collective(s) not done after {timeout:?} (deadlock?)"
+        );
+        std::thread::yield_now();
     }
 }

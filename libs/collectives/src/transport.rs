@@ -1,6 +1,10 @@
 //! The point-to-point transport the algorithms run over, and the safe
 //! helpers every algorithm uses instead of the raw nonblocking calls.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
 use crate::error::CollError;
 
 /// A pending nonblocking operation of a [`Transport`], an opaque handle the
@@ -97,6 +101,29 @@ pub trait Transport {
     /// afterwards.
     fn wait_all(&mut self, reqs: &mut Vec<Request>) -> Result<(), CollError>;
 
+    /// Whether the algorithms may block in [`wait_all`](Transport::wait_all)
+    /// (a blocking collective, the default) or must only poll with
+    /// [`test_all`](Transport::test_all) and give control back while
+    /// messages are in flight (a non-blocking collective, driven by
+    /// polling its future). Default: `true`.
+    fn blocking(&self) -> bool {
+        true
+    }
+
+    /// Checks `reqs` once without blocking: removes the requests that are
+    /// complete and answers whether none is left. Default: waits for all
+    /// of them ([`wait_all`](Transport::wait_all)), which is right for a
+    /// transport that is only used blocking.
+    ///
+    /// # Errors
+    ///
+    /// The first failure among the completed requests. Then every request
+    /// of `reqs` is complete (the transport waits for the others) and
+    /// `reqs` is empty, as after a failed `wait_all`.
+    fn test_all(&mut self, reqs: &mut Vec<Request>) -> Result<bool, CollError> {
+        self.wait_all(reqs).map(|()| true)
+    }
+
     /// A buffer of exactly `len` bytes for an algorithm's intermediate
     /// data; its contents are unspecified (the algorithm writes before it
     /// reads). A transport that keeps buffers between calls
@@ -122,12 +149,61 @@ struct Pending<'t, T: Transport + ?Sized> {
 }
 
 impl<T: Transport + ?Sized> Pending<'_, T> {
-    fn wait(&mut self) -> Result<(), CollError> {
-        let result = self.transport.wait_all(&mut self.reqs);
-        // Complete even on error (the trait's contract), so nothing is
-        // left to wait for in `drop`.
-        self.reqs.clear();
-        result
+    /// Waits for every request: blocks in `wait_all` on a blocking
+    /// transport; polls with `test_all` on a non-blocking one, yielding to
+    /// the future's driver between polls.
+    async fn wait(&mut self) -> Result<(), CollError> {
+        if self.transport.blocking() {
+            let result = self.transport.wait_all(&mut self.reqs);
+            // Complete even on error (the trait's contract), so nothing is
+            // left to wait for in `drop`.
+            self.reqs.clear();
+            return result;
+        }
+        loop {
+            match self.transport.test_all(&mut self.reqs) {
+                Ok(true) => return Ok(()),
+                Ok(false) => YieldOnce(false).await,
+                Err(e) => {
+                    // Complete on error (the trait's contract).
+                    self.reqs.clear();
+                    return Err(e);
+                }
+            }
+        }
+    }
+}
+
+/// A future that is pending once (asking to be polled again), then ready:
+/// where a non-blocking collective gives control back to its driver.
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            Poll::Ready(())
+        } else {
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}
+
+/// Runs an algorithm's future to its end on this thread: the driver of the
+/// blocking collectives. Over a blocking transport the future never waits
+/// for anything but the transport's `wait_all`, so it completes in its
+/// first poll; a future that does give control back is polled again at
+/// once (busy polling).
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return out;
+        }
     }
 }
 
@@ -155,7 +231,7 @@ impl<T: Transport + ?Sized> Drop for Pending<'_, T> {
 ///
 /// The transport's errors (the first one); every started operation is
 /// complete when this returns.
-pub fn exchange<T: Transport + ?Sized>(
+pub async fn exchange<T: Transport + ?Sized>(
     transport: &mut T,
     tag: i32,
     sends: &[(u32, &[u8])],
@@ -188,7 +264,7 @@ pub fn exchange<T: Transport + ?Sized>(
         let req = unsafe { pending.transport.isend(*dest, tag, buf.as_ptr(), buf.len()) }?;
         pending.reqs.push(req);
     }
-    pending.wait()
+    pending.wait().await
 }
 
 /// Sends `buf` to `dest` with `tag` and waits until the send is complete.
@@ -196,13 +272,13 @@ pub fn exchange<T: Transport + ?Sized>(
 /// # Errors
 ///
 /// The transport's.
-pub fn send<T: Transport + ?Sized>(
+pub async fn send<T: Transport + ?Sized>(
     transport: &mut T,
     dest: u32,
     tag: i32,
     buf: &[u8],
 ) -> Result<(), CollError> {
-    exchange(transport, tag, &[(dest, buf)], &mut [])
+    exchange(transport, tag, &[(dest, buf)], &mut []).await
 }
 
 /// Receives exactly `buf.len()` bytes from `source` with `tag`.
@@ -211,13 +287,13 @@ pub fn send<T: Transport + ?Sized>(
 ///
 /// The transport's; [`CollError::Length`] if the message had another
 /// length.
-pub fn recv<T: Transport + ?Sized>(
+pub async fn recv<T: Transport + ?Sized>(
     transport: &mut T,
     source: u32,
     tag: i32,
     buf: &mut [u8],
 ) -> Result<(), CollError> {
-    exchange(transport, tag, &[], &mut [(source, buf)])
+    exchange(transport, tag, &[], &mut [(source, buf)]).await
 }
 
 /// Sends `send_buf` to `dest` and receives `recv_buf.len()` bytes from
@@ -228,7 +304,7 @@ pub fn recv<T: Transport + ?Sized>(
 ///
 /// The transport's; [`CollError::Length`] if the message had another
 /// length.
-pub fn sendrecv<T: Transport + ?Sized>(
+pub async fn sendrecv<T: Transport + ?Sized>(
     transport: &mut T,
     dest: u32,
     send_buf: &[u8],
@@ -242,4 +318,5 @@ pub fn sendrecv<T: Transport + ?Sized>(
         &[(dest, send_buf)],
         &mut [(source, recv_buf)],
     )
+    .await
 }

@@ -3,6 +3,7 @@
 mod common;
 
 use common::{check, counts, seed, small_counts, tag, Case, CASES, SIZES};
+use oxmpi_collectives::block_on;
 use oxmpi_collectives::testkit::{self, TestTransport};
 use oxmpi_collectives::{
     allreduce_rabenseifner, allreduce_recursive_doubling, allreduce_reduce_bcast, allreduce_ring,
@@ -75,7 +76,7 @@ fn check_allreduce(name: &str, allreduce: Allreduce, counts: fn(Case) -> Vec<usi
 fn allreduce_reduce_bcast_all_cases() {
     check_allreduce(
         "reduce_bcast",
-        allreduce_reduce_bcast::<TestTransport>,
+        |a0, a1, a2, a3, a4| block_on(allreduce_reduce_bcast(a0, a1, a2, a3, a4)),
         counts,
     );
 }
@@ -84,27 +85,31 @@ fn allreduce_reduce_bcast_all_cases() {
 fn allreduce_recursive_doubling_all_cases() {
     check_allreduce(
         "recursive_doubling",
-        allreduce_recursive_doubling::<TestTransport>,
+        |a0, a1, a2, a3, a4| block_on(allreduce_recursive_doubling(a0, a1, a2, a3, a4)),
         counts,
     );
 }
 
 #[test]
 fn allreduce_ring_all_cases() {
-    check_allreduce("ring", allreduce_ring::<TestTransport>, counts);
+    check_allreduce(
+        "ring",
+        |a0, a1, a2, a3, a4| block_on(allreduce_ring(a0, a1, a2, a3, a4)),
+        counts,
+    );
 }
 
 #[test]
 fn allreduce_segmented_ring_all_cases() {
     check_allreduce(
         "segmented_ring 1000",
-        |t, s, r, op, tag| allreduce_segmented_ring(t, s, r, op, 1000, tag),
+        |t, s, r, op, tag| block_on(allreduce_segmented_ring(t, s, r, op, 1000, tag)),
         counts,
     );
     // Segments of one element (smaller than an element rounds up).
     check_allreduce(
         "segmented_ring 1",
-        |t, s, r, op, tag| allreduce_segmented_ring(t, s, r, op, 1, tag),
+        |t, s, r, op, tag| block_on(allreduce_segmented_ring(t, s, r, op, 1, tag)),
         small_counts,
     );
 }
@@ -113,7 +118,7 @@ fn allreduce_segmented_ring_all_cases() {
 fn allreduce_rabenseifner_all_cases() {
     check_allreduce(
         "rabenseifner",
-        allreduce_rabenseifner::<TestTransport>,
+        |a0, a1, a2, a3, a4| block_on(allreduce_rabenseifner(a0, a1, a2, a3, a4)),
         counts,
     );
 }

@@ -2,6 +2,7 @@
 
 mod common;
 
+use oxmpi_collectives::block_on;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -15,13 +16,14 @@ use oxmpi_collectives::{
 type Barrier = fn(&mut TestTransport, i32) -> Result<(), CollError>;
 
 const ALGORITHMS: &[(&str, Barrier)] = &[
-    ("linear", barrier_linear::<TestTransport>),
-    (
-        "recursive_doubling",
-        barrier_recursive_doubling::<TestTransport>,
-    ),
-    ("dissemination", barrier_dissemination::<TestTransport>),
-    ("bruck", barrier_bruck::<TestTransport>),
+    ("linear", |a0, a1| block_on(barrier_linear(a0, a1))),
+    ("recursive_doubling", |a0, a1| {
+        block_on(barrier_recursive_doubling(a0, a1))
+    }),
+    ("dissemination", |a0, a1| {
+        block_on(barrier_dissemination(a0, a1))
+    }),
+    ("bruck", |a0, a1| block_on(barrier_bruck(a0, a1))),
 ];
 
 const ROUNDS: u32 = 6;

@@ -3,6 +3,7 @@
 mod common;
 
 use common::{bytes, check, seed, tag, LENS, SIZES};
+use oxmpi_collectives::block_on;
 use oxmpi_collectives::testkit::{self, TestTransport};
 use oxmpi_collectives::{
     bcast_binomial, bcast_linear, bcast_pipeline, bcast_scatter_allgather, CollError, Transport,
@@ -49,34 +50,42 @@ fn check_bcast(name: &str, bcast: Bcast, lens: &[usize]) {
 
 #[test]
 fn bcast_linear_all_cases() {
-    check_bcast("linear", bcast_linear::<TestTransport>, LENS);
+    check_bcast(
+        "linear",
+        |a0, a1, a2, a3| block_on(bcast_linear(a0, a1, a2, a3)),
+        LENS,
+    );
 }
 
 #[test]
 fn bcast_binomial_all_cases() {
-    check_bcast("binomial", bcast_binomial::<TestTransport>, LENS);
+    check_bcast(
+        "binomial",
+        |a0, a1, a2, a3| block_on(bcast_binomial(a0, a1, a2, a3)),
+        LENS,
+    );
 }
 
 #[test]
 fn bcast_pipeline_all_cases() {
     check_bcast(
         "pipeline 1000",
-        |t, b, r, tag| bcast_pipeline(t, b, r, 1000, tag),
+        |t, b, r, tag| block_on(bcast_pipeline(t, b, r, 1000, tag)),
         LENS,
     );
     check_bcast(
         "pipeline unsegmented",
-        |t, b, r, tag| bcast_pipeline(t, b, r, 0, tag),
+        |t, b, r, tag| block_on(bcast_pipeline(t, b, r, 0, tag)),
         LENS,
     );
     check_bcast(
         "pipeline 3",
-        |t, b, r, tag| bcast_pipeline(t, b, r, 3, tag),
+        |t, b, r, tag| block_on(bcast_pipeline(t, b, r, 3, tag)),
         &[0, 1, 7, 64],
     );
     check_bcast(
         "pipeline 7",
-        |t, b, r, tag| bcast_pipeline(t, b, r, 7, tag),
+        |t, b, r, tag| block_on(bcast_pipeline(t, b, r, 7, tag)),
         &[7, 64],
     );
 }
@@ -85,13 +94,13 @@ fn bcast_pipeline_all_cases() {
 fn bcast_scatter_allgather_all_cases() {
     check_bcast(
         "scatter_allgather",
-        bcast_scatter_allgather::<TestTransport>,
+        |a0, a1, a2, a3| block_on(bcast_scatter_allgather(a0, a1, a2, a3)),
         LENS,
     );
     // Lengths around the size, where blocks become empty or uneven.
     check_bcast(
         "scatter_allgather short",
-        bcast_scatter_allgather::<TestTransport>,
+        |a0, a1, a2, a3| block_on(bcast_scatter_allgather(a0, a1, a2, a3)),
         &[2, 3, 5, 8, 9, 17],
     );
 }

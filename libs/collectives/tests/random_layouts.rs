@@ -4,6 +4,7 @@
 mod common;
 
 use common::{bytes, check, seed, Case};
+use oxmpi_collectives::block_on;
 use oxmpi_collectives::testkit;
 use oxmpi_collectives::{
     allgatherv_ring, allreduce_segmented_ring, alltoallv_linear, bcast_pipeline, gatherv_linear,
@@ -50,11 +51,11 @@ proptest! {
             let rank = t.rank();
             let own = block(rank);
             let mut gathered = vec![0xEE; if rank == root { total } else { 0 }];
-            gatherv_linear(t, SendBuf::Buf(&own), &mut gathered, &counts, &displs, root, -1).unwrap();
+            block_on(gatherv_linear(t, SendBuf::Buf(&own), &mut gathered, &counts, &displs, root, -1)).unwrap();
             let mut mine = vec![0; counts[rank as usize]];
-            scatterv_linear(t, &gathered, &counts, &displs, RecvBuf::Buf(&mut mine), root, -2).unwrap();
+            block_on(scatterv_linear(t, &gathered, &counts, &displs, RecvBuf::Buf(&mut mine), root, -2)).unwrap();
             let mut all = vec![0xEE; total];
-            allgatherv_ring(t, SendBuf::Buf(&own), &mut all, &counts, &displs, -3).unwrap();
+            block_on(allgatherv_ring(t, SendBuf::Buf(&own), &mut all, &counts, &displs, -3)).unwrap();
             (gathered, mine, all)
         });
         let mut want = vec![0xEE; total];
@@ -85,7 +86,7 @@ proptest! {
                 send[sd[to]..][..sc[to]].copy_from_slice(&data(me, to));
             }
             let mut recv = vec![0xEE; rtotal];
-            alltoallv_linear(t, SendBuf::Buf(&send), &sc, &sd, &mut recv, &rc, &rd, -1).unwrap();
+            block_on(alltoallv_linear(t, SendBuf::Buf(&send), &sc, &sd, &mut recv, &rc, &rd, -1)).unwrap();
             (recv, rd)
         });
         for (me, (recv, rd)) in results.iter().enumerate() {
@@ -105,9 +106,9 @@ proptest! {
             let x = input(t.rank());
             let mine = counts[t.rank() as usize] * case.elem_size();
             let mut a = vec![0; mine];
-            case.with(|op| reduce_scatter_ring(t, SendBuf::Buf(&x), &mut a, counts, op, -1)).unwrap();
+            case.with(|op| block_on(reduce_scatter_ring(t, SendBuf::Buf(&x), &mut a, counts, op, -1))).unwrap();
             let mut b = x.clone();
-            case.with(|op| reduce_scatter_via_reduce(t, SendBuf::InPlace, &mut b, counts, op, -2)).unwrap();
+            case.with(|op| block_on(reduce_scatter_via_reduce(t, SendBuf::InPlace, &mut b, counts, op, -2))).unwrap();
             b.truncate(mine);
             (a, b)
         });
@@ -128,14 +129,14 @@ proptest! {
             let rank = t.rank();
             let data = bytes(seed(&[count as u64, 43]), count);
             let mut buf = if rank == root { data.clone() } else { vec![0; count] };
-            bcast_pipeline(t, &mut buf, root, segment, -1).unwrap();
+            block_on(bcast_pipeline(t, &mut buf, root, segment, -1)).unwrap();
             let mut out = Vec::new();
             for (k, case) in [Case::MatMul, Case::UserSum].into_iter().enumerate() {
                 let x = case.input(seed(&[rank.into(), count as u64, 47]), count);
                 let mut reduced = vec![0; if rank == root { x.len() } else { 0 }];
-                case.with(|op| reduce_pipeline(t, SendBuf::Buf(&x), &mut reduced, root, op, segment, -2 - 2 * k as i32)).unwrap();
+                case.with(|op| block_on(reduce_pipeline(t, SendBuf::Buf(&x), &mut reduced, root, op, segment, -2 - 2 * k as i32))).unwrap();
                 let mut all = x.clone();
-                case.with(|op| allreduce_segmented_ring(t, SendBuf::InPlace, &mut all, op, segment, -3 - 2 * k as i32)).unwrap();
+                case.with(|op| block_on(allreduce_segmented_ring(t, SendBuf::InPlace, &mut all, op, segment, -3 - 2 * k as i32))).unwrap();
                 out.push((reduced, all));
             }
             (buf, out)

@@ -3,6 +3,7 @@
 mod common;
 
 use common::{check, counts, seed, small_counts, tag, Case, CASES, FEW_CASES, SIZES};
+use oxmpi_collectives::block_on;
 use oxmpi_collectives::testkit::{self, TestTransport};
 use oxmpi_collectives::{
     reduce_binomial, reduce_linear, reduce_pipeline, CollError, Reduction, SendBuf, Transport,
@@ -81,19 +82,29 @@ fn check_reduce(name: &str, reduce: Reduce, cases: &[Case], counts: fn(Case) -> 
 
 #[test]
 fn reduce_linear_all_cases() {
-    check_reduce("linear", reduce_linear::<TestTransport>, CASES, counts);
+    check_reduce(
+        "linear",
+        |a0, a1, a2, a3, a4, a5| block_on(reduce_linear(a0, a1, a2, a3, a4, a5)),
+        CASES,
+        counts,
+    );
 }
 
 #[test]
 fn reduce_binomial_all_cases() {
-    check_reduce("binomial", reduce_binomial::<TestTransport>, CASES, counts);
+    check_reduce(
+        "binomial",
+        |a0, a1, a2, a3, a4, a5| block_on(reduce_binomial(a0, a1, a2, a3, a4, a5)),
+        CASES,
+        counts,
+    );
 }
 
 #[test]
 fn reduce_pipeline_all_cases() {
     check_reduce(
         "pipeline 1000",
-        |t, s, r, root, op, tag| reduce_pipeline(t, s, r, root, op, 1000, tag),
+        |t, s, r, root, op, tag| block_on(reduce_pipeline(t, s, r, root, op, 1000, tag)),
         CASES,
         counts,
     );
@@ -106,13 +117,13 @@ fn reduce_pipeline_small_segments() {
     // test transport).
     check_reduce(
         "pipeline 1",
-        |t, s, r, root, op, tag| reduce_pipeline(t, s, r, root, op, 1, tag),
+        |t, s, r, root, op, tag| block_on(reduce_pipeline(t, s, r, root, op, 1, tag)),
         FEW_CASES,
         small_counts,
     );
     check_reduce(
         "pipeline 12",
-        |t, s, r, root, op, tag| reduce_pipeline(t, s, r, root, op, 12, tag),
+        |t, s, r, root, op, tag| block_on(reduce_pipeline(t, s, r, root, op, 12, tag)),
         CASES,
         small_counts,
     );

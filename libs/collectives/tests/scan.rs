@@ -3,6 +3,7 @@
 mod common;
 
 use common::{check, counts, seed, tag, Case, CASES, SIZES};
+use oxmpi_collectives::block_on;
 use oxmpi_collectives::testkit;
 use oxmpi_collectives::{exscan_linear, scan_linear, SendBuf, Transport};
 
@@ -29,9 +30,9 @@ fn check_scan(exclusive: bool) {
                         };
                         case.with(|op| {
                             if exclusive {
-                                exscan_linear(t, send, &mut recv, op, tag(call))
+                                block_on(exscan_linear(t, send, &mut recv, op, tag(call)))
                             } else {
-                                scan_linear(t, send, &mut recv, op, tag(call))
+                                block_on(scan_linear(t, send, &mut recv, op, tag(call)))
                             }
                         })
                         .unwrap();

@@ -3,6 +3,7 @@
 
 mod common;
 
+use oxmpi_collectives::block_on;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
@@ -34,13 +35,13 @@ fn messages_on_one_tag_keep_their_order() {
     testkit::run(2, |t| {
         if t.rank() == 0 {
             for i in 0..5u8 {
-                send(t, 1, -3, &[i; 3]).unwrap();
+                block_on(send(t, 1, -3, &[i; 3])).unwrap();
             }
         } else {
             let mut bufs = [[9u8; 3]; 5];
             let mut recvs: Vec<(u32, &mut [u8])> =
                 bufs.iter_mut().map(|b| (0, &mut b[..])).collect();
-            exchange(t, -3, &[], &mut recvs).unwrap();
+            block_on(exchange(t, -3, &[], &mut recvs)).unwrap();
             for (i, b) in bufs.iter().enumerate() {
                 assert_eq!(b, &[i as u8; 3]);
             }
@@ -56,13 +57,13 @@ fn tags_are_matched_exactly() {
     };
     testkit::run_with(&eager, 2, |t| {
         if t.rank() == 0 {
-            send(t, 1, -1, b"one").unwrap();
-            send(t, 1, -2, b"two").unwrap();
+            block_on(send(t, 1, -1, b"one")).unwrap();
+            block_on(send(t, 1, -2, b"two")).unwrap();
         } else {
             // Received in the other order: the tags keep them apart.
             let (mut a, mut b) = ([0u8; 3], [0u8; 3]);
-            recv(t, 0, -2, &mut b).unwrap();
-            recv(t, 0, -1, &mut a).unwrap();
+            block_on(recv(t, 0, -2, &mut b)).unwrap();
+            block_on(recv(t, 0, -1, &mut a)).unwrap();
             assert_eq!((&a, &b), (b"one", b"two"));
         }
     });
@@ -72,10 +73,10 @@ fn tags_are_matched_exactly() {
 fn a_wrong_length_is_an_error() {
     let results = testkit::run(2, |t| {
         if t.rank() == 0 {
-            send(t, 1, -1, &[1, 2, 3, 4]).map_err(|e| e.to_string())
+            block_on(send(t, 1, -1, &[1, 2, 3, 4])).map_err(|e| e.to_string())
         } else {
             let mut buf = [0u8; 3];
-            match recv(t, 0, -1, &mut buf) {
+            match block_on(recv(t, 0, -1, &mut buf)) {
                 Err(CollError::Length {
                     from: 0,
                     tag: -1,
@@ -93,7 +94,7 @@ fn a_wrong_length_is_an_error() {
 fn ranks_disagreeing_on_a_length_get_a_length_error() {
     let results = testkit::run(3, |t| {
         let mut buf = vec![0u8; if t.rank() == 0 { 4 } else { 3 }];
-        bcast_linear(t, &mut buf, 0, -1)
+        block_on(bcast_linear(t, &mut buf, 0, -1))
     });
     assert!(results[0].is_ok());
     assert!(matches!(results[1], Err(CollError::Length { .. })));
@@ -106,7 +107,7 @@ fn a_deadlock_panics_with_what_was_waited_for() {
         testkit::run_with(&quick(), 2, |t| {
             let peer = 1 - t.rank();
             let mut buf = [0u8; 8];
-            recv(t, peer, -5, &mut buf).unwrap();
+            block_on(recv(t, peer, -5, &mut buf)).unwrap();
         });
     });
     assert!(message.contains("deadlock"), "{message}");
@@ -119,7 +120,7 @@ fn a_synchronous_send_without_a_receive_deadlocks() {
     let message = panic_message(|| {
         testkit::run_with(&quick(), 2, |t| {
             if t.rank() == 0 {
-                send(t, 1, -1, b"lost").unwrap();
+                block_on(send(t, 1, -1, b"lost")).unwrap();
             }
         });
     });
@@ -138,7 +139,7 @@ fn an_unreceived_eager_message_fails_the_run() {
     let message = panic_message(|| {
         testkit::run_with(&eager, 2, |t| {
             if t.rank() == 0 {
-                send(t, 1, -1, b"lost").unwrap();
+                block_on(send(t, 1, -1, b"lost")).unwrap();
             }
         });
     });
@@ -163,7 +164,7 @@ fn a_request_never_waited_fails_the_run() {
                 let _req = unsafe { t.isend(1, -1, DATA.as_ptr(), DATA.len()) }.unwrap();
             } else {
                 let mut buf = [0u8; 4];
-                recv(t, 0, -1, &mut buf).unwrap();
+                block_on(recv(t, 0, -1, &mut buf)).unwrap();
             }
         });
     });
@@ -179,7 +180,7 @@ fn a_panicking_rank_releases_the_others() {
             }
             let mut buf = [0u8; 1];
             // Waits for rank 2, which never sends: released by its panic.
-            recv(t, 2, -1, &mut buf).unwrap();
+            block_on(recv(t, 2, -1, &mut buf)).unwrap();
         });
     });
     assert_eq!(message, "rank two fails");
@@ -199,11 +200,11 @@ fn algorithms_run_with_eager_sends_and_a_dyn_transport() {
             } else {
                 vec![0; 100]
             };
-            bcast_binomial(t, &mut buf, 0, -1).unwrap();
+            block_on(bcast_binomial(t, &mut buf, 0, -1)).unwrap();
             check(&buf, &bytes(1, 100), "bcast");
             let input: Vec<u8> = (0..size * 3).map(|i| (i + t.rank() * 7) as u8).collect();
             let mut out = vec![0; input.len()];
-            alltoall_bruck(t, SendBuf::Buf(&input), &mut out, -2).unwrap();
+            block_on(alltoall_bruck(t, SendBuf::Buf(&input), &mut out, -2)).unwrap();
             let rank = t.rank();
             let want: Vec<u8> = (0..size)
                 .flat_map(|from| (0..3).map(move |k| (rank * 3 + k + from * 7) as u8))
@@ -212,7 +213,7 @@ fn algorithms_run_with_eager_sends_and_a_dyn_transport() {
             let x = Case::MatMul.input(t.rank().into(), 5);
             let mut r = vec![0; x.len()];
             Case::MatMul
-                .with(|op| allreduce_ring(t, SendBuf::Buf(&x), &mut r, op, -3))
+                .with(|op| block_on(allreduce_ring(t, SendBuf::Buf(&x), &mut r, op, -3)))
                 .unwrap();
             let inputs: Vec<Vec<u8>> = (0..size).map(|q| Case::MatMul.input(q.into(), 5)).collect();
             check(&r, &Case::MatMul.fold(&inputs), "allreduce");
@@ -225,7 +226,7 @@ fn argument_errors_come_before_any_message() {
     testkit::run(3, |t| {
         let mut buf = [0u8; 4];
         assert!(matches!(
-            bcast_binomial(t, &mut buf, 3, -1),
+            block_on(bcast_binomial(t, &mut buf, 3, -1)),
             Err(CollError::InvalidArgument(_))
         ));
         // MPI_SUM is not defined on MPI_C_BOOL.
@@ -234,7 +235,14 @@ fn argument_errors_come_before_any_message() {
             ty: ElementType::Bool,
         };
         let x = [1u8; 4];
-        let err = allreduce_rabenseifner(t, SendBuf::Buf(&x), &mut buf, &mut op, -1).unwrap_err();
+        let err = block_on(allreduce_rabenseifner(
+            t,
+            SendBuf::Buf(&x),
+            &mut buf,
+            &mut op,
+            -1,
+        ))
+        .unwrap_err();
         assert!(matches!(err, CollError::Reduce(_)), "{err}");
         // Not a whole number of 4-byte elements.
         let mut op = Reduction::Predefined {
@@ -242,11 +250,19 @@ fn argument_errors_come_before_any_message() {
             ty: ElementType::Int32,
         };
         let mut odd = [0u8; 6];
-        let err = allreduce_ring(t, SendBuf::Buf(&[0; 6]), &mut odd, &mut op, -1).unwrap_err();
+        let err = block_on(allreduce_ring(
+            t,
+            SendBuf::Buf(&[0; 6]),
+            &mut odd,
+            &mut op,
+            -1,
+        ))
+        .unwrap_err();
         assert!(matches!(err, CollError::InvalidArgument(_)), "{err}");
         // IN_PLACE off the root of a reduce.
         if t.rank() != 0 {
-            let err = reduce_linear(t, SendBuf::InPlace, &mut buf, 0, &mut op, -1).unwrap_err();
+            let err =
+                block_on(reduce_linear(t, SendBuf::InPlace, &mut buf, 0, &mut op, -1)).unwrap_err();
             assert!(matches!(err, CollError::InvalidArgument(_)), "{err}");
         }
         assert_eq!(t.messages_sent(), 0);
@@ -265,7 +281,7 @@ fn a_user_operation_error_is_returned() {
         };
         let x = [0u8; 4];
         let mut out = [0u8; 4];
-        reduce_linear(t, SendBuf::Buf(&x), &mut out, 0, &mut op, -1)
+        block_on(reduce_linear(t, SendBuf::Buf(&x), &mut out, 0, &mut op, -1))
     });
     assert!(matches!(results[0], Err(CollError::User(_))));
     assert!(results[1].is_ok());

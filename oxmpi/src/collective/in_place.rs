@@ -104,25 +104,25 @@ impl InPlaceCollectives for SimpleCommunicator {
         unsafe { self.run(&call) }
     }
 
-    fn scan_in_place<B, O>(&self, buf: &mut B, mut op: O) -> Result<(), Error>
+    fn scan_in_place<B, O>(&self, buf: &mut B, op: O) -> Result<(), Error>
     where
         B: BufferMut + ?Sized,
         O: Operation<B::Item>,
     {
         let b = buf.as_items_mut();
-        let mut call = reduction::<B::Item, O>(CollKind::Scan, b.len(), &mut op);
+        let mut call = reduction::<B::Item, O>(CollKind::Scan, b.len(), &op);
         call.recv = b.as_mut_ptr().cast();
         // SAFETY: `buf` holds `count` elements; `op` outlives the call.
         unsafe { self.run(&call) }
     }
 
-    fn exclusive_scan_in_place<B, O>(&self, buf: &mut B, mut op: O) -> Result<(), Error>
+    fn exclusive_scan_in_place<B, O>(&self, buf: &mut B, op: O) -> Result<(), Error>
     where
         B: BufferMut + ?Sized,
         O: Operation<B::Item>,
     {
         let b = buf.as_items_mut();
-        let mut call = reduction::<B::Item, O>(CollKind::Exscan, b.len(), &mut op);
+        let mut call = reduction::<B::Item, O>(CollKind::Exscan, b.len(), &op);
         call.recv = b.as_mut_ptr().cast();
         // SAFETY: as in `scan_in_place`.
         unsafe { self.run(&call) }
@@ -155,14 +155,14 @@ impl InPlaceRoot for Process<'_> {
         unsafe { self.comm.run(&call) }
     }
 
-    fn reduce_into_root_in_place<B, O>(&self, buf: &mut B, mut op: O) -> Result<(), Error>
+    fn reduce_into_root_in_place<B, O>(&self, buf: &mut B, op: O) -> Result<(), Error>
     where
         B: BufferMut + ?Sized,
         O: Operation<B::Item>,
     {
         let root = self.at_root("reduce_into")?;
         let b = buf.as_items_mut();
-        let mut call = reduction::<B::Item, O>(CollKind::Reduce, b.len(), &mut op);
+        let mut call = reduction::<B::Item, O>(CollKind::Reduce, b.len(), &op);
         call.recv = b.as_mut_ptr().cast();
         call.root = root;
         // SAFETY: `buf` holds `count` elements; `op` outlives the call.

@@ -35,15 +35,20 @@ use std::marker::PhantomData;
 use std::mem::size_of;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+mod calls;
+mod immediate;
 mod in_place;
 mod varcount;
 
+use calls::Blocking;
+
+pub use immediate::{ImmediateCollectives, ImmediateRoot};
 pub use in_place::{InPlaceCollectives, InPlaceRoot};
 pub use varcount::{Partition, PartitionMut, VarcountCollectives, VarcountRoot};
 
 /// A reduction operation for elements of type `T`: a [`SystemOperation`]
 /// or a [`UserOperation`].
-pub trait Operation<T: Equivalence> {
+pub trait Operation<T: Equivalence>: Sync {
     /// The predefined operation, or [`OpCode::User`].
     #[doc(hidden)]
     fn code(&self) -> OpCode;
@@ -51,7 +56,7 @@ pub trait Operation<T: Equivalence> {
     /// The user operation to call (for [`OpCode::User`]); its context
     /// points into `self`, which outlives the call.
     #[doc(hidden)]
-    fn user(&mut self) -> UserOp;
+    fn user(&self) -> UserOp;
 }
 
 /// A predefined reduction operation (`MPI_SUM`, `MPI_MAX`, …).
@@ -106,7 +111,7 @@ impl<T: Equivalence> Operation<T> for SystemOperation {
         self.0
     }
 
-    fn user(&mut self) -> UserOp {
+    fn user(&self) -> UserOp {
         UserOp::NONE
     }
 }
@@ -115,7 +120,9 @@ impl<T: Equivalence> Operation<T> for SystemOperation {
 /// `f(input, inout)` sets each element of `inout` to `input` op `inout`.
 /// A non-commutative operation is applied in rank order (the result is
 /// `x0 op x1 op … op xn-1`); a commutative one may be applied in any
-/// order. A panic in the closure fails the collective.
+/// order. A panic in the closure fails the collective. The closure may be
+/// called from any thread that advances a non-blocking collective, so it
+/// is `Fn + Sync`.
 pub struct UserOperation<T, F> {
     f: F,
     commutative: bool,
@@ -125,7 +132,7 @@ pub struct UserOperation<T, F> {
 /// What a [`UserOperation`]'s closure works on.
 type Elements<T> = fn(&[T], &mut [T]);
 
-impl<T: Equivalence, F: FnMut(&[T], &mut [T])> UserOperation<T, F> {
+impl<T: Equivalence, F: Fn(&[T], &mut [T]) + Sync> UserOperation<T, F> {
     /// A commutative operation.
     pub fn commutative(f: F) -> Self {
         UserOperation {
@@ -148,16 +155,17 @@ impl<T: Equivalence, F: FnMut(&[T], &mut [T])> UserOperation<T, F> {
 /// Calls a [`UserOperation`]'s closure on `count` elements at `input` and
 /// `inout` (copied to aligned storage when a buffer is not aligned for
 /// `T`).
-unsafe extern "C" fn call_user<T: Equivalence, F: FnMut(&[T], &mut [T])>(
+unsafe extern "C" fn call_user<T: Equivalence, F: Fn(&[T], &mut [T]) + Sync>(
     ctx: *mut c_void,
     input: *const u8,
     inout: *mut u8,
     count: usize,
 ) -> bool {
-    // SAFETY: `ctx` is the `&mut F` of a `UserOperation` that `user()`
-    // stored, alive for the whole collective, and used by one call at a
-    // time (a collective calls its operation from the calling thread).
-    let f = unsafe { &mut *ctx.cast::<F>() };
+    // SAFETY: `ctx` is the `&F` of a `UserOperation` that `user()` stored,
+    // alive for the whole collective (blocking: the call; non-blocking: the
+    // request borrows the operation); `F: Sync`, so calls from any thread
+    // through a shared reference are sound.
+    let f = unsafe { &*ctx.cast::<F>() };
     let bytes = count * size_of::<T>();
     // SAFETY: the component passes `count` elements of `T`'s size at both
     // pointers (the coll interface contract); bytes are always readable
@@ -192,15 +200,15 @@ unsafe extern "C" fn call_user<T: Equivalence, F: FnMut(&[T], &mut [T])>(
     .is_ok()
 }
 
-impl<T: Equivalence, F: FnMut(&[T], &mut [T])> Operation<T> for UserOperation<T, F> {
+impl<T: Equivalence, F: Fn(&[T], &mut [T]) + Sync> Operation<T> for UserOperation<T, F> {
     fn code(&self) -> OpCode {
         OpCode::User
     }
 
-    fn user(&mut self) -> UserOp {
+    fn user(&self) -> UserOp {
         UserOp {
             func: Some(call_user::<T, F>),
-            ctx: (&mut self.f as *mut F).cast(),
+            ctx: (&self.f as *const F).cast_mut().cast(),
             elem_size: size_of::<T>(),
             commutative: self.commutative,
         }
@@ -413,7 +421,7 @@ impl SimpleCommunicator {
 pub(crate) fn reduction<'a, T: Equivalence, O: Operation<T>>(
     kind: CollKind,
     count: usize,
-    op: &mut O,
+    op: &O,
 ) -> CollCall<'a> {
     let mut call = CollCall::new(kind);
     call.count = count;
@@ -429,128 +437,60 @@ pub(crate) fn reduction<'a, T: Equivalence, O: Operation<T>>(
 
 impl CommunicatorCollectives for SimpleCommunicator {
     fn barrier(&self) -> Result<(), Error> {
-        // SAFETY: no buffers.
-        unsafe { self.run(&CollCall::new(CollKind::Barrier)) }
+        calls::barrier(self, Blocking)
     }
-
     fn all_gather_into<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>
     where
         S: Buffer + ?Sized,
         R: BufferMut<Item = S::Item> + ?Sized,
     {
-        let (s, r) = (send.as_items(), recv.as_items_mut());
-        let want = s.len() * self.members();
-        expect_len("all_gather_into", r.len(), want, S::Item::NAME)?;
-        let mut call = CollCall::new(CollKind::Allgather);
-        call.send = s.as_ptr().cast();
-        call.recv = r.as_mut_ptr().cast();
-        call.count = std::mem::size_of_val(s);
-        // SAFETY: `send` holds `count` bytes and `recv` `size` times as
-        // many, for the whole call.
-        unsafe { self.run(&call) }
+        calls::all_gather_into(self, send, recv, Blocking)
     }
-
     fn all_to_all_into<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>
     where
         S: Buffer + ?Sized,
         R: BufferMut<Item = S::Item> + ?Sized,
     {
-        let (s, r) = (send.as_items(), recv.as_items_mut());
-        let n = self.members();
-        if s.len() % n != 0 || r.len() != s.len() {
-            let want = s.len().next_multiple_of(n);
-            return Err(length_error(
-                "all_to_all_into",
-                r.len().min(s.len()),
-                want,
-                S::Item::NAME,
-            ));
-        }
-        let mut call = CollCall::new(CollKind::Alltoall);
-        call.send = s.as_ptr().cast();
-        call.recv = r.as_mut_ptr().cast();
-        call.count = std::mem::size_of_val(s) / n;
-        // SAFETY: both buffers hold `size` blocks of `count` bytes.
-        unsafe { self.run(&call) }
+        calls::all_to_all_into(self, send, recv, Blocking)
     }
-
-    fn all_reduce_into<S, R, O>(&self, send: &S, recv: &mut R, mut op: O) -> Result<(), Error>
+    fn all_reduce_into<S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
     where
         S: Buffer + ?Sized,
         R: BufferMut<Item = S::Item> + ?Sized,
         O: Operation<S::Item>,
     {
-        let (s, r) = (send.as_items(), recv.as_items_mut());
-        expect_len("all_reduce_into", r.len(), s.len(), S::Item::NAME)?;
-        let mut call = reduction::<S::Item, O>(CollKind::Allreduce, s.len(), &mut op);
-        call.send = s.as_ptr().cast();
-        call.recv = r.as_mut_ptr().cast();
-        // SAFETY: both buffers hold `count` elements; `op` outlives the call.
-        unsafe { self.run(&call) }
+        calls::all_reduce_into(self, send, recv, &op, Blocking)
     }
-
-    fn all_reduce_in_place<B, O>(&self, buf: &mut B, mut op: O) -> Result<(), Error>
+    fn all_reduce_in_place<B, O>(&self, buf: &mut B, op: O) -> Result<(), Error>
     where
         B: BufferMut + ?Sized,
         O: Operation<B::Item>,
     {
-        let b = buf.as_items_mut();
-        let mut call = reduction::<B::Item, O>(CollKind::Allreduce, b.len(), &mut op);
-        call.recv = b.as_mut_ptr().cast();
-        // SAFETY: the buffer holds `count` elements; `op` outlives the call.
-        unsafe { self.run(&call) }
+        calls::all_reduce_in_place(self, buf, &op, Blocking)
     }
-
-    fn reduce_scatter_block_into<S, R, O>(
-        &self,
-        send: &S,
-        recv: &mut R,
-        mut op: O,
-    ) -> Result<(), Error>
+    fn reduce_scatter_block_into<S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
     where
         S: Buffer + ?Sized,
         R: BufferMut<Item = S::Item> + ?Sized,
         O: Operation<S::Item>,
     {
-        let (s, r) = (send.as_items(), recv.as_items_mut());
-        let want = r.len() * self.members();
-        expect_len("reduce_scatter_block_into", s.len(), want, S::Item::NAME)?;
-        let mut call = reduction::<S::Item, O>(CollKind::ReduceScatterBlock, r.len(), &mut op);
-        call.send = s.as_ptr().cast();
-        call.recv = r.as_mut_ptr().cast();
-        // SAFETY: `send` holds `size` blocks of `count` elements, `recv`
-        // one; `op` outlives the call.
-        unsafe { self.run(&call) }
+        calls::reduce_scatter_block_into(self, send, recv, &op, Blocking)
     }
-
-    fn scan_into<S, R, O>(&self, send: &S, recv: &mut R, mut op: O) -> Result<(), Error>
+    fn scan_into<S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
     where
         S: Buffer + ?Sized,
         R: BufferMut<Item = S::Item> + ?Sized,
         O: Operation<S::Item>,
     {
-        let (s, r) = (send.as_items(), recv.as_items_mut());
-        expect_len("scan_into", r.len(), s.len(), S::Item::NAME)?;
-        let mut call = reduction::<S::Item, O>(CollKind::Scan, s.len(), &mut op);
-        call.send = s.as_ptr().cast();
-        call.recv = r.as_mut_ptr().cast();
-        // SAFETY: as in `all_reduce_into`.
-        unsafe { self.run(&call) }
+        calls::scan_into(self, send, recv, &op, Blocking)
     }
-
-    fn exclusive_scan_into<S, R, O>(&self, send: &S, recv: &mut R, mut op: O) -> Result<(), Error>
+    fn exclusive_scan_into<S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
     where
         S: Buffer + ?Sized,
         R: BufferMut<Item = S::Item> + ?Sized,
         O: Operation<S::Item>,
     {
-        let (s, r) = (send.as_items(), recv.as_items_mut());
-        expect_len("exclusive_scan_into", r.len(), s.len(), S::Item::NAME)?;
-        let mut call = reduction::<S::Item, O>(CollKind::Exscan, s.len(), &mut op);
-        call.send = s.as_ptr().cast();
-        call.recv = r.as_mut_ptr().cast();
-        // SAFETY: as in `all_reduce_into`.
-        unsafe { self.run(&call) }
+        calls::exclusive_scan_into(self, send, recv, &op, Blocking)
     }
 }
 
@@ -615,107 +555,42 @@ impl Root for Process<'_> {
     fn root_rank(&self) -> Rank {
         self.rank()
     }
-
     fn broadcast_into<B: BufferMut + ?Sized>(&self, buf: &mut B) -> Result<(), Error> {
-        let root = self.root()?;
-        let b = buf.as_bytes_mut();
-        let mut call = CollCall::new(CollKind::Bcast);
-        call.send = b.as_ptr();
-        call.recv = b.as_mut_ptr();
-        call.count = b.len();
-        call.root = root;
-        // SAFETY: the buffer holds `count` bytes for the whole call.
-        unsafe { self.comm.run(&call) }
+        calls::broadcast_into(self, buf, Blocking)
     }
-
     fn gather_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error> {
-        let root = self.off_root("gather_into")?;
-        let s = send.as_bytes();
-        let mut call = CollCall::new(CollKind::Gather);
-        call.send = s.as_ptr();
-        call.count = s.len();
-        call.root = root;
-        // SAFETY: `send` holds `count` bytes; no receive buffer off the
-        // root.
-        unsafe { self.comm.run(&call) }
+        calls::gather_into(self, send, Blocking)
     }
-
     fn gather_into_root<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>
     where
         S: Buffer + ?Sized,
         R: BufferMut<Item = S::Item> + ?Sized,
     {
-        let root = self.at_root("gather_into")?;
-        let (s, r) = (send.as_items(), recv.as_items_mut());
-        let want = s.len() * self.comm.members();
-        expect_len("gather_into_root", r.len(), want, S::Item::NAME)?;
-        let mut call = CollCall::new(CollKind::Gather);
-        call.send = s.as_ptr().cast();
-        call.recv = r.as_mut_ptr().cast();
-        call.count = std::mem::size_of_val(s);
-        call.root = root;
-        // SAFETY: `send` holds `count` bytes, `recv` `size` times as many.
-        unsafe { self.comm.run(&call) }
+        calls::gather_into_root(self, send, recv, Blocking)
     }
-
     fn scatter_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<(), Error> {
-        let root = self.off_root("scatter_into")?;
-        let r = recv.as_bytes_mut();
-        let mut call = CollCall::new(CollKind::Scatter);
-        call.recv = r.as_mut_ptr();
-        call.count = r.len();
-        call.root = root;
-        // SAFETY: `recv` holds `count` bytes; no send buffer off the root.
-        unsafe { self.comm.run(&call) }
+        calls::scatter_into(self, recv, Blocking)
     }
-
     fn scatter_into_root<S, R>(&self, send: &S, recv: &mut R) -> Result<(), Error>
     where
         S: Buffer + ?Sized,
         R: BufferMut<Item = S::Item> + ?Sized,
     {
-        let root = self.at_root("scatter_into")?;
-        let (s, r) = (send.as_items(), recv.as_items_mut());
-        let want = r.len() * self.comm.members();
-        expect_len("scatter_into_root", s.len(), want, S::Item::NAME)?;
-        let mut call = CollCall::new(CollKind::Scatter);
-        call.send = s.as_ptr().cast();
-        call.recv = r.as_mut_ptr().cast();
-        call.count = std::mem::size_of_val(r);
-        call.root = root;
-        // SAFETY: `send` holds `size` blocks of `count` bytes, `recv` one.
-        unsafe { self.comm.run(&call) }
+        calls::scatter_into_root(self, send, recv, Blocking)
     }
-
-    fn reduce_into<S, O>(&self, send: &S, mut op: O) -> Result<(), Error>
+    fn reduce_into<S, O>(&self, send: &S, op: O) -> Result<(), Error>
     where
         S: Buffer + ?Sized,
         O: Operation<S::Item>,
     {
-        let root = self.off_root("reduce_into")?;
-        let s = send.as_items();
-        let mut call = reduction::<S::Item, O>(CollKind::Reduce, s.len(), &mut op);
-        call.send = s.as_ptr().cast();
-        call.root = root;
-        // SAFETY: `send` holds `count` elements; `op` outlives the call.
-        unsafe { self.comm.run(&call) }
+        calls::reduce_into(self, send, &op, Blocking)
     }
-
-    fn reduce_into_root<S, R, O>(&self, send: &S, recv: &mut R, mut op: O) -> Result<(), Error>
+    fn reduce_into_root<S, R, O>(&self, send: &S, recv: &mut R, op: O) -> Result<(), Error>
     where
         S: Buffer + ?Sized,
         R: BufferMut<Item = S::Item> + ?Sized,
         O: Operation<S::Item>,
     {
-        let root = self.at_root("reduce_into")?;
-        let (s, r) = (send.as_items(), recv.as_items_mut());
-        expect_len("reduce_into_root", r.len(), s.len(), S::Item::NAME)?;
-        let mut call = reduction::<S::Item, O>(CollKind::Reduce, s.len(), &mut op);
-        call.send = s.as_ptr().cast();
-        call.recv = r.as_mut_ptr().cast();
-        call.root = root;
-        // SAFETY: both buffers hold `count` elements; `op` outlives the
-        // call.
-        unsafe { self.comm.run(&call) }
+        calls::reduce_into_root(self, send, recv, &op, Blocking)
     }
 }

@@ -250,7 +250,7 @@ impl VarcountCollectives for SimpleCommunicator {
         send: &S,
         recv: &mut R,
         counts: &[usize],
-        mut op: O,
+        op: O,
     ) -> Result<(), Error>
     where
         S: Buffer + ?Sized,
@@ -263,7 +263,7 @@ impl VarcountCollectives for SimpleCommunicator {
         expect_len("reduce_scatter_into", s.len(), total, S::Item::NAME)?;
         let mine = counts[self.rank_index()];
         expect_len("reduce_scatter_into", r.len(), mine, S::Item::NAME)?;
-        let mut call = reduction::<S::Item, O>(CollKind::ReduceScatter, mine, &mut op);
+        let mut call = reduction::<S::Item, O>(CollKind::ReduceScatter, mine, &op);
         call.send = s.as_ptr().cast();
         call.recv = r.as_mut_ptr().cast();
         call.counts = RSlice::from_slice(counts);

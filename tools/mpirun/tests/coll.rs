@@ -203,8 +203,8 @@ fn a_broken_rules_file_is_reported_with_its_line_and_basic_serves() {
 fn verbose_output_names_the_component_of_each_operation() {
     let run = passes(2, &["--mca", "coll_base_verbose", "10"], "1");
     for line in [
-        "coll:base: MPI_COMM_WORLD: allreduce from tuned (priority 30)",
-        "coll:base: MPI_COMM_WORLD: basic serves no operation (others have higher priorities)",
+        "coll:base: MPI_COMM_WORLD: allreduce from tuned (priority 30); calls it passes on go to basic (priority 10)",
+        "coll:base: MPI_COMM_WORLD: non-blocking allreduce from tuned (priority 30)",
         "coll:base: MPI_COMM_SELF: allreduce from self (priority 75)",
         "coll:base: MPI_COMM_WORLD: self declined: MPI_COMM_WORLD has 2 processes; the self component serves communicators of one",
         "coll:base: MPI_COMM_SELF: basic declined: MPI_COMM_SELF has one process; the basic component serves communicators of two or more",

@@ -32,7 +32,7 @@ use oxmpi_framework_coll::module::{CollCall, CollKind};
 /// # Errors
 ///
 /// The algorithm's error, or an inconsistent call (as a sentence).
-pub unsafe fn run<T: Transport>(
+pub async unsafe fn run<T: Transport>(
     t: &mut T,
     call: &CollCall<'_>,
     crossover: u32,
@@ -41,7 +41,7 @@ pub unsafe fn run<T: Transport>(
     let log = t.size() >= crossover;
     if has_one_algorithm(call.kind) {
         // SAFETY: the caller's promise.
-        return unsafe { run_one_algorithm(t, call, tag) };
+        return unsafe { run_one_algorithm(t, call, tag) }.await;
     }
     let mut apply = user_closure(call);
     let mut op = if call.kind.reduces() {
@@ -54,49 +54,59 @@ pub unsafe fn run<T: Transport>(
     let counts = call.counts.as_slice();
     let root = call.root;
     let outcome = match (call.kind, bufs, op.as_mut()) {
-        (CollKind::Barrier, _, _) if log => algo::barrier_recursive_doubling(t, tag),
-        (CollKind::Barrier, _, _) => algo::barrier_linear(t, tag),
-        (CollKind::Bcast, Buffers::One(buf), _) if log => algo::bcast_binomial(t, buf, root, tag),
-        (CollKind::Bcast, Buffers::One(buf), _) => algo::bcast_linear(t, buf, root, tag),
+        (CollKind::Barrier, _, _) if log => algo::barrier_recursive_doubling(t, tag).await,
+        (CollKind::Barrier, _, _) => algo::barrier_linear(t, tag).await,
+        (CollKind::Bcast, Buffers::One(buf), _) if log => {
+            algo::bcast_binomial(t, buf, root, tag).await
+        }
+        (CollKind::Bcast, Buffers::One(buf), _) => algo::bcast_linear(t, buf, root, tag).await,
         (CollKind::Reduce, Buffers::SendRecv(s, r), Some(op)) if log => {
-            algo::reduce_binomial(t, s, r, root, op, tag)
+            algo::reduce_binomial(t, s, r, root, op, tag).await
         }
         (CollKind::Reduce, Buffers::SendRecv(s, r), Some(op)) => {
-            algo::reduce_linear(t, s, r, root, op, tag)
+            algo::reduce_linear(t, s, r, root, op, tag).await
         }
         (CollKind::Allreduce, Buffers::SendRecv(s, r), Some(op)) if log => {
-            algo::allreduce_recursive_doubling(t, s, r, op, tag)
+            algo::allreduce_recursive_doubling(t, s, r, op, tag).await
         }
         (CollKind::Allreduce, Buffers::SendRecv(s, r), Some(op)) => {
-            algo::allreduce_reduce_bcast(t, s, r, op, tag)
+            algo::allreduce_reduce_bcast(t, s, r, op, tag).await
         }
         (CollKind::Gather, Buffers::SendRecv(s, r), _) if log => {
-            algo::gather_binomial(t, s, r, root, tag)
+            algo::gather_binomial(t, s, r, root, tag).await
         }
-        (CollKind::Gather, Buffers::SendRecv(s, r), _) => algo::gather_linear(t, s, r, root, tag),
+        (CollKind::Gather, Buffers::SendRecv(s, r), _) => {
+            algo::gather_linear(t, s, r, root, tag).await
+        }
         (CollKind::Scatter, Buffers::Scatter(s, r), _) if log => {
-            algo::scatter_binomial(t, s, r, root, tag)
+            algo::scatter_binomial(t, s, r, root, tag).await
         }
-        (CollKind::Scatter, Buffers::Scatter(s, r), _) => algo::scatter_linear(t, s, r, root, tag),
+        (CollKind::Scatter, Buffers::Scatter(s, r), _) => {
+            algo::scatter_linear(t, s, r, root, tag).await
+        }
         (CollKind::Allgather, Buffers::SendRecv(s, r), _) if log => {
-            algo::allgather_bruck(t, s, r, tag)
+            algo::allgather_bruck(t, s, r, tag).await
         }
-        (CollKind::Allgather, Buffers::SendRecv(s, r), _) => algo::allgather_linear(t, s, r, tag),
+        (CollKind::Allgather, Buffers::SendRecv(s, r), _) => {
+            algo::allgather_linear(t, s, r, tag).await
+        }
         (CollKind::Alltoall, Buffers::SendRecv(s, r), _) if log => {
-            algo::alltoall_pairwise(t, s, r, tag)
+            algo::alltoall_pairwise(t, s, r, tag).await
         }
-        (CollKind::Alltoall, Buffers::SendRecv(s, r), _) => algo::alltoall_linear(t, s, r, tag),
+        (CollKind::Alltoall, Buffers::SendRecv(s, r), _) => {
+            algo::alltoall_linear(t, s, r, tag).await
+        }
         (CollKind::ReduceScatterBlock, Buffers::SendRecv(s, r), Some(op)) if log => {
-            algo::reduce_scatter_block_ring(t, s, r, op, tag)
+            algo::reduce_scatter_block_ring(t, s, r, op, tag).await
         }
         (CollKind::ReduceScatterBlock, Buffers::SendRecv(s, r), Some(op)) => {
-            algo::reduce_scatter_block_via_reduce(t, s, r, op, tag)
+            algo::reduce_scatter_block_via_reduce(t, s, r, op, tag).await
         }
         (CollKind::ReduceScatter, Buffers::SendRecv(s, r), Some(op)) if log => {
-            algo::reduce_scatter_ring(t, s, r, counts, op, tag)
+            algo::reduce_scatter_ring(t, s, r, counts, op, tag).await
         }
         (CollKind::ReduceScatter, Buffers::SendRecv(s, r), Some(op)) => {
-            algo::reduce_scatter_via_reduce(t, s, r, counts, op, tag)
+            algo::reduce_scatter_via_reduce(t, s, r, counts, op, tag).await
         }
         (kind, _, _) => {
             return Err(format!(

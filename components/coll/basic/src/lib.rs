@@ -13,9 +13,10 @@
 
 pub mod call;
 
-use oxmpi_framework_coll::adapter::{Coll, CommInfo, Core, Offer};
-use oxmpi_framework_coll::module::{CollCall, OpSet, TAG_FIRST};
-use oxmpi_framework_coll::transport::{CommTransport, Scratch};
+use oxmpi_collectives::block_on;
+use oxmpi_framework_coll::adapter::{Coll, CommInfo, Core, Offer, Operation, Served};
+use oxmpi_framework_coll::module::{CollCall, OpSet, OwnedCall, TAG_FIRST};
+use oxmpi_framework_coll::transport::{CommTransport, OwnedComm, Scratch};
 use oxmpi_plugin_api::{ComponentContext, ComponentError, Lifecycle, Params, QueryReply, Version};
 
 /// The component's parameters (full names `coll_basic_<name>`).
@@ -90,6 +91,7 @@ impl Coll for BasicColl {
         Ok(Offer {
             priority: self.params.priority,
             ops: OpSet::ALL,
+            nb_ops: OpSet::ALL,
             comm: BasicComm {
                 context: comm.context,
                 rank: comm.rank,
@@ -99,7 +101,7 @@ impl Coll for BasicColl {
         })
     }
 
-    fn run(&self, comm: &mut BasicComm, call: &CollCall<'_>) -> Result<(), String> {
+    fn run(&self, comm: &mut BasicComm, call: &CollCall<'_>) -> Result<Served, String> {
         let mut transport = CommTransport::new(
             &self.core,
             comm.context,
@@ -110,7 +112,32 @@ impl Coll for BasicColl {
         let tag = TAG_FIRST - call.kind as i32;
         // SAFETY: the MPI layer's promise for a call (`CollHandle::run`):
         // its buffers are valid for what its fields say.
-        unsafe { call::run(&mut transport, call, self.params.crossover, tag) }
+        block_on(unsafe { call::run(&mut transport, call, self.params.crossover, tag) })
+            .map(|()| Served::Done)
+    }
+
+    fn start(
+        &self,
+        comm: &mut BasicComm,
+        call: &CollCall<'_>,
+        tag: i32,
+    ) -> Result<Operation, String> {
+        let mut owned = OwnedComm::new(self.core, comm.context, comm.rank, &comm.members);
+        let call = OwnedCall::new(call);
+        let crossover = self.params.crossover;
+        let future = async move {
+            let view = call.view();
+            let mut transport = owned.transport();
+            // SAFETY: the MPI layer's promise for a started call
+            // (`CollHandle::start`): its buffers are valid for what its
+            // fields say until the operation completes.
+            let run = unsafe { call::run(&mut transport, &view, crossover, tag) };
+            run.await
+        };
+        // SAFETY: the future holds owned values, the call's buffers and
+        // user operation (which MPI lets the library use from any thread
+        // until completion) and the services (any thread).
+        Ok(unsafe { Operation::new(future) })
     }
 }
 

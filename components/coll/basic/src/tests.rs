@@ -66,7 +66,7 @@ where
         };
         // SAFETY: the buffers live across the call and have the lengths
         // the call's fields give.
-        unsafe { call::run(t, &call, crossover, -20) }.unwrap();
+        oxmpi_collectives::block_on(unsafe { call::run(t, &call, crossover, -20) }).unwrap();
         recv
     })
 }
@@ -389,7 +389,7 @@ fn an_operation_that_does_not_apply_to_the_type_is_refused_before_any_message() 
         c.element = ElementCode::Float64;
         c.op = OpCode::Band;
         // SAFETY: 8-byte buffers for one double.
-        unsafe { call::run(t, &c, 4, -20) }.unwrap_err()
+        oxmpi_collectives::block_on(unsafe { call::run(t, &c, 4, -20) }).unwrap_err()
     });
     assert_eq!(got[0], "MPI_BAND is not defined for MPI_DOUBLE elements");
 }

@@ -10,7 +10,7 @@
 //! (`coll_self_priority`, 75, Open MPI's) puts it above `basic` and `tuned`
 //! for the communicators it takes.
 
-use oxmpi_framework_coll::adapter::{Coll, CommInfo, Core, Offer};
+use oxmpi_framework_coll::adapter::{Coll, CommInfo, Core, Offer, Operation, Served};
 use oxmpi_framework_coll::module::{CollCall, CollKind, OpSet};
 use oxmpi_plugin_api::{ComponentContext, ComponentError, Lifecycle, Params, QueryReply, Version};
 
@@ -72,12 +72,26 @@ impl Coll for SelfColl {
         Ok(Offer {
             priority: self.priority,
             ops: OpSet::ALL,
+            nb_ops: OpSet::ALL,
             comm: SelfComm,
         })
     }
 
-    fn run(&self, _comm: &mut SelfComm, call: &CollCall<'_>) -> Result<(), String> {
-        local(call)
+    fn run(&self, _comm: &mut SelfComm, call: &CollCall<'_>) -> Result<Served, String> {
+        local(call).map(|()| Served::Done)
+    }
+
+    /// Does the copies at once: the operation is complete when started
+    /// (its first poll answers it).
+    fn start(
+        &self,
+        _comm: &mut SelfComm,
+        call: &CollCall<'_>,
+        _tag: i32,
+    ) -> Result<Operation, String> {
+        let outcome = local(call);
+        // SAFETY: the future holds only its outcome (an owned value).
+        Ok(unsafe { Operation::new(std::future::ready(outcome)) })
     }
 }
 

@@ -44,7 +44,9 @@ fn takes_communicators_of_one_and_declines_the_others() {
 }
 
 fn run(call: &CollCall<'_>) -> Result<(), String> {
-    SelfColl { priority: 75 }.run(&mut SelfComm, call)
+    SelfColl { priority: 75 }
+        .run(&mut SelfComm, call)
+        .map(|served| assert_eq!(served, oxmpi_framework_coll::adapter::Served::Done))
 }
 
 #[test]

@@ -191,7 +191,7 @@ pub fn choose(
 ///
 /// The algorithm's error, an inconsistent call, or an algorithm number the
 /// operation does not have.
-pub unsafe fn run<T: Transport>(
+pub async unsafe fn run<T: Transport>(
     t: &mut T,
     call: &CollCall<'_>,
     choice: Choice,
@@ -199,7 +199,7 @@ pub unsafe fn run<T: Transport>(
 ) -> Result<(), String> {
     if has_one_algorithm(call.kind) {
         // SAFETY: the caller's promise.
-        return unsafe { run_one_algorithm(t, call, tag) };
+        return unsafe { run_one_algorithm(t, call, tag) }.await;
     }
     let mut apply = user_closure(call);
     let mut op = if call.kind.reduces() {
@@ -218,60 +218,60 @@ pub unsafe fn run<T: Transport>(
     let a = choice.algorithm;
     let outcome = match (call.kind, bufs, op.as_mut()) {
         (CollKind::Barrier, _, _) => match a {
-            1 => algo::barrier_linear(t, tag),
-            3 => algo::barrier_recursive_doubling(t, tag),
-            4 => algo::barrier_bruck(t, tag),
-            _ => algo::barrier_dissemination(t, tag),
+            1 => algo::barrier_linear(t, tag).await,
+            3 => algo::barrier_recursive_doubling(t, tag).await,
+            4 => algo::barrier_bruck(t, tag).await,
+            _ => algo::barrier_dissemination(t, tag).await,
         },
         (CollKind::Bcast, Buffers::One(b), _) => match a {
-            1 => algo::bcast_linear(t, b, root, tag),
-            3 => algo::bcast_pipeline(t, b, root, seg, tag),
-            8 => algo::bcast_scatter_allgather(t, b, root, tag),
-            _ => algo::bcast_binomial(t, b, root, tag),
+            1 => algo::bcast_linear(t, b, root, tag).await,
+            3 => algo::bcast_pipeline(t, b, root, seg, tag).await,
+            8 => algo::bcast_scatter_allgather(t, b, root, tag).await,
+            _ => algo::bcast_binomial(t, b, root, tag).await,
         },
         (CollKind::Reduce, Buffers::SendRecv(s, r), Some(op)) => match a {
-            1 => algo::reduce_linear(t, s, r, root, op, tag),
-            3 => algo::reduce_pipeline(t, s, r, root, op, seg, tag),
-            _ => algo::reduce_binomial(t, s, r, root, op, tag),
+            1 => algo::reduce_linear(t, s, r, root, op, tag).await,
+            3 => algo::reduce_pipeline(t, s, r, root, op, seg, tag).await,
+            _ => algo::reduce_binomial(t, s, r, root, op, tag).await,
         },
         (CollKind::Allreduce, Buffers::SendRecv(s, r), Some(op)) => match a {
-            1 | 2 => algo::allreduce_reduce_bcast(t, s, r, op, tag),
-            4 => algo::allreduce_ring(t, s, r, op, tag),
-            5 => algo::allreduce_segmented_ring(t, s, r, op, seg, tag),
-            6 => algo::allreduce_rabenseifner(t, s, r, op, tag),
-            _ => algo::allreduce_recursive_doubling(t, s, r, op, tag),
+            1 | 2 => algo::allreduce_reduce_bcast(t, s, r, op, tag).await,
+            4 => algo::allreduce_ring(t, s, r, op, tag).await,
+            5 => algo::allreduce_segmented_ring(t, s, r, op, seg, tag).await,
+            6 => algo::allreduce_rabenseifner(t, s, r, op, tag).await,
+            _ => algo::allreduce_recursive_doubling(t, s, r, op, tag).await,
         },
         (CollKind::Gather, Buffers::SendRecv(s, r), _) => match a {
-            2 => algo::gather_binomial(t, s, r, root, tag),
-            _ => algo::gather_linear(t, s, r, root, tag),
+            2 => algo::gather_binomial(t, s, r, root, tag).await,
+            _ => algo::gather_linear(t, s, r, root, tag).await,
         },
         (CollKind::Scatter, Buffers::Scatter(s, r), _) => match a {
-            2 => algo::scatter_binomial(t, s, r, root, tag),
-            _ => algo::scatter_linear(t, s, r, root, tag),
+            2 => algo::scatter_binomial(t, s, r, root, tag).await,
+            _ => algo::scatter_linear(t, s, r, root, tag).await,
         },
         (CollKind::Allgather, Buffers::SendRecv(s, r), _) => match a {
-            1 => algo::allgather_linear(t, s, r, tag),
-            2 => algo::allgather_bruck(t, s, r, tag),
-            3 => algo::allgather_recursive_doubling(t, s, r, tag),
-            _ => algo::allgather_ring(t, s, r, tag),
+            1 => algo::allgather_linear(t, s, r, tag).await,
+            2 => algo::allgather_bruck(t, s, r, tag).await,
+            3 => algo::allgather_recursive_doubling(t, s, r, tag).await,
+            _ => algo::allgather_ring(t, s, r, tag).await,
         },
         (CollKind::Alltoall, Buffers::SendRecv(s, r), _) => match a {
-            1 => algo::alltoall_linear(t, s, r, tag),
-            3 => algo::alltoall_bruck(t, s, r, tag),
-            _ => algo::alltoall_pairwise(t, s, r, tag),
+            1 => algo::alltoall_linear(t, s, r, tag).await,
+            3 => algo::alltoall_bruck(t, s, r, tag).await,
+            _ => algo::alltoall_pairwise(t, s, r, tag).await,
         },
         (CollKind::ReduceScatterBlock, Buffers::SendRecv(s, r), Some(op)) => {
             if op.is_commutative() {
-                algo::reduce_scatter_block_ring(t, s, r, op, tag)
+                algo::reduce_scatter_block_ring(t, s, r, op, tag).await
             } else {
-                algo::reduce_scatter_block_via_reduce(t, s, r, op, tag)
+                algo::reduce_scatter_block_via_reduce(t, s, r, op, tag).await
             }
         }
         (CollKind::ReduceScatter, Buffers::SendRecv(s, r), Some(op)) => {
             if op.is_commutative() {
-                algo::reduce_scatter_ring(t, s, r, counts, op, tag)
+                algo::reduce_scatter_ring(t, s, r, counts, op, tag).await
             } else {
-                algo::reduce_scatter_via_reduce(t, s, r, counts, op, tag)
+                algo::reduce_scatter_via_reduce(t, s, r, counts, op, tag).await
             }
         }
         (kind, _, _) => {

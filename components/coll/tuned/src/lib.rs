@@ -20,9 +20,10 @@ pub mod params;
 pub mod rules;
 
 use decide::{choose, rule_op, valid_algorithms};
-use oxmpi_framework_coll::adapter::{Coll, CommInfo, Core, Offer};
-use oxmpi_framework_coll::module::{CollCall, CollKind, OpSet, TAG_FIRST};
-use oxmpi_framework_coll::transport::{CommTransport, Scratch};
+use oxmpi_collectives::block_on;
+use oxmpi_framework_coll::adapter::{Coll, CommInfo, Core, Offer, Operation, Served};
+use oxmpi_framework_coll::module::{CollCall, CollKind, OpSet, OwnedCall, TAG_FIRST};
+use oxmpi_framework_coll::transport::{CommTransport, OwnedComm, Scratch};
 use oxmpi_plugin_api::{
     verbosity, ComponentContext, ComponentError, Lifecycle, Params, QueryReply, Version,
 };
@@ -174,6 +175,7 @@ impl Coll for TunedColl {
         Ok(Offer {
             priority: self.params.priority,
             ops: OpSet::ALL,
+            nb_ops: OpSet::ALL,
             comm: TunedComm {
                 context: comm.context,
                 rank: comm.rank,
@@ -183,7 +185,7 @@ impl Coll for TunedColl {
         })
     }
 
-    fn run(&self, comm: &mut TunedComm, call: &CollCall<'_>) -> Result<(), String> {
+    fn run(&self, comm: &mut TunedComm, call: &CollCall<'_>) -> Result<Served, String> {
         let n = comm.members.len() as u32;
         let (choice, _) = choose(&self.params, self.rules.as_ref(), call, n);
         let mut transport = CommTransport::new(
@@ -195,7 +197,34 @@ impl Coll for TunedColl {
         );
         let tag = TAG_FIRST - call.kind as i32;
         // SAFETY: the MPI layer's promise for a call (`CollHandle::run`).
-        unsafe { decide::run(&mut transport, call, choice, tag) }
+        block_on(unsafe { decide::run(&mut transport, call, choice, tag) }).map(|()| Served::Done)
+    }
+
+    /// The same algorithm choice as a blocking call's, over the operation's
+    /// own transport and the MPI layer's tag.
+    fn start(
+        &self,
+        comm: &mut TunedComm,
+        call: &CollCall<'_>,
+        tag: i32,
+    ) -> Result<Operation, String> {
+        let n = comm.members.len() as u32;
+        let (choice, _) = choose(&self.params, self.rules.as_ref(), call, n);
+        let mut owned = OwnedComm::new(self.core, comm.context, comm.rank, &comm.members);
+        let call = OwnedCall::new(call);
+        let future = async move {
+            let view = call.view();
+            let mut transport = owned.transport();
+            // SAFETY: the MPI layer's promise for a started call
+            // (`CollHandle::start`): its buffers are valid until the
+            // operation completes.
+            let run = unsafe { decide::run(&mut transport, &view, choice, tag) };
+            run.await
+        };
+        // SAFETY: the future holds owned values, the call's buffers and
+        // user operation (which MPI lets the library use from any thread
+        // until completion) and the services (any thread).
+        Ok(unsafe { Operation::new(future) })
     }
 }
 

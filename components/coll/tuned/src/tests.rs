@@ -273,7 +273,7 @@ fn run_algorithm(kind: CollKind, algorithm: u32, n: u32, count: usize) -> Vec<Ve
         };
         // SAFETY: the buffers live across the call with the lengths its
         // fields give.
-        unsafe { decide::run(t, &call, choice, -20) }.unwrap();
+        oxmpi_collectives::block_on(unsafe { decide::run(t, &call, choice, -20) }).unwrap();
         recv
     })
 }

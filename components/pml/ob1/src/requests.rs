@@ -3,9 +3,14 @@
 //! A handle is `generation << 32 | slot`. A slot's generation starts at 1
 //! and changes each time the slot is released, so a stale handle (a freed
 //! request, or one whose slot was reused) is refused, and no valid handle
-//! is 0 (which the wire protocol uses as "no request").
+//! is 0 (which the wire protocol uses as "no request"). Generations stay
+//! below 2^31, so a handle's top bit is always clear (the pml interface
+//! leaves it to the MPI layer).
 
 use oxmpi_framework_pml::module::{RequestError, RequestStatus};
+
+/// Generations wrap within 31 bits (see the module docs).
+const GENERATION_MASK: u32 = (1 << 31) - 1;
 
 /// The protocol a send uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -280,7 +285,8 @@ impl Requests {
     fn vacate(&mut self, i: usize) {
         let slot = &mut self.slots[i];
         slot.req = None;
-        slot.generation = slot.generation.wrapping_add(1).max(1);
+        slot.generation = (slot.generation + 1) & GENERATION_MASK;
+        slot.generation = slot.generation.max(1);
         self.free.push(i as u32);
         self.live -= 1;
     }

@@ -43,11 +43,29 @@ pub(crate) struct CommColl {
     /// The chosen component's table per [`CollKind`] code (what a call
     /// needs, without the component list's lock).
     tables: [Option<CollHandle>; CollKind::ALL.len()],
+    /// Per [`CollKind`] code: the other components providing it, by
+    /// priority, for a call the chosen one passes on.
+    next: [Vec<Provider>; CollKind::ALL.len()],
+    /// Per [`CollKind`] code: the component that starts it non-blocking.
+    nb: [Option<Provider>; CollKind::ALL.len()],
+    /// Non-blocking collectives started on the communicator so far (the
+    /// tag of the next one; the same at every member, which start them in
+    /// the same order).
+    nb_started: u32,
     /// Every handle a query gave, for release.
     handles: Vec<(usize, u64)>,
     /// Why each component does not serve it (for the error of an operation
     /// nobody provides).
     declined: Vec<(String, String)>,
+}
+
+/// A component serving an operation of a communicator: its index among
+/// the started ones, its handle for the communicator and its table.
+#[derive(Clone, Copy)]
+pub(crate) struct Provider {
+    pub(crate) index: usize,
+    pub(crate) module: u64,
+    pub(crate) handle: CollHandle,
 }
 
 /// The coll components this process started.
@@ -120,6 +138,33 @@ impl MpiColl for Services {
         }
     }
 
+    fn test_all(&self, requests: &mut [u64], counts: &mut [usize]) -> Result<(), String> {
+        let rt = runtime_for_coll()?;
+        rt.progress_only();
+        let mut first = None;
+        for (i, handle) in requests.iter_mut().enumerate() {
+            if *handle == 0 {
+                continue;
+            }
+            match rt.take_completed(RequestId::pending(*handle)) {
+                None => {}
+                Some(Ok(status)) => {
+                    counts[i] = status.count;
+                    *handle = 0;
+                }
+                Some(Err(e)) => {
+                    first.get_or_insert_with(|| e.message.clone());
+                    *handle = 0;
+                }
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    fn progress(&self) -> usize {
+        runtime_for_coll().map_or(0, Runtime::progress)
+    }
+
     fn wait_all(&self, requests: &[u64], counts: &mut [usize]) -> Result<(), String> {
         let rt = runtime_for_coll()?;
         let mut first = None;
@@ -168,31 +213,58 @@ impl CommColl {
         }
         let mut chosen = [None; CollKind::ALL.len()];
         let mut tables = [None; CollKind::ALL.len()];
+        let mut next: [Vec<Provider>; CollKind::ALL.len()] = Default::default();
+        let mut nb = [None; CollKind::ALL.len()];
+        // By priority, highest first; ties: the component started first.
+        answers.sort_by_key(|(i, a)| (std::cmp::Reverse(a.priority), *i));
+        let provider = |i: usize, a: &oxmpi_framework_coll::module::CommAnswer| Provider {
+            index: i,
+            module: a.module,
+            handle: started[i].handle,
+        };
         for kind in CollKind::ALL {
-            let best = answers.iter().filter(|(_, a)| a.ops.contains(kind)).fold(
-                None::<&(usize, oxmpi_framework_coll::module::CommAnswer)>,
-                |best, c| match best {
-                    Some(b) if b.1.priority >= c.1.priority => Some(b),
-                    _ => Some(c),
-                },
-            );
-            if let Some((i, a)) = best {
+            let mut providers = answers.iter().filter(|(_, a)| a.ops.contains(kind));
+            let first = providers.next();
+            next[kind as usize] = providers.map(|(i, a)| provider(*i, a)).collect();
+            if let Some((i, a)) = first {
                 chosen[kind as usize] = Some((*i, a.module));
                 tables[kind as usize] = Some(started[*i].handle);
+                let then: Vec<String> = answers
+                    .iter()
+                    .filter(|(j, b)| b.ops.contains(kind) && j != i)
+                    .map(|(j, b)| format!("{} (priority {})", started[*j].name, b.priority))
+                    .collect();
                 log(&format!(
-                    "{name}: {} from {} (priority {})",
+                    "{name}: {} from {} (priority {}){}",
                     kind.name(),
                     started[*i].name,
-                    a.priority
+                    a.priority,
+                    if then.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; calls it passes on go to {}", then.join(", then "))
+                    }
                 ));
             } else {
                 log(&format!("{name}: {} from no component", kind.name()));
             }
+            if let Some((i, a)) = answers.iter().find(|(_, a)| a.nb_ops.contains(kind)) {
+                nb[kind as usize] = Some(provider(*i, a));
+                log(&format!(
+                    "{name}: non-blocking {} from {} (priority {})",
+                    kind.name(),
+                    started[*i].name,
+                    a.priority
+                ));
+            }
         }
         // A component that serves nothing here lets its handle go at once.
-        let (used, unused): (Vec<_>, Vec<_>) = handles
-            .into_iter()
-            .partition(|(i, m)| chosen.iter().flatten().any(|c| c == &(*i, *m)));
+        let (used, unused): (Vec<_>, Vec<_>) = handles.into_iter().partition(|(i, m)| {
+            let serves = |p: &Provider| p.index == *i && p.module == *m;
+            chosen.iter().flatten().any(|c| c == &(*i, *m))
+                || next.iter().flatten().any(serves)
+                || nb.iter().flatten().any(serves)
+        });
         for (i, m) in unused {
             log(&format!(
                 "{name}: {} serves no operation (others have higher priorities)",
@@ -209,9 +281,34 @@ impl CommColl {
             name,
             chosen,
             tables,
+            next,
+            nb,
+            nb_started: 0,
             handles: used,
             declined,
         }
+    }
+
+    /// The component that starts `kind` non-blocking.
+    pub(crate) fn nb_provider(&self, kind: CollKind) -> Option<Provider> {
+        self.nb[kind as usize]
+    }
+
+    /// The tag of the next non-blocking collective (and counts it).
+    pub(crate) fn next_nb_tag(&mut self) -> i32 {
+        let tag = super::nbc::nb_tag(self.nb_started);
+        self.nb_started = self.nb_started.wrapping_add(1);
+        tag
+    }
+
+    /// The sentence of an operation no component starts non-blocking.
+    pub(crate) fn no_nb_provider(&self, kind: CollKind) -> String {
+        format!(
+            "no coll component provides a non-blocking {} for {} (coll_base_verbose 10 lists \
+             each component's choices)",
+            kind.name(),
+            self.name
+        )
     }
 
     /// Releases every handle (the communicator is going).
@@ -223,6 +320,8 @@ impl CommColl {
         }
         self.chosen = [None; CollKind::ALL.len()];
         self.tables = [None; CollKind::ALL.len()];
+        self.next = Default::default();
+        self.nb = [None; CollKind::ALL.len()];
     }
 }
 
@@ -348,19 +447,74 @@ impl Runtime {
         // SAFETY: a live handle of that component (released only when the
         // communicator is freed or at finalize, which no collective on it
         // may overlap); the buffers are the caller's promise.
-        unsafe { handle.run(module, call) }.map_err(|why| {
-            let component = self.colls.lock().unwrap_or_else(|e| e.into_inner()).started[i]
-                .name
-                .clone();
-            Error::new(
-                ErrorClass::Other,
-                format!(
-                    "{} on {} (coll {component}): {why}",
-                    call.kind.name(),
-                    entry.name
-                ),
-            )
-        })
+        match unsafe { handle.run(module, call) } {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                // Passed on: the next providers, by priority.
+                let next = entry.coll.lock().unwrap_or_else(|e| e.into_inner()).next
+                    [call.kind as usize]
+                    .clone();
+                for p in next {
+                    // SAFETY: as above, for that component's handle.
+                    match unsafe { p.handle.run(p.module, call) } {
+                        Ok(true) => return Ok(()),
+                        Ok(false) => continue,
+                        Err(why) => return Err(self.coll_failed(call, &entry.name, p.index, why)),
+                    }
+                }
+                Err(Error::new(
+                    ErrorClass::Other,
+                    format!(
+                        "{} on {}: every coll component providing it passed this call on \
+                         (coll_base_verbose 10 lists them); include one that takes every \
+                         call, such as tuned or basic",
+                        call.kind.name(),
+                        entry.name
+                    ),
+                ))
+            }
+            Err(why) => Err(self.coll_failed(call, &entry.name, i, why)),
+        }
+    }
+
+    /// The error of a collective component `index` failed with `why`.
+    #[cold]
+    fn coll_failed(&self, call: &CollCall<'_>, comm: &str, index: usize, why: String) -> Error {
+        Error::new(
+            ErrorClass::Other,
+            format!(
+                "{} on {comm} (coll {}): {why}",
+                call.kind.name(),
+                self.coll_name(index)
+            ),
+        )
+    }
+
+    /// One round of the progress engine, without advancing the
+    /// non-blocking collectives (the services' test, which they call).
+    fn progress_only(&self) {
+        if let Ok(mut state) = self.enter() {
+            self.poll(&mut state);
+        }
+    }
+
+    /// If `req` (a pml handle) is complete: releases it and returns its
+    /// outcome, without progress.
+    fn take_completed(&self, req: RequestId) -> Option<Result<super::Status, Error>> {
+        match self.enter() {
+            Ok(mut state) => self.complete(&mut state, req),
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    /// The name of started coll component `index`.
+    pub(crate) fn coll_name(&self, index: usize) -> String {
+        self.colls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .started
+            .get(index)
+            .map_or_else(|| "?".into(), |s| s.name.clone())
     }
 }
 

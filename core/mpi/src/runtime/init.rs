@@ -366,6 +366,7 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
         },
         frameworks: Mutex::new(Some((btl_fw, pml_fw))),
         colls: Mutex::new(colls),
+        nb: Default::default(),
         comms,
         program,
         job_id: identity.job_id,

@@ -38,6 +38,7 @@ mod comms;
 mod error;
 mod init;
 mod jobdir;
+mod nbc;
 
 pub use comms::CommRelation;
 pub use error::{Error, ErrorClass};
@@ -252,6 +253,8 @@ pub struct Runtime {
     frameworks: Mutex<Option<(OpenFramework<'static>, OpenFramework<'static>)>>,
     /// The coll components started in this process.
     colls: Mutex<coll::Colls>,
+    /// The non-blocking collectives in flight.
+    nb: nbc::NbOps,
     /// The communicators.
     comms: comms::Comms,
     program: String,
@@ -741,10 +744,11 @@ impl Runtime {
 
     /// One round of the progress engine; returns the number of events.
     pub fn progress(&self) -> usize {
-        match self.enter() {
+        let events = match self.enter() {
             Ok(mut state) => self.poll(&mut state),
             Err(_) => 0,
-        }
+        };
+        events + self.nb_advance()
     }
 
     /// If `req` (a pml handle) is complete: releases it and returns its
@@ -790,6 +794,7 @@ impl Runtime {
     pub fn test(&self, req: RequestId) -> Option<Result<Status, Error>> {
         match req.outcome() {
             Some(done) => Some(Ok(done)),
+            None if req.handle & nbc::NB_BIT != 0 => self.nb_test(req),
             None => self.test_pending(req),
         }
     }
@@ -806,6 +811,8 @@ impl Runtime {
         let seen = self.signals.events();
         self.poll(&mut state);
         if self.signals.events() == seen {
+            drop(state);
+            self.nb_advance();
             return None;
         }
         self.complete(&mut state, req)
@@ -820,6 +827,7 @@ impl Runtime {
     pub fn wait(&self, req: RequestId) -> Result<Status, Error> {
         match req.outcome() {
             Some(done) => Ok(done),
+            None if req.handle & nbc::NB_BIT != 0 => self.nb_wait(req),
             None => self.wait_pending(req),
         }
     }
@@ -855,8 +863,11 @@ impl Runtime {
                 }
                 seen = now;
             }
-            if relock {
+            if relock || self.nb.running() {
+                // Between polls: the lock goes, and the non-blocking
+                // collectives (which enter the runtime) advance.
                 drop(state);
+                let events = events + self.nb_advance();
                 if events == 0 && self.yield_when_idle {
                     std::thread::yield_now();
                 }
@@ -889,12 +900,24 @@ impl Runtime {
         loop {
             let mut state = self.enter()?;
             for (i, &r) in reqs.iter().enumerate() {
+                if r.handle & nbc::NB_BIT != 0 {
+                    continue;
+                }
                 if let Some(result) = self.complete(&mut state, r) {
                     return Ok((i, result));
                 }
             }
             let events = self.poll(&mut state);
             drop(state);
+            let events = events + self.nb_advance();
+            if let Some((i, result)) = reqs
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.handle & nbc::NB_BIT != 0)
+                .find_map(|(i, &r)| Some((i, self.nb_taken(r)?)))
+            {
+                return Ok((i, result));
+            }
             if events == 0 && self.yield_when_idle {
                 std::thread::yield_now();
             }
@@ -905,7 +928,8 @@ impl Runtime {
     /// (complete it with wait or test; its status says `cancelled`).
     /// `Ok(false)` when too late, or for a send.
     pub fn cancel(&self, req: RequestId) -> Result<bool, Error> {
-        if req.outcome().is_some() {
+        if req.outcome().is_some() || req.handle & nbc::NB_BIT != 0 {
+            // A collective cannot be cancelled.
             return Ok(false);
         }
         let _state = self.enter()?;
@@ -916,6 +940,9 @@ impl Runtime {
     pub fn free(&self, req: RequestId) {
         if req.outcome().is_some() {
             return;
+        }
+        if req.handle & nbc::NB_BIT != 0 {
+            return self.nb_free(req);
         }
         if let Ok(mut state) = self.enter() {
             if let Some(r) = self.complete(&mut state, req) {
@@ -1015,6 +1042,7 @@ impl Runtime {
     /// `Finalized` if called twice; a failure of the final barriers (a peer
     /// died: the message names it).
     pub fn finalize(&self) -> Result<(), Error> {
+        self.nb_finish_detached();
         let mut state = self.enter()?;
         // Detached sends first.
         while !state.detached.is_empty() {
