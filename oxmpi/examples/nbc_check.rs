@@ -5,7 +5,10 @@
 //! non-commutative user operation, which checks the rank order), a
 //! reduce-scatter-block, a scan and an exclusive scan, all at once, while
 //! point-to-point messages go round a ring; then completes them in reverse
-//! order and checks every result. A first check shows a barrier is really
+//! order and checks every result; then the same for the varying-count
+//! forms (all-gather, all-to-all, gather, scatter, reduce-scatter) and the
+//! in-place forms (all-reduce, scan, all-gather, reduce and gather at the
+//! root). A first check shows a barrier is really
 //! non-blocking: every rank but 0 finds its barrier incomplete (rank 0 has
 //! not started it) before rank 0 starts.
 //!
@@ -16,7 +19,7 @@
 
 #![forbid(unsafe_code)]
 
-use oxmpi::collective::{SystemOperation, UserOperation};
+use oxmpi::collective::{Partition, PartitionMut, SystemOperation, UserOperation};
 use oxmpi::request::{scope, wait_all, StaticScope};
 use oxmpi::topology::SimpleCommunicator;
 use oxmpi::traits::*;
@@ -216,6 +219,165 @@ fn round(world: &SimpleCommunicator, count: usize, round: i64) -> Result<usize, 
     Ok(checks)
 }
 
+/// Rank `r`'s block length in the varying-count forms.
+fn varying(r: i32, count: usize) -> usize {
+    count / 2 + r as usize * 3
+}
+
+/// The varying-count and in-place forms, all in flight at once.
+fn round_varcount_in_place(
+    world: &SimpleCommunicator,
+    count: usize,
+    round: i64,
+) -> Result<usize, BoxError> {
+    let (rank, size) = (world.rank(), world.size());
+    let root = (round as i32 + 1) % size;
+    let at_root = rank == root;
+    let root_proc = world.process_at_rank(root);
+    let lens: Vec<usize> = (0..size).map(|r| varying(r, count)).collect();
+    let displs: Vec<usize> = lens
+        .iter()
+        .scan(0, |at, &l| {
+            let d = *at;
+            *at += l + 1;
+            Some(d)
+        })
+        .collect();
+    let total = displs.last().map_or(0, |d| d + lens[size as usize - 1]);
+    let block =
+        |r: i32| -> Vec<i64> { (0..varying(r, count)).map(|i| data(r, i, round)).collect() };
+    let mine = block(rank);
+    let sum = SystemOperation::sum();
+    // Outputs.
+    let mut allgathered = vec![-1i64; total];
+    let mut gathered = vec![-1i64; total];
+    let scatter_src: Vec<i64> = (0..total).map(|i| i as i64 * 11 + round).collect();
+    let mut scattered = vec![0i64; lens[rank as usize]];
+    // All-to-all: rank r sends `lens[d]` elements to rank d.
+    let a2a_send: Vec<i64> = (0..total)
+        .map(|i| i64::from(rank) * 1_000_000 + i as i64)
+        .collect();
+    let mut a2a_recv = vec![0i64; lens[rank as usize] * size as usize];
+    let a2a_rdispls: Vec<usize> = (0..size as usize)
+        .map(|s| s * lens[rank as usize])
+        .collect();
+    let a2a_rcounts = vec![lens[rank as usize]; size as usize];
+    let rs_send: Vec<i64> = (0..lens.iter().sum::<usize>())
+        .map(|i| data(rank, i, round))
+        .collect();
+    let mut rs_recv = vec![0i64; lens[rank as usize]];
+    let mut ar_in_place: Vec<i64> = (0..count).map(|i| data(rank, i, round)).collect();
+    let mut scan_in_place = ar_in_place.clone();
+    let mut ag_in_place = vec![0i64; count * size as usize];
+    ag_in_place[rank as usize * count..][..count].copy_from_slice(&ar_in_place);
+    let mut red_in_place = ar_in_place.clone();
+    let mut gat_in_place = vec![0i64; count * size as usize];
+    gat_in_place[rank as usize * count..][..count].copy_from_slice(&ar_in_place);
+    let gat_send = ar_in_place.clone();
+    {
+        let mut ag_part = PartitionMut::new(&mut allgathered, &lens, &displs)?;
+        let mut g_part = PartitionMut::new(&mut gathered, &lens, &displs)?;
+        let s_part = Partition::new(&scatter_src, &lens, &displs)?;
+        let a2a_s = Partition::new(&a2a_send, &lens, &displs)?;
+        let mut a2a_r = PartitionMut::new(&mut a2a_recv, &a2a_rcounts, &a2a_rdispls)?;
+        scope(|sc| -> Result<(), BoxError> {
+            let mut reqs =
+                vec![world.immediate_all_gather_varcount_into(sc, &mine[..], &mut ag_part)?];
+            reqs.push(world.immediate_all_to_all_varcount_into(sc, &a2a_s, &mut a2a_r)?);
+            reqs.push(if at_root {
+                root_proc.immediate_gather_varcount_into_root(sc, &mine[..], &mut g_part)?
+            } else {
+                root_proc.immediate_gather_varcount_into(sc, &mine[..])?
+            });
+            reqs.push(if at_root {
+                root_proc.immediate_scatter_varcount_into_root(sc, &s_part, &mut scattered[..])?
+            } else {
+                root_proc.immediate_scatter_varcount_into(sc, &mut scattered[..])?
+            });
+            reqs.push(world.immediate_reduce_scatter_into(
+                sc,
+                &rs_send[..],
+                &mut rs_recv[..],
+                &lens,
+                &sum,
+            )?);
+            reqs.push(world.immediate_all_reduce_in_place(sc, &mut ar_in_place[..], &sum)?);
+            reqs.push(world.immediate_scan_in_place(sc, &mut scan_in_place[..], &sum)?);
+            reqs.push(world.immediate_all_gather_in_place(sc, &mut ag_in_place[..])?);
+            reqs.push(if at_root {
+                root_proc.immediate_reduce_into_root_in_place(sc, &mut red_in_place[..], &sum)?
+            } else {
+                root_proc.immediate_reduce_into(sc, &red_in_place[..], &sum)?
+            });
+            reqs.push(if at_root {
+                root_proc.immediate_gather_into_root_in_place(sc, &mut gat_in_place[..])?
+            } else {
+                root_proc.immediate_gather_into(sc, &gat_send[..])?
+            });
+            reqs.reverse();
+            wait_all(reqs)?;
+            Ok(())
+        })?;
+    }
+    let mut checks = 0;
+    let mut check = |what: &str, got: &[i64], want: &[i64]| -> Result<(), BoxError> {
+        checks += 1;
+        same(
+            &format!("varying/in-place round {round} (root {root}): {what}"),
+            got,
+            want,
+        )
+    };
+    let mut want = vec![-1i64; total];
+    for r in 0..size {
+        want[displs[r as usize]..][..lens[r as usize]].copy_from_slice(&block(r));
+    }
+    check("all-gather (varying)", &allgathered, &want)?;
+    if at_root {
+        check("gather (varying)", &gathered, &want)?;
+    }
+    check(
+        "scatter (varying)",
+        &scattered,
+        &scatter_src[displs[rank as usize]..][..lens[rank as usize]],
+    )?;
+    let me = rank as usize;
+    let (dm, lm) = (displs[me], lens[me]);
+    let want: Vec<i64> = (0..size as usize)
+        .flat_map(|s| (0..lm).map(move |i| s as i64 * 1_000_000 + (dm + i) as i64))
+        .collect();
+    check("all-to-all (varying)", &a2a_recv, &want)?;
+    let offset: usize = lens[..me].iter().sum();
+    let want: Vec<i64> = (0..lens[me])
+        .map(|i| {
+            (0..size)
+                .map(|r| data(r, offset + i, round))
+                .fold(0i64, i64::wrapping_add)
+        })
+        .collect();
+    check("reduce-scatter (varying)", &rs_recv, &want)?;
+    let upto = |n: i32| -> Vec<i64> {
+        (0..count)
+            .map(|i| {
+                (0..n)
+                    .map(|r| data(r, i, round))
+                    .fold(0i64, i64::wrapping_add)
+            })
+            .collect()
+    };
+    check("all-reduce in place", &ar_in_place, &upto(size))?;
+    check("scan in place", &scan_in_place, &upto(rank + 1))?;
+    let all: Vec<i64> = (0..size)
+        .flat_map(|r| (0..count).map(move |i| data(r, i, round)))
+        .collect();
+    check("all-gather in place", &ag_in_place, &all)?;
+    if at_root {
+        check("reduce in place", &red_in_place, &upto(size))?;
+        check("gather in place", &gat_in_place, &all)?;
+    }
+    Ok(checks)
+}
+
 fn run() -> Result<(i32, usize), BoxError> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let count: usize = args.first().map_or(Ok(1000), |a| a.parse())?;
@@ -225,6 +387,7 @@ fn run() -> Result<(i32, usize), BoxError> {
     let mut checks = barrier_does_not_block(&world)?;
     for r in 0..rounds {
         checks += round(&world, count, r)?;
+        checks += round_varcount_in_place(&world, count, r)?;
     }
     Ok((world.rank(), checks))
 }

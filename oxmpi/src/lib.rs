@@ -107,8 +107,9 @@ pub use topology::Rank;
 /// The traits to import for the whole API: `use oxmpi::traits::*;`.
 pub mod traits {
     pub use crate::collective::{
-        CommunicatorCollectives, ImmediateCollectives, ImmediateRoot, InPlaceCollectives,
-        InPlaceRoot, Operation, Root, VarcountCollectives, VarcountRoot,
+        CommunicatorCollectives, ImmediateCollectives, ImmediateInPlaceCollectives,
+        ImmediateInPlaceRoot, ImmediateRoot, ImmediateVarcountCollectives, ImmediateVarcountRoot,
+        InPlaceCollectives, InPlaceRoot, Operation, Root, VarcountCollectives, VarcountRoot,
     };
     pub use crate::datatype::{Buffer, BufferMut, Equivalence};
     pub use crate::point_to_point::{Destination, Source};

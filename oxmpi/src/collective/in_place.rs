@@ -1,10 +1,12 @@
 //! The `MPI_IN_PLACE` forms of the collectives: the contribution is
 //! already where the result goes (see each method).
 
+use super::calls::{Blocking, Exec, Immediate};
 use super::{length_error, reduction, Operation};
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::Error;
 use crate::point_to_point::Process;
+use crate::request::{Request, Scope};
 use crate::topology::SimpleCommunicator;
 use oxmpi_mpi_core::coll::{CollCall, CollKind};
 
@@ -87,85 +89,338 @@ fn block_bytes<T: Equivalence>(what: &str, len: usize, n: usize) -> Result<usize
 
 impl InPlaceCollectives for SimpleCommunicator {
     fn all_gather_in_place<B: BufferMut + ?Sized>(&self, buf: &mut B) -> Result<(), Error> {
-        let b = buf.as_items_mut();
-        let mut call = CollCall::new(CollKind::Allgather);
-        call.count = block_bytes::<B::Item>("all_gather_in_place", b.len(), self.members())?;
-        call.recv = b.as_mut_ptr().cast();
-        // SAFETY: `buf` holds `size` blocks of `count` bytes.
-        unsafe { self.run(&call) }
+        all_gather_in_place(self, buf, Blocking)
     }
-
     fn all_to_all_in_place<B: BufferMut + ?Sized>(&self, buf: &mut B) -> Result<(), Error> {
-        let b = buf.as_items_mut();
-        let mut call = CollCall::new(CollKind::Alltoall);
-        call.count = block_bytes::<B::Item>("all_to_all_in_place", b.len(), self.members())?;
-        call.recv = b.as_mut_ptr().cast();
-        // SAFETY: as in `all_gather_in_place`.
-        unsafe { self.run(&call) }
+        all_to_all_in_place(self, buf, Blocking)
     }
-
     fn scan_in_place<B, O>(&self, buf: &mut B, op: O) -> Result<(), Error>
     where
         B: BufferMut + ?Sized,
         O: Operation<B::Item>,
     {
-        let b = buf.as_items_mut();
-        let mut call = reduction::<B::Item, O>(CollKind::Scan, b.len(), &op);
-        call.recv = b.as_mut_ptr().cast();
-        // SAFETY: `buf` holds `count` elements; `op` outlives the call.
-        unsafe { self.run(&call) }
+        scan_in_place(self, buf, &op, Blocking)
     }
-
     fn exclusive_scan_in_place<B, O>(&self, buf: &mut B, op: O) -> Result<(), Error>
     where
         B: BufferMut + ?Sized,
         O: Operation<B::Item>,
     {
-        let b = buf.as_items_mut();
-        let mut call = reduction::<B::Item, O>(CollKind::Exscan, b.len(), &op);
-        call.recv = b.as_mut_ptr().cast();
-        // SAFETY: as in `scan_in_place`.
-        unsafe { self.run(&call) }
+        exclusive_scan_in_place(self, buf, &op, Blocking)
     }
 }
 
 impl InPlaceRoot for Process<'_> {
     fn gather_into_root_in_place<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<(), Error> {
-        let root = self.at_root("gather_into")?;
-        let r = recv.as_items_mut();
-        let mut call = CollCall::new(CollKind::Gather);
-        call.count =
-            block_bytes::<R::Item>("gather_into_root_in_place", r.len(), self.comm.members())?;
-        call.recv = r.as_mut_ptr().cast();
-        call.root = root;
-        // SAFETY: `recv` holds `size` blocks of `count` bytes.
-        unsafe { self.comm.run(&call) }
+        gather_into_root_in_place(self, recv, Blocking)
     }
-
     fn scatter_into_root_in_place<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error> {
-        let root = self.at_root("scatter_into")?;
-        let s = send.as_items();
-        let mut call = CollCall::new(CollKind::Scatter);
-        call.count =
-            block_bytes::<S::Item>("scatter_into_root_in_place", s.len(), self.comm.members())?;
-        call.send = s.as_ptr().cast();
-        call.root = root;
-        // SAFETY: `send` holds `size` blocks of `count` bytes; nothing is
-        // received at the root.
-        unsafe { self.comm.run(&call) }
+        scatter_into_root_in_place(self, send, Blocking)
     }
-
     fn reduce_into_root_in_place<B, O>(&self, buf: &mut B, op: O) -> Result<(), Error>
     where
         B: BufferMut + ?Sized,
         O: Operation<B::Item>,
     {
-        let root = self.at_root("reduce_into")?;
-        let b = buf.as_items_mut();
-        let mut call = reduction::<B::Item, O>(CollKind::Reduce, b.len(), &op);
-        call.recv = b.as_mut_ptr().cast();
-        call.root = root;
-        // SAFETY: `buf` holds `count` elements; `op` outlives the call.
-        unsafe { self.comm.run(&call) }
+        reduce_into_root_in_place(self, buf, &op, Blocking)
+    }
+}
+
+/// The body of `all_gather_in_place`, run by `exec`.
+fn all_gather_in_place<'b, B: BufferMut + ?Sized, E: Exec<'b>>(
+    comm: &SimpleCommunicator,
+    buf: &'b mut B,
+    exec: E,
+) -> Result<E::Out, Error> {
+    let b = buf.as_items_mut();
+    let mut call = CollCall::new(CollKind::Allgather);
+    call.count = block_bytes::<B::Item>("all_gather_in_place", b.len(), comm.members())?;
+    call.recv = b.as_mut_ptr().cast();
+    // SAFETY: `buf` holds `size` blocks of `count` bytes.
+    unsafe { exec.exec(comm, &call) }
+}
+
+/// The body of `all_to_all_in_place`, run by `exec`.
+fn all_to_all_in_place<'b, B: BufferMut + ?Sized, E: Exec<'b>>(
+    comm: &SimpleCommunicator,
+    buf: &'b mut B,
+    exec: E,
+) -> Result<E::Out, Error> {
+    let b = buf.as_items_mut();
+    let mut call = CollCall::new(CollKind::Alltoall);
+    call.count = block_bytes::<B::Item>("all_to_all_in_place", b.len(), comm.members())?;
+    call.recv = b.as_mut_ptr().cast();
+    // SAFETY: as in `all_gather_in_place`.
+    unsafe { exec.exec(comm, &call) }
+}
+
+/// The body of `scan_in_place`, run by `exec`.
+fn scan_in_place<'b, B, O, E: Exec<'b>>(
+    comm: &SimpleCommunicator,
+    buf: &'b mut B,
+    op: &'b O,
+    exec: E,
+) -> Result<E::Out, Error>
+where
+    B: BufferMut + ?Sized,
+    O: Operation<B::Item>,
+{
+    let b = buf.as_items_mut();
+    let mut call = reduction::<B::Item, O>(CollKind::Scan, b.len(), op);
+    call.recv = b.as_mut_ptr().cast();
+    // SAFETY: `buf` holds `count` elements; `op` outlives the call.
+    unsafe { exec.exec(comm, &call) }
+}
+
+/// The body of `exclusive_scan_in_place`, run by `exec`.
+fn exclusive_scan_in_place<'b, B, O, E: Exec<'b>>(
+    comm: &SimpleCommunicator,
+    buf: &'b mut B,
+    op: &'b O,
+    exec: E,
+) -> Result<E::Out, Error>
+where
+    B: BufferMut + ?Sized,
+    O: Operation<B::Item>,
+{
+    let b = buf.as_items_mut();
+    let mut call = reduction::<B::Item, O>(CollKind::Exscan, b.len(), op);
+    call.recv = b.as_mut_ptr().cast();
+    // SAFETY: as in `scan_in_place`.
+    unsafe { exec.exec(comm, &call) }
+}
+
+/// The body of `gather_into_root_in_place`, run by `exec`.
+fn gather_into_root_in_place<'b, R: BufferMut + ?Sized, E: Exec<'b>>(
+    process: &Process<'_>,
+    recv: &'b mut R,
+    exec: E,
+) -> Result<E::Out, Error> {
+    let root = process.at_root("gather_into")?;
+    let r = recv.as_items_mut();
+    let mut call = CollCall::new(CollKind::Gather);
+    call.count =
+        block_bytes::<R::Item>("gather_into_root_in_place", r.len(), process.comm.members())?;
+    call.recv = r.as_mut_ptr().cast();
+    call.root = root;
+    // SAFETY: `recv` holds `size` blocks of `count` bytes.
+    unsafe { exec.exec(process.comm, &call) }
+}
+
+/// The body of `scatter_into_root_in_place`, run by `exec`.
+fn scatter_into_root_in_place<'b, S: Buffer + ?Sized, E: Exec<'b>>(
+    process: &Process<'_>,
+    send: &'b S,
+    exec: E,
+) -> Result<E::Out, Error> {
+    let root = process.at_root("scatter_into")?;
+    let s = send.as_items();
+    let mut call = CollCall::new(CollKind::Scatter);
+    call.count = block_bytes::<S::Item>(
+        "scatter_into_root_in_place",
+        s.len(),
+        process.comm.members(),
+    )?;
+    call.send = s.as_ptr().cast();
+    call.root = root;
+    // SAFETY: `send` holds `size` blocks of `count` bytes; nothing is
+    // received at the root.
+    unsafe { exec.exec(process.comm, &call) }
+}
+
+/// The body of `reduce_into_root_in_place`, run by `exec`.
+fn reduce_into_root_in_place<'b, B, O, E: Exec<'b>>(
+    process: &Process<'_>,
+    buf: &'b mut B,
+    op: &'b O,
+    exec: E,
+) -> Result<E::Out, Error>
+where
+    B: BufferMut + ?Sized,
+    O: Operation<B::Item>,
+{
+    let root = process.at_root("reduce_into")?;
+    let b = buf.as_items_mut();
+    let mut call = reduction::<B::Item, O>(CollKind::Reduce, b.len(), op);
+    call.recv = b.as_mut_ptr().cast();
+    call.root = root;
+    // SAFETY: `buf` holds `count` elements; `op` outlives the call.
+    unsafe { exec.exec(process.comm, &call) }
+}
+
+/// The `immediate_` (non-blocking) forms of [`InPlaceCollectives`].
+pub trait ImmediateInPlaceCollectives {
+    /// Starts [`all_gather_in_place`](InPlaceCollectives::all_gather_in_place) non-blocking; the request
+    /// borrows the buffers (and the operation) until it completes.
+    ///
+    /// # Errors
+    /// As the blocking form's; the collective's own error comes from
+    /// the request.
+    fn immediate_all_gather_in_place<'a, Sc: Scope<'a>, B: BufferMut + ?Sized>(
+        &self,
+        scope: Sc,
+        buf: &'a mut B,
+    ) -> Result<Request<'a, Sc>, Error>;
+
+    /// Starts [`all_to_all_in_place`](InPlaceCollectives::all_to_all_in_place) non-blocking; the request
+    /// borrows the buffers (and the operation) until it completes.
+    ///
+    /// # Errors
+    /// As the blocking form's; the collective's own error comes from
+    /// the request.
+    fn immediate_all_to_all_in_place<'a, Sc: Scope<'a>, B: BufferMut + ?Sized>(
+        &self,
+        scope: Sc,
+        buf: &'a mut B,
+    ) -> Result<Request<'a, Sc>, Error>;
+
+    /// Starts [`scan_in_place`](InPlaceCollectives::scan_in_place) non-blocking; the request
+    /// borrows the buffers (and the operation) until it completes.
+    ///
+    /// # Errors
+    /// As the blocking form's; the collective's own error comes from
+    /// the request.
+    fn immediate_scan_in_place<'a, Sc: Scope<'a>, B, O>(
+        &self,
+        scope: Sc,
+        buf: &'a mut B,
+        op: &'a O,
+    ) -> Result<Request<'a, Sc>, Error>
+    where
+        B: BufferMut + ?Sized,
+        O: Operation<B::Item>;
+
+    /// Starts [`exclusive_scan_in_place`](InPlaceCollectives::exclusive_scan_in_place) non-blocking; the request
+    /// borrows the buffers (and the operation) until it completes.
+    ///
+    /// # Errors
+    /// As the blocking form's; the collective's own error comes from
+    /// the request.
+    fn immediate_exclusive_scan_in_place<'a, Sc: Scope<'a>, B, O>(
+        &self,
+        scope: Sc,
+        buf: &'a mut B,
+        op: &'a O,
+    ) -> Result<Request<'a, Sc>, Error>
+    where
+        B: BufferMut + ?Sized,
+        O: Operation<B::Item>;
+}
+
+impl ImmediateInPlaceCollectives for SimpleCommunicator {
+    fn immediate_all_gather_in_place<'a, Sc: Scope<'a>, B: BufferMut + ?Sized>(
+        &self,
+        scope: Sc,
+        buf: &'a mut B,
+    ) -> Result<Request<'a, Sc>, Error> {
+        all_gather_in_place(self, buf, Immediate(scope))
+    }
+
+    fn immediate_all_to_all_in_place<'a, Sc: Scope<'a>, B: BufferMut + ?Sized>(
+        &self,
+        scope: Sc,
+        buf: &'a mut B,
+    ) -> Result<Request<'a, Sc>, Error> {
+        all_to_all_in_place(self, buf, Immediate(scope))
+    }
+
+    fn immediate_scan_in_place<'a, Sc: Scope<'a>, B, O>(
+        &self,
+        scope: Sc,
+        buf: &'a mut B,
+        op: &'a O,
+    ) -> Result<Request<'a, Sc>, Error>
+    where
+        B: BufferMut + ?Sized,
+        O: Operation<B::Item>,
+    {
+        scan_in_place(self, buf, op, Immediate(scope))
+    }
+
+    fn immediate_exclusive_scan_in_place<'a, Sc: Scope<'a>, B, O>(
+        &self,
+        scope: Sc,
+        buf: &'a mut B,
+        op: &'a O,
+    ) -> Result<Request<'a, Sc>, Error>
+    where
+        B: BufferMut + ?Sized,
+        O: Operation<B::Item>,
+    {
+        exclusive_scan_in_place(self, buf, op, Immediate(scope))
+    }
+}
+
+/// The `immediate_` (non-blocking) forms of [`InPlaceRoot`].
+pub trait ImmediateInPlaceRoot {
+    /// Starts [`gather_into_root_in_place`](InPlaceRoot::gather_into_root_in_place) non-blocking; the request
+    /// borrows the buffers (and the operation) until it completes.
+    ///
+    /// # Errors
+    /// As the blocking form's; the collective's own error comes from
+    /// the request.
+    fn immediate_gather_into_root_in_place<'a, Sc: Scope<'a>, R: BufferMut + ?Sized>(
+        &self,
+        scope: Sc,
+        recv: &'a mut R,
+    ) -> Result<Request<'a, Sc>, Error>;
+
+    /// Starts [`scatter_into_root_in_place`](InPlaceRoot::scatter_into_root_in_place) non-blocking; the request
+    /// borrows the buffers (and the operation) until it completes.
+    ///
+    /// # Errors
+    /// As the blocking form's; the collective's own error comes from
+    /// the request.
+    fn immediate_scatter_into_root_in_place<'a, Sc: Scope<'a>, S: Buffer + ?Sized>(
+        &self,
+        scope: Sc,
+        send: &'a S,
+    ) -> Result<Request<'a, Sc>, Error>;
+
+    /// Starts [`reduce_into_root_in_place`](InPlaceRoot::reduce_into_root_in_place) non-blocking; the request
+    /// borrows the buffers (and the operation) until it completes.
+    ///
+    /// # Errors
+    /// As the blocking form's; the collective's own error comes from
+    /// the request.
+    fn immediate_reduce_into_root_in_place<'a, Sc: Scope<'a>, B, O>(
+        &self,
+        scope: Sc,
+        buf: &'a mut B,
+        op: &'a O,
+    ) -> Result<Request<'a, Sc>, Error>
+    where
+        B: BufferMut + ?Sized,
+        O: Operation<B::Item>;
+}
+
+impl ImmediateInPlaceRoot for Process<'_> {
+    fn immediate_gather_into_root_in_place<'a, Sc: Scope<'a>, R: BufferMut + ?Sized>(
+        &self,
+        scope: Sc,
+        recv: &'a mut R,
+    ) -> Result<Request<'a, Sc>, Error> {
+        gather_into_root_in_place(self, recv, Immediate(scope))
+    }
+
+    fn immediate_scatter_into_root_in_place<'a, Sc: Scope<'a>, S: Buffer + ?Sized>(
+        &self,
+        scope: Sc,
+        send: &'a S,
+    ) -> Result<Request<'a, Sc>, Error> {
+        scatter_into_root_in_place(self, send, Immediate(scope))
+    }
+
+    fn immediate_reduce_into_root_in_place<'a, Sc: Scope<'a>, B, O>(
+        &self,
+        scope: Sc,
+        buf: &'a mut B,
+        op: &'a O,
+    ) -> Result<Request<'a, Sc>, Error>
+    where
+        B: BufferMut + ?Sized,
+        O: Operation<B::Item>,
+    {
+        reduce_into_root_in_place(self, buf, op, Immediate(scope))
     }
 }

@@ -43,8 +43,13 @@ mod varcount;
 use calls::Blocking;
 
 pub use immediate::{ImmediateCollectives, ImmediateRoot};
-pub use in_place::{InPlaceCollectives, InPlaceRoot};
-pub use varcount::{Partition, PartitionMut, VarcountCollectives, VarcountRoot};
+pub use in_place::{
+    ImmediateInPlaceCollectives, ImmediateInPlaceRoot, InPlaceCollectives, InPlaceRoot,
+};
+pub use varcount::{
+    ImmediateVarcountCollectives, ImmediateVarcountRoot, Partition, PartitionMut,
+    VarcountCollectives, VarcountRoot,
+};
 
 /// A reduction operation for elements of type `T`: a [`SystemOperation`]
 /// or a [`UserOperation`].

@@ -2,10 +2,12 @@
 //! in rsmpi's shape: [`Partition`] and [`PartitionMut`] describe a buffer
 //! cut into per-rank blocks (counts and displacements in elements).
 
+use super::calls::{Blocking, Exec, Immediate};
 use super::{expect_len, reduction, Operation};
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::Error;
 use crate::point_to_point::Process;
+use crate::request::{Request, Scope};
 use crate::topology::SimpleCommunicator;
 use crate::ErrorClass;
 use oxmpi_mpi_core::coll::{CollCall, CollKind, RSlice};
@@ -194,57 +196,15 @@ impl VarcountCollectives for SimpleCommunicator {
     where
         S: Buffer + ?Sized,
     {
-        one_per_member(
-            "all_gather_varcount_into",
-            recv.counts.len(),
-            self.members(),
-        )?;
-        let s = send.as_items();
-        let mine = recv.counts[self.rank_index()];
-        expect_len("all_gather_varcount_into", s.len(), mine, S::Item::NAME)?;
-        let (counts, displs) = (
-            bytes_of::<S::Item>(&recv.counts),
-            bytes_of::<S::Item>(&recv.displs),
-        );
-        let mut call = CollCall::new(CollKind::Allgatherv);
-        call.send = s.as_ptr().cast();
-        call.recv = recv.buf.as_mut_ptr().cast();
-        call.count = std::mem::size_of_val(s);
-        call.counts = RSlice::from_slice(&counts);
-        call.displs = RSlice::from_slice(&displs);
-        // SAFETY: the blocks lie inside `recv` (checked at its making);
-        // `send` holds `count` bytes.
-        unsafe { self.run(&call) }
+        all_gather_varcount_into(self, send, recv, Blocking)
     }
-
     fn all_to_all_varcount_into<T: Equivalence>(
         &self,
         send: &Partition<'_, T>,
         recv: &mut PartitionMut<'_, T>,
     ) -> Result<(), Error> {
-        one_per_member(
-            "all_to_all_varcount_into",
-            send.counts.len(),
-            self.members(),
-        )?;
-        one_per_member(
-            "all_to_all_varcount_into",
-            recv.counts.len(),
-            self.members(),
-        )?;
-        let (sc, sd) = (bytes_of::<T>(&send.counts), bytes_of::<T>(&send.displs));
-        let (rc, rd) = (bytes_of::<T>(&recv.counts), bytes_of::<T>(&recv.displs));
-        let mut call = CollCall::new(CollKind::Alltoallv);
-        call.send = send.buf.as_ptr().cast();
-        call.recv = recv.buf.as_mut_ptr().cast();
-        call.send_counts = RSlice::from_slice(&sc);
-        call.send_displs = RSlice::from_slice(&sd);
-        call.counts = RSlice::from_slice(&rc);
-        call.displs = RSlice::from_slice(&rd);
-        // SAFETY: every block lies inside its buffer (checked at making).
-        unsafe { self.run(&call) }
+        all_to_all_varcount_into(self, send, recv, Blocking)
     }
-
     fn reduce_scatter_into<S, R, O>(
         &self,
         send: &S,
@@ -257,19 +217,7 @@ impl VarcountCollectives for SimpleCommunicator {
         R: BufferMut<Item = S::Item> + ?Sized,
         O: Operation<S::Item>,
     {
-        one_per_member("reduce_scatter_into", counts.len(), self.members())?;
-        let (s, r) = (send.as_items(), recv.as_items_mut());
-        let total: usize = counts.iter().sum();
-        expect_len("reduce_scatter_into", s.len(), total, S::Item::NAME)?;
-        let mine = counts[self.rank_index()];
-        expect_len("reduce_scatter_into", r.len(), mine, S::Item::NAME)?;
-        let mut call = reduction::<S::Item, O>(CollKind::ReduceScatter, mine, &op);
-        call.send = s.as_ptr().cast();
-        call.recv = r.as_mut_ptr().cast();
-        call.counts = RSlice::from_slice(counts);
-        // SAFETY: `send` holds the sum of `counts` elements, `recv` this
-        // member's count; `op` outlives the call.
-        unsafe { self.run(&call) }
+        reduce_scatter_into(self, send, recv, counts, &op, Blocking)
     }
 }
 
@@ -282,16 +230,8 @@ impl SimpleCommunicator {
 
 impl VarcountRoot for Process<'_> {
     fn gather_varcount_into<S: Buffer + ?Sized>(&self, send: &S) -> Result<(), Error> {
-        let root = self.off_root("gather_varcount_into")?;
-        let s = send.as_bytes();
-        let mut call = CollCall::new(CollKind::Gatherv);
-        call.send = s.as_ptr();
-        call.count = s.len();
-        call.root = root;
-        // SAFETY: `send` holds `count` bytes; nothing is received here.
-        unsafe { self.comm.run(&call) }
+        gather_varcount_into(self, send, Blocking)
     }
-
     fn gather_varcount_into_root<S>(
         &self,
         send: &S,
@@ -300,39 +240,11 @@ impl VarcountRoot for Process<'_> {
     where
         S: Buffer + ?Sized,
     {
-        let root = self.at_root("gather_varcount_into")?;
-        one_per_member(
-            "gather_varcount_into_root",
-            recv.counts.len(),
-            self.comm.members(),
-        )?;
-        let s = send.as_items();
-        let (counts, displs) = (
-            bytes_of::<S::Item>(&recv.counts),
-            bytes_of::<S::Item>(&recv.displs),
-        );
-        let mut call = CollCall::new(CollKind::Gatherv);
-        call.send = s.as_ptr().cast();
-        call.recv = recv.buf.as_mut_ptr().cast();
-        call.count = std::mem::size_of_val(s);
-        call.counts = RSlice::from_slice(&counts);
-        call.displs = RSlice::from_slice(&displs);
-        call.root = root;
-        // SAFETY: the blocks lie inside `recv`; `send` holds `count` bytes.
-        unsafe { self.comm.run(&call) }
+        gather_varcount_into_root(self, send, recv, Blocking)
     }
-
     fn scatter_varcount_into<R: BufferMut + ?Sized>(&self, recv: &mut R) -> Result<(), Error> {
-        let root = self.off_root("scatter_varcount_into")?;
-        let r = recv.as_bytes_mut();
-        let mut call = CollCall::new(CollKind::Scatterv);
-        call.recv = r.as_mut_ptr();
-        call.count = r.len();
-        call.root = root;
-        // SAFETY: `recv` holds `count` bytes; nothing is sent from here.
-        unsafe { self.comm.run(&call) }
+        scatter_varcount_into(self, recv, Blocking)
     }
-
     fn scatter_varcount_into_root<R>(
         &self,
         send: &Partition<'_, R::Item>,
@@ -341,27 +253,384 @@ impl VarcountRoot for Process<'_> {
     where
         R: BufferMut + ?Sized,
     {
-        let root = self.at_root("scatter_varcount_into")?;
-        one_per_member(
-            "scatter_varcount_into_root",
-            send.counts.len(),
-            self.comm.members(),
-        )?;
-        let r = recv.as_items_mut();
-        let mine = send.counts[root as usize];
-        expect_len("scatter_varcount_into_root", r.len(), mine, R::Item::NAME)?;
-        let (counts, displs) = (
-            bytes_of::<R::Item>(&send.counts),
-            bytes_of::<R::Item>(&send.displs),
-        );
-        let mut call = CollCall::new(CollKind::Scatterv);
-        call.send = send.buf.as_ptr().cast();
-        call.recv = r.as_mut_ptr().cast();
-        call.count = std::mem::size_of_val(r);
-        call.counts = RSlice::from_slice(&counts);
-        call.displs = RSlice::from_slice(&displs);
-        call.root = root;
-        // SAFETY: the blocks lie inside `send`; `recv` holds `count` bytes.
-        unsafe { self.comm.run(&call) }
+        scatter_varcount_into_root(self, send, recv, Blocking)
+    }
+}
+
+/// The body of `all_gather_varcount_into`, run by `exec`.
+fn all_gather_varcount_into<'b, S, E: Exec<'b>>(
+    comm: &SimpleCommunicator,
+    send: &'b S,
+    recv: &'b mut PartitionMut<'_, S::Item>,
+    exec: E,
+) -> Result<E::Out, Error>
+where
+    S: Buffer + ?Sized,
+{
+    one_per_member(
+        "all_gather_varcount_into",
+        recv.counts.len(),
+        comm.members(),
+    )?;
+    let s = send.as_items();
+    let mine = recv.counts[comm.rank_index()];
+    expect_len("all_gather_varcount_into", s.len(), mine, S::Item::NAME)?;
+    let (counts, displs) = (
+        bytes_of::<S::Item>(&recv.counts),
+        bytes_of::<S::Item>(&recv.displs),
+    );
+    let mut call = CollCall::new(CollKind::Allgatherv);
+    call.send = s.as_ptr().cast();
+    call.recv = recv.buf.as_mut_ptr().cast();
+    call.count = std::mem::size_of_val(s);
+    call.counts = RSlice::from_slice(&counts);
+    call.displs = RSlice::from_slice(&displs);
+    // SAFETY: the blocks lie inside `recv` (checked at its making);
+    // `send` holds `count` bytes.
+    unsafe { exec.exec(comm, &call) }
+}
+
+/// The body of `all_to_all_varcount_into`, run by `exec`.
+fn all_to_all_varcount_into<'b, T: Equivalence, E: Exec<'b>>(
+    comm: &SimpleCommunicator,
+    send: &'b Partition<'_, T>,
+    recv: &'b mut PartitionMut<'_, T>,
+    exec: E,
+) -> Result<E::Out, Error> {
+    one_per_member(
+        "all_to_all_varcount_into",
+        send.counts.len(),
+        comm.members(),
+    )?;
+    one_per_member(
+        "all_to_all_varcount_into",
+        recv.counts.len(),
+        comm.members(),
+    )?;
+    let (sc, sd) = (bytes_of::<T>(&send.counts), bytes_of::<T>(&send.displs));
+    let (rc, rd) = (bytes_of::<T>(&recv.counts), bytes_of::<T>(&recv.displs));
+    let mut call = CollCall::new(CollKind::Alltoallv);
+    call.send = send.buf.as_ptr().cast();
+    call.recv = recv.buf.as_mut_ptr().cast();
+    call.send_counts = RSlice::from_slice(&sc);
+    call.send_displs = RSlice::from_slice(&sd);
+    call.counts = RSlice::from_slice(&rc);
+    call.displs = RSlice::from_slice(&rd);
+    // SAFETY: every block lies inside its buffer (checked at making).
+    unsafe { exec.exec(comm, &call) }
+}
+
+/// The body of `reduce_scatter_into`, run by `exec`.
+fn reduce_scatter_into<'b, S, R, O, E: Exec<'b>>(
+    comm: &SimpleCommunicator,
+    send: &'b S,
+    recv: &'b mut R,
+    counts: &'b [usize],
+    op: &'b O,
+    exec: E,
+) -> Result<E::Out, Error>
+where
+    S: Buffer + ?Sized,
+    R: BufferMut<Item = S::Item> + ?Sized,
+    O: Operation<S::Item>,
+{
+    one_per_member("reduce_scatter_into", counts.len(), comm.members())?;
+    let (s, r) = (send.as_items(), recv.as_items_mut());
+    let total: usize = counts.iter().sum();
+    expect_len("reduce_scatter_into", s.len(), total, S::Item::NAME)?;
+    let mine = counts[comm.rank_index()];
+    expect_len("reduce_scatter_into", r.len(), mine, S::Item::NAME)?;
+    let mut call = reduction::<S::Item, O>(CollKind::ReduceScatter, mine, op);
+    call.send = s.as_ptr().cast();
+    call.recv = r.as_mut_ptr().cast();
+    call.counts = RSlice::from_slice(counts);
+    // SAFETY: `send` holds the sum of `counts` elements, `recv` this
+    // member's count; `op` outlives the call.
+    unsafe { exec.exec(comm, &call) }
+}
+
+/// The body of `gather_varcount_into`, run by `exec`.
+fn gather_varcount_into<'b, S: Buffer + ?Sized, E: Exec<'b>>(
+    process: &Process<'_>,
+    send: &'b S,
+    exec: E,
+) -> Result<E::Out, Error> {
+    let root = process.off_root("gather_varcount_into")?;
+    let s = send.as_bytes();
+    let mut call = CollCall::new(CollKind::Gatherv);
+    call.send = s.as_ptr();
+    call.count = s.len();
+    call.root = root;
+    // SAFETY: `send` holds `count` bytes; nothing is received here.
+    unsafe { exec.exec(process.comm, &call) }
+}
+
+/// The body of `gather_varcount_into_root`, run by `exec`.
+fn gather_varcount_into_root<'b, S, E: Exec<'b>>(
+    process: &Process<'_>,
+    send: &'b S,
+    recv: &'b mut PartitionMut<'_, S::Item>,
+    exec: E,
+) -> Result<E::Out, Error>
+where
+    S: Buffer + ?Sized,
+{
+    let root = process.at_root("gather_varcount_into")?;
+    one_per_member(
+        "gather_varcount_into_root",
+        recv.counts.len(),
+        process.comm.members(),
+    )?;
+    let s = send.as_items();
+    let (counts, displs) = (
+        bytes_of::<S::Item>(&recv.counts),
+        bytes_of::<S::Item>(&recv.displs),
+    );
+    let mut call = CollCall::new(CollKind::Gatherv);
+    call.send = s.as_ptr().cast();
+    call.recv = recv.buf.as_mut_ptr().cast();
+    call.count = std::mem::size_of_val(s);
+    call.counts = RSlice::from_slice(&counts);
+    call.displs = RSlice::from_slice(&displs);
+    call.root = root;
+    // SAFETY: the blocks lie inside `recv`; `send` holds `count` bytes.
+    unsafe { exec.exec(process.comm, &call) }
+}
+
+/// The body of `scatter_varcount_into`, run by `exec`.
+fn scatter_varcount_into<'b, R: BufferMut + ?Sized, E: Exec<'b>>(
+    process: &Process<'_>,
+    recv: &'b mut R,
+    exec: E,
+) -> Result<E::Out, Error> {
+    let root = process.off_root("scatter_varcount_into")?;
+    let r = recv.as_bytes_mut();
+    let mut call = CollCall::new(CollKind::Scatterv);
+    call.recv = r.as_mut_ptr();
+    call.count = r.len();
+    call.root = root;
+    // SAFETY: `recv` holds `count` bytes; nothing is sent from here.
+    unsafe { exec.exec(process.comm, &call) }
+}
+
+/// The body of `scatter_varcount_into_root`, run by `exec`.
+fn scatter_varcount_into_root<'b, R, E: Exec<'b>>(
+    process: &Process<'_>,
+    send: &'b Partition<'_, R::Item>,
+    recv: &'b mut R,
+    exec: E,
+) -> Result<E::Out, Error>
+where
+    R: BufferMut + ?Sized,
+{
+    let root = process.at_root("scatter_varcount_into")?;
+    one_per_member(
+        "scatter_varcount_into_root",
+        send.counts.len(),
+        process.comm.members(),
+    )?;
+    let r = recv.as_items_mut();
+    let mine = send.counts[root as usize];
+    expect_len("scatter_varcount_into_root", r.len(), mine, R::Item::NAME)?;
+    let (counts, displs) = (
+        bytes_of::<R::Item>(&send.counts),
+        bytes_of::<R::Item>(&send.displs),
+    );
+    let mut call = CollCall::new(CollKind::Scatterv);
+    call.send = send.buf.as_ptr().cast();
+    call.recv = r.as_mut_ptr().cast();
+    call.count = std::mem::size_of_val(r);
+    call.counts = RSlice::from_slice(&counts);
+    call.displs = RSlice::from_slice(&displs);
+    call.root = root;
+    // SAFETY: the blocks lie inside `send`; `recv` holds `count` bytes.
+    unsafe { exec.exec(process.comm, &call) }
+}
+
+/// The `immediate_` (non-blocking) forms of [`VarcountCollectives`].
+pub trait ImmediateVarcountCollectives {
+    /// Starts [`all_gather_varcount_into`](VarcountCollectives::all_gather_varcount_into) non-blocking; the request
+    /// borrows the buffers (and the operation) until it completes.
+    ///
+    /// # Errors
+    /// As the blocking form's; the collective's own error comes from
+    /// the request.
+    fn immediate_all_gather_varcount_into<'a, Sc: Scope<'a>, S>(
+        &self,
+        scope: Sc,
+        send: &'a S,
+        recv: &'a mut PartitionMut<'_, S::Item>,
+    ) -> Result<Request<'a, Sc>, Error>
+    where
+        S: Buffer + ?Sized;
+
+    /// Starts [`all_to_all_varcount_into`](VarcountCollectives::all_to_all_varcount_into) non-blocking; the request
+    /// borrows the buffers (and the operation) until it completes.
+    ///
+    /// # Errors
+    /// As the blocking form's; the collective's own error comes from
+    /// the request.
+    fn immediate_all_to_all_varcount_into<'a, Sc: Scope<'a>, T: Equivalence>(
+        &self,
+        scope: Sc,
+        send: &'a Partition<'_, T>,
+        recv: &'a mut PartitionMut<'_, T>,
+    ) -> Result<Request<'a, Sc>, Error>;
+
+    /// Starts [`reduce_scatter_into`](VarcountCollectives::reduce_scatter_into) non-blocking; the request
+    /// borrows the buffers (and the operation) until it completes.
+    ///
+    /// # Errors
+    /// As the blocking form's; the collective's own error comes from
+    /// the request.
+    fn immediate_reduce_scatter_into<'a, Sc: Scope<'a>, S, R, O>(
+        &self,
+        scope: Sc,
+        send: &'a S,
+        recv: &'a mut R,
+        counts: &'a [usize],
+        op: &'a O,
+    ) -> Result<Request<'a, Sc>, Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized,
+        O: Operation<S::Item>;
+}
+
+impl ImmediateVarcountCollectives for SimpleCommunicator {
+    fn immediate_all_gather_varcount_into<'a, Sc: Scope<'a>, S>(
+        &self,
+        scope: Sc,
+        send: &'a S,
+        recv: &'a mut PartitionMut<'_, S::Item>,
+    ) -> Result<Request<'a, Sc>, Error>
+    where
+        S: Buffer + ?Sized,
+    {
+        all_gather_varcount_into(self, send, recv, Immediate(scope))
+    }
+
+    fn immediate_all_to_all_varcount_into<'a, Sc: Scope<'a>, T: Equivalence>(
+        &self,
+        scope: Sc,
+        send: &'a Partition<'_, T>,
+        recv: &'a mut PartitionMut<'_, T>,
+    ) -> Result<Request<'a, Sc>, Error> {
+        all_to_all_varcount_into(self, send, recv, Immediate(scope))
+    }
+
+    fn immediate_reduce_scatter_into<'a, Sc: Scope<'a>, S, R, O>(
+        &self,
+        scope: Sc,
+        send: &'a S,
+        recv: &'a mut R,
+        counts: &'a [usize],
+        op: &'a O,
+    ) -> Result<Request<'a, Sc>, Error>
+    where
+        S: Buffer + ?Sized,
+        R: BufferMut<Item = S::Item> + ?Sized,
+        O: Operation<S::Item>,
+    {
+        reduce_scatter_into(self, send, recv, counts, op, Immediate(scope))
+    }
+}
+
+/// The `immediate_` (non-blocking) forms of [`VarcountRoot`].
+pub trait ImmediateVarcountRoot {
+    /// Starts [`gather_varcount_into`](VarcountRoot::gather_varcount_into) non-blocking; the request
+    /// borrows the buffers (and the operation) until it completes.
+    ///
+    /// # Errors
+    /// As the blocking form's; the collective's own error comes from
+    /// the request.
+    fn immediate_gather_varcount_into<'a, Sc: Scope<'a>, S: Buffer + ?Sized>(
+        &self,
+        scope: Sc,
+        send: &'a S,
+    ) -> Result<Request<'a, Sc>, Error>;
+
+    /// Starts [`gather_varcount_into_root`](VarcountRoot::gather_varcount_into_root) non-blocking; the request
+    /// borrows the buffers (and the operation) until it completes.
+    ///
+    /// # Errors
+    /// As the blocking form's; the collective's own error comes from
+    /// the request.
+    fn immediate_gather_varcount_into_root<'a, Sc: Scope<'a>, S>(
+        &self,
+        scope: Sc,
+        send: &'a S,
+        recv: &'a mut PartitionMut<'_, S::Item>,
+    ) -> Result<Request<'a, Sc>, Error>
+    where
+        S: Buffer + ?Sized;
+
+    /// Starts [`scatter_varcount_into`](VarcountRoot::scatter_varcount_into) non-blocking; the request
+    /// borrows the buffers (and the operation) until it completes.
+    ///
+    /// # Errors
+    /// As the blocking form's; the collective's own error comes from
+    /// the request.
+    fn immediate_scatter_varcount_into<'a, Sc: Scope<'a>, R: BufferMut + ?Sized>(
+        &self,
+        scope: Sc,
+        recv: &'a mut R,
+    ) -> Result<Request<'a, Sc>, Error>;
+
+    /// Starts [`scatter_varcount_into_root`](VarcountRoot::scatter_varcount_into_root) non-blocking; the request
+    /// borrows the buffers (and the operation) until it completes.
+    ///
+    /// # Errors
+    /// As the blocking form's; the collective's own error comes from
+    /// the request.
+    fn immediate_scatter_varcount_into_root<'a, Sc: Scope<'a>, R>(
+        &self,
+        scope: Sc,
+        send: &'a Partition<'_, R::Item>,
+        recv: &'a mut R,
+    ) -> Result<Request<'a, Sc>, Error>
+    where
+        R: BufferMut + ?Sized;
+}
+
+impl ImmediateVarcountRoot for Process<'_> {
+    fn immediate_gather_varcount_into<'a, Sc: Scope<'a>, S: Buffer + ?Sized>(
+        &self,
+        scope: Sc,
+        send: &'a S,
+    ) -> Result<Request<'a, Sc>, Error> {
+        gather_varcount_into(self, send, Immediate(scope))
+    }
+
+    fn immediate_gather_varcount_into_root<'a, Sc: Scope<'a>, S>(
+        &self,
+        scope: Sc,
+        send: &'a S,
+        recv: &'a mut PartitionMut<'_, S::Item>,
+    ) -> Result<Request<'a, Sc>, Error>
+    where
+        S: Buffer + ?Sized,
+    {
+        gather_varcount_into_root(self, send, recv, Immediate(scope))
+    }
+
+    fn immediate_scatter_varcount_into<'a, Sc: Scope<'a>, R: BufferMut + ?Sized>(
+        &self,
+        scope: Sc,
+        recv: &'a mut R,
+    ) -> Result<Request<'a, Sc>, Error> {
+        scatter_varcount_into(self, recv, Immediate(scope))
+    }
+
+    fn immediate_scatter_varcount_into_root<'a, Sc: Scope<'a>, R>(
+        &self,
+        scope: Sc,
+        send: &'a Partition<'_, R::Item>,
+        recv: &'a mut R,
+    ) -> Result<Request<'a, Sc>, Error>
+    where
+        R: BufferMut + ?Sized,
+    {
+        scatter_varcount_into_root(self, send, recv, Immediate(scope))
     }
 }
