@@ -197,6 +197,7 @@ impl Future for YieldOnce {
 /// for anything but the transport's `wait_all`, so it completes in its
 /// first poll; a future that does give control back is polled again at
 /// once (busy polling).
+#[inline(always)]
 pub fn block_on<F: Future>(future: F) -> F::Output {
     let mut future = std::pin::pin!(future);
     let mut cx = Context::from_waker(Waker::noop());
