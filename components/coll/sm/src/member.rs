@@ -1,0 +1,328 @@
+//! The protocol over a segment, as one member runs it.
+//!
+//! A collective is a sequence of **steps**, numbered from 1 per
+//! communicator and counted alike by every member (every member takes
+//! the same steps for the same call). Step `s` uses slot `s % BUFFERS` of
+//! each member that writes in it:
+//!
+//! 1. A writer **claims** its slot ([`Step::claim`]): it waits until every
+//!    other member finished reading the step that used the slot last
+//!    (`s − BUFFERS`), fills the data and **publishes** `arrived = s`
+//!    (release).
+//! 2. A reader **waits** for the writers it reads ([`Step::wait_for`],
+//!    [`Step::wait_all`]): `arrived == s` (acquire), then reads their
+//!    data.
+//! 3. When the step ends (the [`Step`] is dropped, also on an error) the
+//!    member publishes `done = s`.
+//!
+//! What a member knows of the others' `done` it keeps ([`Member`]'s
+//! `known`), learnt from their `done` words and from their slots: a member
+//! that published `arrived = t` finished step `t − 1`. So in operations
+//! where every member waits for every other (allreduce, allgather,
+//! alltoall, barrier) a writer never reads a `done` word, and a small
+//! call costs one cache-line transfer each way.
+//!
+//! The tokens ([`Step`], [`Out`], [`In`]) borrow the member, so the
+//! borrow checker keeps the hand-overs in order: a slot's data is
+//! reachable for writing only between its claim and its publication, and
+//! for reading only after its arrival and before the step's `done`.
+
+use crate::segment::{Segment, BUFFERS};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How a member waits for a flag.
+#[derive(Clone, Copy)]
+pub struct Waiter<'a> {
+    /// Checks before the wait starts yielding the core.
+    pub spins: u32,
+    /// Yields between two rounds of progress.
+    pub progress_every: u32,
+    /// One round of the MPI layer's progress engine.
+    pub progress: &'a dyn Fn(),
+    /// Fail after this long (tests; `None` waits for as long as it takes).
+    pub give_up: Option<Duration>,
+}
+
+impl Waiter<'_> {
+    /// Waits until `ready` is true: checks it `spins` times, then yields
+    /// between checks, with a round of progress every `progress_every`
+    /// yields.
+    ///
+    /// # Errors
+    ///
+    /// `what()` when `give_up` passed first.
+    #[inline]
+    pub fn until(
+        &self,
+        mut ready: impl FnMut() -> bool,
+        what: impl Fn() -> String,
+    ) -> Result<(), String> {
+        for _ in 0..self.spins {
+            if ready() {
+                return Ok(());
+            }
+            std::hint::spin_loop();
+        }
+        self.slow(&mut ready, &what)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn slow(
+        &self,
+        ready: &mut dyn FnMut() -> bool,
+        what: &dyn Fn() -> String,
+    ) -> Result<(), String> {
+        let start = self.give_up.map(|limit| (Instant::now(), limit));
+        let mut yields = 0u32;
+        loop {
+            if ready() {
+                return Ok(());
+            }
+            std::thread::yield_now();
+            yields = yields.wrapping_add(1);
+            if yields.is_multiple_of(self.progress_every.max(1)) {
+                (self.progress)();
+                if let Some((t0, limit)) = start {
+                    if t0.elapsed() > limit {
+                        return Err(format!("gave up after {limit:?} waiting for {}", what()));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One member's side of a segment.
+pub struct Member {
+    seg: Arc<Segment>,
+    rank: usize,
+    /// The last step begun.
+    seq: u64,
+    /// Per member: the last step it is known to have finished.
+    known: Vec<u64>,
+}
+
+impl Member {
+    /// Member `rank` of `seg`, before its first step.
+    ///
+    /// # Panics
+    ///
+    /// When `rank` is not a member of `seg` (a bug of the caller).
+    pub fn new(seg: Arc<Segment>, rank: usize) -> Member {
+        assert!(rank < seg.members());
+        let known = vec![0; seg.members()];
+        Member {
+            seg,
+            rank,
+            seq: 0,
+            known,
+        }
+    }
+
+    /// This member's rank.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// The number of members.
+    pub fn size(&self) -> usize {
+        self.seg.members()
+    }
+
+    /// Bytes of each slot's data.
+    pub fn slot_size(&self) -> usize {
+        self.seg.slot_size()
+    }
+
+    /// The segment.
+    pub fn segment(&self) -> &Segment {
+        &self.seg
+    }
+
+    /// The last step begun.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Begins the next step.
+    pub fn step(&mut self) -> Step<'_> {
+        self.seq += 1;
+        let s = self.seq;
+        Step { m: self, s }
+    }
+}
+
+/// A step in progress; publishes `done` when dropped.
+pub struct Step<'m> {
+    m: &'m mut Member,
+    s: u64,
+}
+
+impl Step<'_> {
+    /// The step's number.
+    pub fn number(&self) -> u64 {
+        self.s
+    }
+
+    fn buffer(&self) -> usize {
+        (self.s % BUFFERS as u64) as usize
+    }
+
+    /// Claims this member's slot for the step: waits until every member
+    /// finished the step that used it last.
+    ///
+    /// # Errors
+    ///
+    /// The waiter gave up.
+    pub fn claim(&mut self, wait: &Waiter<'_>) -> Result<Out<'_>, String> {
+        let need = self.s.saturating_sub(BUFFERS as u64);
+        let buffer = self.buffer();
+        let s = self.s;
+        let m = &mut *self.m;
+        if need > 0 {
+            for q in 0..m.known.len() {
+                if q == m.rank || m.known[q] >= need {
+                    continue;
+                }
+                let done = m.seg.done(q);
+                let mut seen = 0;
+                wait.until(
+                    || {
+                        seen = done.load(Ordering::Acquire);
+                        seen >= need
+                    },
+                    || format!("rank {q} to finish step {need}"),
+                )?;
+                m.known[q] = seen;
+            }
+        }
+        Ok(Out {
+            // SAFETY: this member's own slot; every member finished reading
+            // its previous contents (just checked); the slice is the only one
+            // (the token borrows the step) and `Out::publish` consumes it
+            // before storing `arrived`.
+            data: unsafe { m.seg.data_mut(m.rank, buffer) },
+            seg: &m.seg,
+            rank: m.rank,
+            buffer,
+            s,
+        })
+    }
+
+    fn wait_one(m: &mut Member, q: usize, s: u64, wait: &Waiter<'_>) -> Result<(), String> {
+        let arrived = m.seg.arrived(q, (s % BUFFERS as u64) as usize);
+        wait.until(
+            || arrived.load(Ordering::Acquire) == s,
+            || format!("rank {q}'s data of step {s}"),
+        )?;
+        // A member that began step `s` finished step `s − 1`.
+        m.known[q] = m.known[q].max(s - 1);
+        Ok(())
+    }
+
+    /// Waits until member `q` published its slot for the step.
+    ///
+    /// # Errors
+    ///
+    /// The waiter gave up.
+    pub fn wait_for(&mut self, q: usize, wait: &Waiter<'_>) -> Result<In<'_>, String> {
+        if q != self.m.rank {
+            Self::wait_one(self.m, q, self.s, wait)?;
+        }
+        Ok(In {
+            seg: &self.m.seg,
+            buffer: self.buffer(),
+            rank: self.m.rank,
+            only: Some(q),
+        })
+    }
+
+    /// Waits until every other member published its slot for the step.
+    ///
+    /// # Errors
+    ///
+    /// The waiter gave up.
+    pub fn wait_all(&mut self, wait: &Waiter<'_>) -> Result<In<'_>, String> {
+        for q in 0..self.m.known.len() {
+            if q != self.m.rank {
+                Self::wait_one(self.m, q, self.s, wait)?;
+            }
+        }
+        Ok(In {
+            seg: &self.m.seg,
+            buffer: self.buffer(),
+            rank: self.m.rank,
+            only: None,
+        })
+    }
+}
+
+impl Drop for Step<'_> {
+    fn drop(&mut self) {
+        let m = &mut *self.m;
+        m.seg.done(m.rank).store(self.s, Ordering::Release);
+        m.known[m.rank] = self.s;
+    }
+}
+
+/// This member's slot for a step, claimed: fill [`Out::data`], then
+/// [`Out::publish`].
+pub struct Out<'a> {
+    data: &'a mut [u8],
+    seg: &'a Segment,
+    rank: usize,
+    buffer: usize,
+    s: u64,
+}
+
+impl Out<'_> {
+    /// The slot's data (the segment's slot size).
+    pub fn data(&mut self) -> &mut [u8] {
+        self.data
+    }
+
+    /// Publishes the slot: its readers may read it from now on.
+    pub fn publish(self) {
+        let Out {
+            data,
+            seg,
+            rank,
+            buffer,
+            s,
+        } = self;
+        let _ = data;
+        seg.arrived(rank, buffer).store(s, Ordering::Release);
+    }
+}
+
+/// The slots that arrived for a step, readable until the step ends.
+pub struct In<'a> {
+    seg: &'a Segment,
+    buffer: usize,
+    rank: usize,
+    /// The one other member waited for (`None`: all of them).
+    only: Option<usize>,
+}
+
+impl In<'_> {
+    /// Member `q`'s slot data (the segment's slot size): a member the step
+    /// waited for, or this member.
+    ///
+    /// # Panics
+    ///
+    /// For another member (a bug of the caller: its slot may be changing).
+    pub fn slot(&self, q: usize) -> &[u8] {
+        assert!(
+            q == self.rank || self.only.is_none_or(|o| o == q),
+            "coll sm: read rank {q}'s slot without waiting for it"
+        );
+        // SAFETY: the step saw `q`'s `arrived` at this step (or `q` is this
+        // member, whose `Out` is gone); `q` writes the slot again only
+        // after this member's `done` passes the step, which happens when
+        // the step (borrowed by `self`) is dropped.
+        unsafe { self.seg.data(q, self.buffer) }
+    }
+}

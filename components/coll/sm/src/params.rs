@@ -1,0 +1,92 @@
+//! The sm component's parameters (full names `coll_sm_<name>`), declared
+//! once here next to [`Limits`], which is how the rest of the component
+//! reads them.
+
+use oxmpi_plugin_api::Params;
+
+/// The component's parameters.
+#[derive(Params, Clone, Debug, PartialEq, Eq)]
+pub struct SmParams {
+    /// Priority of the sm coll component for communicators whose processes share this node
+    /// (default 40, above tuned's 30): each operation of a communicator comes from the
+    /// highest-priority component that provides it; calls larger than coll_sm_max_size go to
+    /// the next one.
+    #[param(default = "40",
+        level = Developer(All))]
+    pub priority: i32,
+    /// Bytes of each data slot of the shared segment (each process of a communicator has two,
+    /// used by turns). A call's data moves through the slots in pieces of at most this size,
+    /// pipelined; the segment of a communicator of n processes holds 2 n slots. The creator's
+    /// value holds for the whole communicator.
+    #[param(default = "8k",
+        level = Tuner(Basic),
+        size,
+        range = 4096..=1073741824)]
+    pub slot_size: usize,
+    /// Largest call the sm component takes, in bytes per process (bcast: the buffer;
+    /// reductions: the vector; gather, scatter, allgather, alltoall: the bytes each process
+    /// sends or receives in all). Larger calls go to the next component by priority (tuned). 0
+    /// passes every call on but barriers. Every process of a job must use the same value.
+    #[param(default = "64k",
+        level = Tuner(Basic),
+        size)]
+    pub max_size: usize,
+    /// Times a process checks a flag of the shared segment before its wait starts giving the
+    /// core away (sched_yield) between checks. On a node with more of the job's processes than
+    /// cores, sm yields after at most 16 checks whatever this says.
+    #[param(default = "1000",
+        level = Tuner(Detailed),
+        range = 0..=100000000)]
+    pub spin_count: u32,
+    /// While a wait on the shared segment yields the core, one round of the MPI layer's
+    /// progress engine runs every this many yields, so point-to-point traffic keeps moving
+    /// during a long wait.
+    #[param(default = "16",
+        level = Tuner(Detailed),
+        range = 1..=1000000)]
+    pub progress_every: u32,
+    /// Milliseconds a process waits, at a communicator's first sm collective, for the shared
+    /// segment to appear (its other processes) or for every process to map it (its creator, the
+    /// lowest rank), before the collective fails with an error that names the file.
+    #[param(default = "120000",
+        level = Tuner(Detailed),
+        range = 1..=86400000)]
+    pub attach_timeout_ms: u32,
+}
+
+/// The figures the collectives run with, from [`SmParams`] and the node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes of each data slot of a segment this process creates.
+    pub slot_size: usize,
+    /// Largest call taken, in bytes per process.
+    pub max_size: usize,
+    /// Checks of a flag before yielding.
+    pub spin_count: u32,
+    /// Yields between two rounds of progress.
+    pub progress_every: u32,
+    /// How long to wait for the segment at a communicator's first call.
+    pub attach_timeout: std::time::Duration,
+}
+
+/// Spins at most, on a node with more of the job's processes than cores.
+pub const OVERSUBSCRIBED_SPINS: u32 = 16;
+
+impl Limits {
+    /// The limits of `params` on a node where `local_size` of the job's
+    /// processes share `cores` cores (fewer spins when they do not fit).
+    pub fn new(params: &SmParams, local_size: u32, cores: usize) -> Limits {
+        let spin_count = if local_size as usize > cores {
+            params.spin_count.min(OVERSUBSCRIBED_SPINS)
+        } else {
+            params.spin_count
+        };
+        Limits {
+            slot_size: params.slot_size,
+            max_size: params.max_size,
+            spin_count,
+            progress_every: params.progress_every,
+            attach_timeout: std::time::Duration::from_millis(u64::from(params.attach_timeout_ms)),
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! The segment protocol with threads as ranks over one mapping: barriers
+//! separate, a writer never reuses a slot before its readers finished
+//! with it, every member counts the same steps, and waits run progress
+//! and give up (in tests) with a sentence.
+
+use super::{all_ok, ranks, waiter};
+use crate::member::{Member, Waiter};
+use crate::ops;
+use crate::segment::{Segment, BUFFERS};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[test]
+fn nobody_leaves_a_barrier_before_everybody_entered_it() {
+    for n in 1..=8 {
+        let entered = AtomicUsize::new(0);
+        let results = ranks(n, 4096, |m, w| {
+            for round in 1..=50 {
+                entered.fetch_add(1, Ordering::SeqCst);
+                ops::barrier(m, w)?;
+                let seen = entered.load(Ordering::SeqCst);
+                if seen < n * round {
+                    return Err(format!("left barrier {round} with {seen} entries"));
+                }
+                // A second barrier keeps the next round's entries after
+                // every check of this one.
+                ops::barrier(m, w)?;
+            }
+            Ok(())
+        });
+        all_ok(results, &format!("{n} ranks"));
+    }
+}
+
+#[test]
+fn a_writer_waits_for_slow_readers_before_reusing_a_slot() {
+    let n = 3;
+    let results = ranks(n, 4096, |m, w| {
+        for round in 0..40u64 {
+            let mut buf = round.to_ne_bytes();
+            if m.rank() == 0 {
+                let s = m.seq() + 1;
+                ops::bcast(m, w, &mut buf, 0)?;
+                // The root claimed slot `s % BUFFERS` only once every reader
+                // finished step `s - BUFFERS`, its previous use.
+                for q in 1..n {
+                    let done = m.segment().done(q).load(Ordering::Acquire);
+                    if done + (BUFFERS as u64) < s {
+                        return Err(format!("step {s} written while rank {q} is at {done}"));
+                    }
+                }
+            } else {
+                if round % 3 == 0 {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                ops::bcast(m, w, &mut buf, 0)?;
+                if u64::from_ne_bytes(buf) != round {
+                    return Err(format!("round {round} read {}", u64::from_ne_bytes(buf)));
+                }
+            }
+        }
+        Ok(m.seq())
+    });
+    let seqs: Vec<u64> = results.into_iter().map(Result::unwrap).collect();
+    assert_eq!(
+        seqs,
+        vec![40; n],
+        "one step per bcast of 8 bytes, at every rank"
+    );
+}
+
+#[test]
+fn a_small_contribution_travels_in_the_line_of_its_flag() {
+    let seg = Segment::anonymous(2, 4096).unwrap();
+    for q in 0..2 {
+        for b in 0..BUFFERS {
+            let flag = seg.arrived(q, b) as *const AtomicU64 as usize;
+            // SAFETY: nobody uses the segment concurrently in this test.
+            let data = unsafe { seg.data(q, b) }.as_ptr() as usize;
+            assert_eq!(data - flag, 8);
+            assert_eq!(
+                flag / 64,
+                (data + 55) / 64,
+                "56 bytes share the flag's line"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_long_wait_runs_progress_and_a_test_wait_gives_up_with_a_sentence() {
+    let seg = Arc::new(Segment::anonymous(2, 4096).unwrap());
+    let mut m = Member::new(seg, 0);
+    let rounds = AtomicUsize::new(0);
+    let progress = || {
+        rounds.fetch_add(1, Ordering::Relaxed);
+    };
+    let w = Waiter {
+        spins: 10,
+        progress_every: 2,
+        progress: &progress,
+        give_up: Some(Duration::from_millis(50)),
+    };
+    // Rank 1 never comes.
+    let why = ops::barrier(&mut m, &w).unwrap_err();
+    assert!(
+        why.contains("gave up after") && why.contains("rank 1's data of step 1"),
+        "{why}"
+    );
+    assert!(rounds.load(Ordering::Relaxed) > 0, "progress ran");
+    // The step ended anyway.
+    assert_eq!(m.segment().done(0).load(Ordering::Acquire), 1);
+    let _ = waiter();
+}
