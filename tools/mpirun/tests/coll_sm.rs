@@ -73,7 +73,11 @@ fn served_by_sm(run: &Run, n: usize) {
         .lines()
         .filter(|l| l.contains("coll:sm: MPI_COMM_WORLD: shared segment") && l.contains("mapped"))
         .count();
-    assert_eq!(mapped, n, "each rank mapped the world's segment:\n{}", run.stderr);
+    assert_eq!(
+        mapped, n,
+        "each rank mapped the world's segment:\n{}",
+        run.stderr
+    );
     assert!(
         run.stderr
             .contains("coll:base: MPI_COMM_SELF: sm declined: MPI_COMM_SELF has one process"),
