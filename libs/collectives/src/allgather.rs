@@ -7,12 +7,12 @@
 //! every rank): this rank's contribution is already in place in `recv`
 //! (block `rank`, or its region) and `len` is `recv.len() / n`.
 
-use crate::bcast::{bcast_binomial, ring_allgather_blocks};
+use crate::bcast::{bcast_binomial, ring_allgather_blocks, ring_allgather_blocks_from};
 use crate::buffers::{check_comm, consecutive, disjoint_mut, mul, ranges_v, split_pair, SendBuf};
 use crate::error::{invalid, CollError};
 use crate::gather::{block_len, gather_linear};
 use crate::topo::{ring_add, ring_sub};
-use crate::transport::{sendrecv, Transport};
+use crate::transport::{exchange_with, sendrecv, Transport};
 
 /// Allgather by a linear gather to rank 0 followed by a binomial broadcast
 /// of the whole receive buffer.
@@ -60,6 +60,27 @@ pub async fn allgather_ring<T: Transport + ?Sized>(
     tag: i32,
 ) -> Result<(), CollError> {
     let (rank, size) = check_comm(t, None)?;
+    if let (SendBuf::Buf(own), true) = (send_buf, size > 1) {
+        // Step 0 sends the own block from `send` while copying it into
+        // place.
+        let len = block_len(send_buf, recv_buf.len(), size)?;
+        let blocks = consecutive(vec![len; size as usize]);
+        let (next, prev) = (ring_add(rank, 1, size), ring_sub(rank, 1, size));
+        {
+            let mut pieces = disjoint_mut(
+                recv_buf,
+                &[blocks[prev as usize].clone(), blocks[rank as usize].clone()],
+                "receive",
+            )?;
+            let (theirs, mine) = pieces.split_at_mut(1);
+            let (theirs, mine) = (&mut *theirs[0], &mut *mine[0]);
+            exchange_with(t, tag, &[(next, own)], &mut [(prev, theirs)], || {
+                mine.copy_from_slice(own);
+            })
+            .await?;
+        }
+        return ring_allgather_blocks_from(t, recv_buf, &blocks, rank, 1, tag).await;
+    }
     let len = place_own(send_buf, recv_buf, rank, size)?;
     let blocks = consecutive(vec![len; size as usize]);
     ring_allgather_blocks(t, recv_buf, &blocks, rank, tag).await

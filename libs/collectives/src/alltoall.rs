@@ -13,7 +13,7 @@ use std::ops::Range;
 use crate::buffers::{check_comm, consecutive, disjoint_mut, ranges_v, SendBuf};
 use crate::error::{invalid, CollError};
 use crate::topo::{ring_add, ring_sub};
-use crate::transport::{exchange, sendrecv, Transport};
+use crate::transport::{exchange_with, sendrecv, Transport};
 
 /// Linear alltoall: every rank posts all its receives and all its sends
 /// at once (in ring order from `rank + 1`) and waits for everything.
@@ -55,10 +55,30 @@ pub async fn alltoall_pairwise<T: Transport + ?Sized>(
     let (rank, size) = check_comm(t, None)?;
     let (input, len) = alltoall_input(send_buf, recv_buf, size)?;
     let block = |r: u32| r as usize * len..(r as usize + 1) * len;
-    recv_buf[block(rank)].copy_from_slice(&input[block(rank)]);
+    if size == 1 {
+        recv_buf.copy_from_slice(&input);
+        return Ok(());
+    }
     for step in 1..u64::from(size) {
         let to = ring_add(rank, step, size);
         let from = ring_sub(rank, step, size);
+        if step == 1 {
+            // The own block is copied while the first messages move.
+            let mut pieces = disjoint_mut(recv_buf, &[block(from), block(rank)], "receive")?;
+            let (theirs, mine) = pieces.split_at_mut(1);
+            let (theirs, mine) = (&mut *theirs[0], &mut *mine[0]);
+            exchange_with(
+                t,
+                tag,
+                &[(to, &input[block(to)])],
+                &mut [(from, theirs)],
+                || {
+                    mine.copy_from_slice(&input[block(rank)]);
+                },
+            )
+            .await?;
+            continue;
+        }
         sendrecv(
             t,
             to,
@@ -179,7 +199,7 @@ async fn linear_exchange<T: Transport + ?Sized>(
     tag: i32,
 ) -> Result<(), CollError> {
     let size = t.size();
-    let mut pieces = disjoint_mut(recv_buf, recv_ranges, "receive")?;
+    let pieces = disjoint_mut(recv_buf, recv_ranges, "receive")?;
     let me = rank as usize;
     let own = &input[send_ranges[me].clone()];
     if own.len() != pieces[me].len() {
@@ -189,7 +209,6 @@ async fn linear_exchange<T: Transport + ?Sized>(
             pieces[me].len()
         ));
     }
-    pieces[me].copy_from_slice(own);
     let peers: Vec<u32> = (1..u64::from(size))
         .map(|d| ring_add(rank, d, size))
         .collect();
@@ -198,12 +217,19 @@ async fn linear_exchange<T: Transport + ?Sized>(
         .map(|&r| (r, &input[send_ranges[r as usize].clone()]))
         .collect();
     let mut slots: Vec<Option<&mut [u8]>> = pieces.into_iter().map(Some).collect();
+    let mine = slots[me].take();
     let mut recvs: Vec<(u32, &mut [u8])> = peers
         .iter()
         .rev()
         .filter_map(|&r| slots[r as usize].take().map(|piece| (r, piece)))
         .collect();
-    exchange(t, tag, &sends, &mut recvs).await
+    // The own block is copied while the messages move.
+    exchange_with(t, tag, &sends, &mut recvs, || {
+        if let Some(piece) = mine {
+            piece.copy_from_slice(own);
+        }
+    })
+    .await
 }
 
 /// The data to send (a copy of `recv` for `IN_PLACE`) and the block length,

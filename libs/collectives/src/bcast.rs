@@ -174,9 +174,22 @@ pub(crate) async fn ring_allgather_blocks<T: Transport + ?Sized>(
     vrank: u32,
     tag: i32,
 ) -> Result<(), CollError> {
+    ring_allgather_blocks_from(t, buf, blocks, vrank, 0, tag).await
+}
+
+/// [`ring_allgather_blocks`] from step `first` on (the earlier steps done
+/// by the caller).
+pub(crate) async fn ring_allgather_blocks_from<T: Transport + ?Sized>(
+    t: &mut T,
+    buf: &mut [u8],
+    blocks: &[Range<usize>],
+    vrank: u32,
+    first: u64,
+    tag: i32,
+) -> Result<(), CollError> {
     let (rank, size) = (t.rank(), t.size());
     let (next, prev) = (ring_add(rank, 1, size), ring_sub(rank, 1, size));
-    for step in 0..u64::from(size) - 1 {
+    for step in first..u64::from(size) - 1 {
         let out = ring_sub(vrank, step, size) as usize;
         let inc = ring_sub(vrank, step + 1, size) as usize;
         let (out, inc) = split_pair(buf, blocks[out].clone(), blocks[inc].clone());

@@ -155,7 +155,7 @@ pub use reduce_scatter::{
 pub use reduction::{Reduction, UserFn};
 pub use scan::{exscan_linear, scan_linear};
 pub use scatter::{scatter_binomial, scatter_linear, scatterv_linear};
-pub use transport::{block_on, exchange, recv, send, sendrecv, Request, Transport};
+pub use transport::{block_on, exchange, exchange_with, recv, send, sendrecv, Request, Transport};
 
 /// The reduction library's types, re-exported for the callers of
 /// [`Reduction::Predefined`] and of [`CollError::Reduce`].

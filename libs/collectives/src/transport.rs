@@ -238,6 +238,23 @@ pub async fn exchange<T: Transport + ?Sized>(
     sends: &[(u32, &[u8])],
     recvs: &mut [(u32, &mut [u8])],
 ) -> Result<(), CollError> {
+    exchange_with(transport, tag, sends, recvs, || {}).await
+}
+
+/// [`exchange`] that runs `meanwhile` (local work on other buffers, such
+/// as copying this rank's own block into place) once every message is
+/// started and before waiting, so the work overlaps the transfers.
+///
+/// # Errors
+///
+/// As [`exchange`] (`meanwhile` does not run if a message cannot start).
+pub async fn exchange_with<T: Transport + ?Sized>(
+    transport: &mut T,
+    tag: i32,
+    sends: &[(u32, &[u8])],
+    recvs: &mut [(u32, &mut [u8])],
+    meanwhile: impl FnOnce(),
+) -> Result<(), CollError> {
     let mut pending = Pending {
         transport,
         reqs: Vec::with_capacity(sends.len() + recvs.len()),
@@ -265,6 +282,7 @@ pub async fn exchange<T: Transport + ?Sized>(
         let req = unsafe { pending.transport.isend(*dest, tag, buf.as_ptr(), buf.len()) }?;
         pending.reqs.push(req);
     }
+    meanwhile();
     pending.wait().await
 }
 
