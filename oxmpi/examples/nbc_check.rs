@@ -8,7 +8,9 @@
 //! order and checks every result; then the same for the varying-count
 //! forms (all-gather, all-to-all, gather, scatter, reduce-scatter) and the
 //! in-place forms (all-reduce, scan, all-gather, reduce and gather at the
-//! root). A first check shows a barrier is really
+//! root); each round also on a split communicator (odd and even ranks,
+//! in reverse order) and on a duplicate of the world. A first check shows
+//! a barrier is really
 //! non-blocking: every rank but 0 finds its barrier incomplete (rank 0 has
 //! not started it) before rank 0 starts.
 //!
@@ -21,7 +23,7 @@
 
 use oxmpi::collective::{Partition, PartitionMut, SystemOperation, UserOperation};
 use oxmpi::request::{scope, wait_all, StaticScope};
-use oxmpi::topology::SimpleCommunicator;
+use oxmpi::topology::{Color, SimpleCommunicator};
 use oxmpi::traits::*;
 use std::process::ExitCode;
 
@@ -385,9 +387,17 @@ fn run() -> Result<(i32, usize), BoxError> {
     let universe = oxmpi::initialize()?;
     let world = universe.world();
     let mut checks = barrier_does_not_block(&world)?;
+    // A split communicator (odd and even ranks, in reverse order) and a
+    // duplicate of the world: their own context ids, ranks and tags.
+    let halves = world
+        .split_by_color_with_key(Color::with_value(world.rank() % 2), -world.rank())?
+        .ok_or("split gave no communicator")?;
+    let twin = world.duplicate()?;
     for r in 0..rounds {
         checks += round(&world, count, r)?;
         checks += round_varcount_in_place(&world, count, r)?;
+        checks += round(&halves, count, r)?;
+        checks += round_varcount_in_place(&twin, count, r)?;
     }
     Ok((world.rank(), checks))
 }
