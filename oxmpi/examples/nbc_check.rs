@@ -14,8 +14,10 @@
 //! non-blocking: every rank but 0 finds its barrier incomplete (rank 0 has
 //! not started it) before rank 0 starts.
 //!
-//! Run: `mpirun -n 4 nbc_check [COUNT [ROUNDS]]` (any number of ranks;
-//! COUNT elements per rank, default 1000; ROUNDS, default 20). Every rank
+//! Run: `mpirun -n 4 nbc_check [COUNT [ROUNDS [threads]]]` (any number of
+//! ranks; COUNT elements per rank, default 1000; ROUNDS, default 20; with
+//! `threads`, two threads per rank run the rounds at once, each on its own
+//! duplicate of the world, at MPI_THREAD_MULTIPLE). Every rank
 //! prints `nbc ok (<n> checks)` when all passed; otherwise the first
 //! difference, and the job fails.
 
@@ -25,6 +27,7 @@ use oxmpi::collective::{Partition, PartitionMut, SystemOperation, UserOperation}
 use oxmpi::request::{scope, wait_all, StaticScope};
 use oxmpi::topology::{Color, SimpleCommunicator};
 use oxmpi::traits::*;
+use oxmpi::Threading;
 use std::process::ExitCode;
 
 type BoxError = Box<dyn std::error::Error>;
@@ -380,12 +383,44 @@ fn round_varcount_in_place(
     Ok(checks)
 }
 
+/// Two threads per rank (MPI_THREAD_MULTIPLE), each running the rounds
+/// on its own duplicate of the world at the same time as the other.
+fn concurrent(world: &SimpleCommunicator, count: usize, rounds: i64) -> Result<usize, BoxError> {
+    let comms = [world.duplicate()?, world.duplicate()?];
+    std::thread::scope(|s| -> Result<usize, BoxError> {
+        let handles: Vec<_> = comms
+            .iter()
+            .map(|comm| {
+                s.spawn(move || -> Result<usize, String> {
+                    let mut checks = 0;
+                    for r in 0..rounds {
+                        checks += round(comm, count, r).map_err(|e| e.to_string())?;
+                        checks +=
+                            round_varcount_in_place(comm, count, r).map_err(|e| e.to_string())?;
+                    }
+                    Ok(checks)
+                })
+            })
+            .collect();
+        let mut checks = 0;
+        for h in handles {
+            checks += h.join().map_err(|_| "a thread panicked")??;
+        }
+        Ok(checks)
+    })
+}
+
 fn run() -> Result<(i32, usize), BoxError> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let count: usize = args.first().map_or(Ok(1000), |a| a.parse())?;
     let rounds: i64 = args.get(1).map_or(Ok(20), |a| a.parse())?;
-    let universe = oxmpi::initialize()?;
+    let threads = args.get(2).map(String::as_str) == Some("threads");
+    let (universe, _) = oxmpi::initialize_with_threading(Threading::Multiple)?;
     let world = universe.world();
+    if threads {
+        let checks = barrier_does_not_block(&world)? + concurrent(&world, count, rounds)?;
+        return Ok((world.rank(), checks));
+    }
     let mut checks = barrier_does_not_block(&world)?;
     // A split communicator (odd and even ranks, in reverse order) and a
     // duplicate of the world: their own context ids, ranks and tags.

@@ -2,7 +2,9 @@
 //! `nbc_check` example (oxmpi/examples), which starts every collective of
 //! the Rust API's `immediate_` forms at once, with point-to-point traffic
 //! in flight, completes them in reverse order and checks each result
-//! against a sequential reference; and shows a barrier does not block.
+//! against a sequential reference, also on split and duplicated
+//! communicators and from two threads per rank; and shows a barrier does
+//! not block.
 //! The jobs run one at a time, oversubscribed on 2 cores.
 
 mod common;
@@ -71,4 +73,11 @@ fn non_blocking_collectives_over_tcp_and_with_basic() {
         &["1000", "4"],
     );
     passes(5, &["--mca", "coll", "^tuned"], &["1000", "4"]);
+}
+
+#[test]
+fn two_threads_per_rank_run_non_blocking_collectives_at_once() {
+    for n in [2, 4] {
+        passes(n, &[], &["100", "10", "threads"]);
+    }
 }
