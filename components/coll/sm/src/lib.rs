@@ -27,9 +27,9 @@
 //! only the mappings hold the memory, which the kernel frees when the
 //! processes end, however they end (and mpirun removes the job directory
 //! anyway). It holds per member a control line (`done`: the last step the
-//! member finished reading) and two data slots of `coll_sm_slot_size`
-//! bytes (8 KiB) used by turns, each starting with its `arrived` flag in
-//! the line of the first data bytes.
+//! member finished reading) and `coll_sm_buffers` (8) data slots of
+//! `coll_sm_slot_size` bytes (8 KiB) used by turns, each starting with its
+//! `arrived` flag in the line of the first data bytes.
 //!
 //! # The protocol
 //!
@@ -38,7 +38,8 @@
 //! that last used its slot, fills it and publishes `arrived` (release);
 //! readers wait for `arrived` (acquire) and copy or fold the data. A call
 //! larger than a slot moves in pieces, one step each, pipelined through
-//! the two slots. Reductions fold in rank order, so user operations that
+//! the slots; a member that only writes (a bcast root, the senders of a
+//! reduce) runs up to `coll_sm_buffers` steps ahead of its readers. Reductions fold in rank order, so user operations that
 //! do not commute get MPI's result; `MPI_IN_PLACE` has MPI's meaning for
 //! each operation.
 //!
@@ -117,7 +118,7 @@ impl SmColl {
         core: Core,
         context: ComponentContext,
     ) -> SmColl {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = params::node_cores();
         let local = place.as_ref().map_or(1, |p| p.local_size);
         SmColl {
             priority: params.priority,
@@ -144,16 +145,23 @@ impl SmColl {
             };
             let n = comm.members.len();
             let seg = if comm.rank == 0 {
-                attach::create(&path, n, self.limits.slot_size, &patience)?
+                attach::create(
+                    &path,
+                    n,
+                    self.limits.slot_size,
+                    self.limits.buffers,
+                    &patience,
+                )?
             } else {
                 attach::attach(&path, n, creator, &patience)?
             };
             self.context.log(
                 verbosity::INFO,
                 &format!(
-                    "{}: shared segment {} mapped ({n} processes, slots of {} bytes)",
+                    "{}: shared segment {} mapped ({n} processes, {} slots of {} bytes each)",
                     comm.name,
                     path.display(),
+                    seg.buffers(),
                     seg.slot_size()
                 ),
             );

@@ -2,12 +2,12 @@
 //!
 //! A collective is a sequence of **steps**, numbered from 1 per
 //! communicator and counted alike by every member (every member takes
-//! the same steps for the same call). Step `s` uses slot `s % BUFFERS` of
+//! the same steps for the same call). Step `s` uses slot `s % buffers` of
 //! each member that writes in it:
 //!
 //! 1. A writer **claims** its slot ([`Step::claim`]): it waits until every
 //!    other member finished reading the step that used the slot last
-//!    (`s − BUFFERS`), fills the data and **publishes** `arrived = s`
+//!    (`s − buffers`), fills the data and **publishes** `arrived = s`
 //!    (release).
 //! 2. A reader **waits** for the writers it reads ([`Step::wait_for`],
 //!    [`Step::wait_all`]): `arrived == s` (acquire), then reads their
@@ -27,7 +27,7 @@
 //! reachable for writing only between its claim and its publication, and
 //! for reading only after its arrival and before the step's `done`.
 
-use crate::segment::{Segment, BUFFERS};
+use crate::segment::Segment;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -168,7 +168,7 @@ impl Step<'_> {
     }
 
     fn buffer(&self) -> usize {
-        (self.s % BUFFERS as u64) as usize
+        (self.s % self.m.seg.buffers() as u64) as usize
     }
 
     /// Claims this member's slot for the step: waits until every member
@@ -178,7 +178,7 @@ impl Step<'_> {
     ///
     /// The waiter gave up.
     pub fn claim(&mut self, wait: &Waiter<'_>) -> Result<Out<'_>, String> {
-        let need = self.s.saturating_sub(BUFFERS as u64);
+        let need = self.s.saturating_sub(self.m.seg.buffers() as u64);
         let buffer = self.buffer();
         let s = self.s;
         let m = &mut *self.m;
@@ -213,7 +213,7 @@ impl Step<'_> {
     }
 
     fn wait_one(m: &mut Member, q: usize, s: u64, wait: &Waiter<'_>) -> Result<(), String> {
-        let arrived = m.seg.arrived(q, (s % BUFFERS as u64) as usize);
+        let arrived = m.seg.arrived(q, (s % m.seg.buffers() as u64) as usize);
         wait.until(
             || arrived.load(Ordering::Acquire) == s,
             || format!("rank {q}'s data of step {s}"),

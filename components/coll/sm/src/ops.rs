@@ -3,7 +3,7 @@
 //! Every operation moves its data through the slots in pieces of at most
 //! a slot (operations that send a block to each member: a slot divided by
 //! the members), one step per piece, so a large call is pipelined
-//! through the two slots of each member:
+//! through the slots of each member:
 //!
 //! | operation | one step |
 //! |---|---|

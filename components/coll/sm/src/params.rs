@@ -23,6 +23,12 @@ pub struct SmParams {
         size,
         range = 4096..=1073741824)]
     pub slot_size: usize,
+    /// Slots of each process in the shared segment, used by turns: a process may run this many
+    /// steps ahead of the slowest reader of its slot (a bcast root, the senders of a reduce),
+    /// and a call larger than a slot is pipelined through them. The creator's value holds for
+    /// the whole communicator.
+    #[param(default = "8", level = Tuner(Detailed), range = 2..=256)]
+    pub buffers: u32,
     /// Largest call the sm component takes, in bytes per process (bcast: the buffer;
     /// reductions: the vector; gather, scatter, allgather, alltoall: the bytes each process
     /// sends or receives in all). Larger calls go to the next component by priority (tuned). 0
@@ -59,6 +65,8 @@ pub struct SmParams {
 pub struct Limits {
     /// Bytes of each data slot of a segment this process creates.
     pub slot_size: usize,
+    /// Slots per process of a segment this process creates.
+    pub buffers: usize,
     /// Largest call taken, in bytes per process.
     pub max_size: usize,
     /// Checks of a flag before yielding.
@@ -72,6 +80,33 @@ pub struct Limits {
 /// Spins at most, on a node with more of the job's processes than cores.
 pub const OVERSUBSCRIBED_SPINS: u32 = 16;
 
+/// The node's online processors (`/sys/devices/system/cpu/online`, a list
+/// of ranges such as `0-3,6`), not this process's affinity: a rank bound
+/// to one core still shares the node with the others. Falls back to the
+/// processors this process may use.
+pub fn node_cores() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|text| count_cpu_list(&text))
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// The processors in a kernel CPU list (`0-3,6`), if it parses.
+pub fn count_cpu_list(text: &str) -> Option<usize> {
+    let mut total = 0usize;
+    for part in text.trim().split(',') {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.parse::<usize>().ok()?, b.parse::<usize>().ok()?),
+            None => {
+                let a = part.parse::<usize>().ok()?;
+                (a, a)
+            }
+        };
+        total += b.checked_sub(a)? + 1;
+    }
+    (total > 0).then_some(total)
+}
+
 impl Limits {
     /// The limits of `params` on a node where `local_size` of the job's
     /// processes share `cores` cores (fewer spins when they do not fit).
@@ -83,6 +118,7 @@ impl Limits {
         };
         Limits {
             slot_size: params.slot_size,
+            buffers: params.buffers as usize,
             max_size: params.max_size,
             spin_count,
             progress_every: params.progress_every,

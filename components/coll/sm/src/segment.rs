@@ -10,7 +10,7 @@
 //! | line 0 | header: magic (stored last, release), members, buffers per member, slot size, creator's pid | creator, once |
 //! | line 1 | `attached`: members other than the creator that mapped the segment | attachers |
 //! | control | per member a [`CONTROL`]-byte line: `done`, the last step it finished reading | that member |
-//! | slots | per member [`BUFFERS`] slots of [`SLOT_HEADER`] + slot size bytes rounded up to [`CONTROL`]: `arrived` (the step whose data the slot holds, stored last with release ordering) then the data | that member |
+//! | slots | per member `buffers` slots of [`SLOT_HEADER`] + slot size bytes rounded up to [`CONTROL`]: `arrived` (the step whose data the slot holds, stored last with release ordering) then the data | that member |
 //!
 //! The data starts right after a slot's `arrived` word, in the same cache
 //! line: a contribution of up to 56 bytes travels with its flag in one
@@ -33,8 +33,8 @@ pub const CONTROL: usize = 128;
 /// Bytes before a slot's data: its `arrived` word.
 pub const SLOT_HEADER: usize = 8;
 
-/// Slots per member, used by turns (step `s` uses slot `s % BUFFERS`).
-pub const BUFFERS: usize = 2;
+/// The fewest slots per member (step `s` uses slot `s % buffers`).
+pub const MIN_BUFFERS: usize = 2;
 
 /// The magic of a ready segment (stored last, with release ordering).
 const MAGIC: u64 = u64::from_le_bytes(*b"oxcollm1");
@@ -54,22 +54,27 @@ struct Header {
 struct Layout {
     members: usize,
     slot_size: usize,
+    buffers: usize,
     slot_stride: usize,
     slots: usize,
     total: usize,
 }
 
 impl Layout {
-    fn new(members: usize, slot_size: usize) -> Option<Layout> {
+    fn new(members: usize, slot_size: usize, buffers: usize) -> Option<Layout> {
+        if buffers < MIN_BUFFERS {
+            return None;
+        }
         let control = 2 * LINE;
         let slots = control.checked_add(members.checked_mul(CONTROL)?)?;
         let slot_stride = SLOT_HEADER
             .checked_add(slot_size)?
             .checked_next_multiple_of(CONTROL)?;
-        let total = slots.checked_add(members.checked_mul(BUFFERS)?.checked_mul(slot_stride)?)?;
+        let total = slots.checked_add(members.checked_mul(buffers)?.checked_mul(slot_stride)?)?;
         Some(Layout {
             members,
             slot_size,
+            buffers,
             slot_stride,
             slots,
             total,
@@ -106,15 +111,20 @@ impl std::fmt::Debug for Segment {
 
 impl Segment {
     /// Creates the segment at `path` (mode 0600; it must not exist) for
-    /// `members` processes with slots of `slot_size` bytes, and marks it
-    /// ready.
+    /// `members` processes with `buffers` slots of `slot_size` bytes each,
+    /// and marks it ready.
     ///
     /// # Errors
     ///
     /// The sizes overflow, or the file cannot be created, sized or mapped;
     /// the message names the file.
-    pub fn create(path: &Path, members: usize, slot_size: usize) -> Result<Segment, String> {
-        let layout = Self::layout(members, slot_size)?;
+    pub fn create(
+        path: &Path,
+        members: usize,
+        slot_size: usize,
+        buffers: usize,
+    ) -> Result<Segment, String> {
+        let layout = Self::layout(members, slot_size, buffers)?;
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -153,8 +163,8 @@ impl Segment {
     /// # Errors
     ///
     /// The sizes overflow or the memory cannot be mapped.
-    pub fn anonymous(members: usize, slot_size: usize) -> Result<Segment, String> {
-        let layout = Self::layout(members, slot_size)?;
+    pub fn anonymous(members: usize, slot_size: usize, buffers: usize) -> Result<Segment, String> {
+        let layout = Self::layout(members, slot_size, buffers)?;
         let map = MmapOptions::new()
             .len(layout.total)
             .map_anon()
@@ -168,10 +178,11 @@ impl Segment {
         Ok(segment)
     }
 
-    fn layout(members: usize, slot_size: usize) -> Result<Layout, String> {
-        Layout::new(members, slot_size).ok_or_else(|| {
+    fn layout(members: usize, slot_size: usize, buffers: usize) -> Result<Layout, String> {
+        Layout::new(members, slot_size, buffers).ok_or_else(|| {
             format!(
-                "a shared segment for {members} processes with {slot_size}-byte slots is too large"
+                "a shared segment for {members} processes with {buffers} slots of {slot_size} \
+                 bytes each is too large (or has fewer than {MIN_BUFFERS} slots)"
             )
         })
     }
@@ -184,7 +195,7 @@ impl Segment {
         unsafe {
             let header = self.map.as_mut_ptr().cast::<Header>();
             (*header).members = self.layout.members as u32;
-            (*header).buffers = BUFFERS as u32;
+            (*header).buffers = self.layout.buffers as u32;
             (*header).slot_size = self.layout.slot_size as u64;
             (*header).pid = std::process::id();
         }
@@ -234,19 +245,19 @@ impl Segment {
         if header.magic.load(Ordering::Acquire) != MAGIC {
             return Ok(None);
         }
-        let layout = Layout::new(header.members as usize, header.slot_size as usize);
+        let layout = Layout::new(
+            header.members as usize,
+            header.slot_size as usize,
+            header.buffers as usize,
+        );
         match layout {
             // Mapped before the creator sized the file: map again.
             Some(l) if l.total > len => Ok(None),
-            Some(l)
-                if l.total == len && l.members == members && header.buffers as usize == BUFFERS =>
-            {
-                Ok(Some(Segment {
-                    map,
-                    layout: l,
-                    path: Some(path.to_path_buf()),
-                }))
-            }
+            Some(l) if l.total == len && l.members == members => Ok(Some(Segment {
+                map,
+                layout: l,
+                path: Some(path.to_path_buf()),
+            })),
             _ => Err(format!(
                 "{} is not a coll sm segment of this oxmpi version for {members} processes (its \
                  header says {} processes, {} buffers of {} bytes each, in {len} bytes)",
@@ -286,6 +297,11 @@ impl Segment {
         self.layout.slot_size
     }
 
+    /// Slots per member.
+    pub fn buffers(&self) -> usize {
+        self.layout.buffers
+    }
+
     /// The creator's process id.
     pub fn creator_pid(&self) -> u32 {
         self.header().pid
@@ -304,8 +320,8 @@ impl Segment {
     }
 
     fn slot_offset(&self, q: usize, buffer: usize) -> usize {
-        debug_assert!(q < self.layout.members && buffer < BUFFERS);
-        self.layout.slots + (q * BUFFERS + buffer) * self.layout.slot_stride
+        debug_assert!(q < self.layout.members && buffer < self.layout.buffers);
+        self.layout.slots + (q * self.layout.buffers + buffer) * self.layout.slot_stride
     }
 
     /// The `arrived` word of member `q`'s slot `buffer`.
@@ -370,16 +386,17 @@ mod tests {
 
     #[test]
     fn the_layout_keeps_parts_apart_and_aligned() {
-        let l = Layout::new(3, 4096).unwrap();
+        let l = Layout::new(3, 4096, 2).unwrap();
         assert_eq!(l.slots, 2 * LINE + 3 * CONTROL);
         assert_eq!(l.slot_stride, 4096 + CONTROL);
         assert_eq!(l.total, l.slots + 6 * l.slot_stride);
-        assert!(Layout::new(usize::MAX / 2, 4096).is_none());
-        let s = Segment::anonymous(3, 4096).unwrap();
+        assert!(Layout::new(usize::MAX / 2, 4096, 2).is_none());
+        assert!(Layout::new(3, 4096, 1).is_none());
+        let s = Segment::anonymous(3, 4096, 2).unwrap();
         let base = s.map.as_ptr() as usize;
         for q in 0..3 {
             assert_eq!((s.done(q) as *const _ as usize - base) % CONTROL, 0);
-            for b in 0..BUFFERS {
+            for b in 0..2 {
                 let at = s.arrived(q, b) as *const _ as usize - base;
                 assert_eq!(at % CONTROL, 0);
                 assert!(at + SLOT_HEADER + 4096 <= l.total);
@@ -396,15 +413,18 @@ mod tests {
         std::fs::write(&path, vec![0u8; 4096]).unwrap();
         assert!(Segment::attach(&path, 2).unwrap().is_none());
         std::fs::remove_file(&path).unwrap();
-        let made = Segment::create(&path, 2, 4096).unwrap();
-        assert!(Segment::create(&path, 2, 4096)
+        let made = Segment::create(&path, 2, 4096, 3).unwrap();
+        assert!(Segment::create(&path, 2, 4096, 3)
             .unwrap_err()
             .contains("cannot create the shared segment"));
         let seen = Segment::attach(&path, 2).unwrap().unwrap();
-        assert_eq!((seen.members(), seen.slot_size()), (2, 4096));
+        assert_eq!(
+            (seen.members(), seen.slot_size(), seen.buffers()),
+            (2, 4096, 3)
+        );
         assert_eq!(seen.creator_pid(), std::process::id());
-        made.arrived(1, 1).store(7, Ordering::Release);
-        assert_eq!(seen.arrived(1, 1).load(Ordering::Acquire), 7);
+        made.arrived(1, 2).store(7, Ordering::Release);
+        assert_eq!(seen.arrived(1, 2).load(Ordering::Acquire), 7);
         let wrong = Segment::attach(&path, 3).err().unwrap();
         assert!(wrong.contains("not a coll sm segment"), "{wrong}");
         made.unlink().unwrap();

@@ -17,7 +17,10 @@ use oxmpi_plugin_api::Params as _;
 fn parameter_declarations_are_valid_for_the_core() {
     SmParams::check_declarations().unwrap();
     let d = SmParams::default();
-    assert_eq!((d.priority, d.slot_size, d.max_size), (40, 8192, 65536));
+    assert_eq!(
+        (d.priority, d.slot_size, d.buffers, d.max_size),
+        (40, 8192, 8, 65536)
+    );
     for decl in SmParams::DECLS {
         let full = format!("coll_sm_{}", decl.name);
         assert_eq!(oxmpi_mca::registry::check_decl(&full, decl), None, "{full}");
@@ -29,6 +32,11 @@ fn an_oversubscribed_node_spins_less() {
     let d = SmParams::default();
     assert_eq!(Limits::new(&d, 2, 2).spin_count, d.spin_count);
     assert_eq!(Limits::new(&d, 4, 2).spin_count, OVERSUBSCRIBED_SPINS);
+    assert_eq!(crate::params::count_cpu_list("0-1\n"), Some(2));
+    assert_eq!(crate::params::count_cpu_list("0-3,6,8-9"), Some(7));
+    assert_eq!(crate::params::count_cpu_list("x"), None);
+    assert_eq!(crate::params::count_cpu_list("3-1"), None);
+    assert!(crate::params::node_cores() >= 1);
 }
 
 fn core() -> Core {

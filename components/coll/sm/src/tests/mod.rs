@@ -27,13 +27,24 @@ pub fn waiter() -> Waiter<'static> {
 }
 
 /// Runs `f` as each of `n` ranks (threads) over one anonymous segment
-/// with slots of `slot` bytes; each rank's result, in rank order.
+/// with two slots of `slot` bytes per rank (each reused every other
+/// step); each rank's result, in rank order.
 pub fn ranks<R: Send>(
     n: usize,
     slot: usize,
     f: impl Fn(&mut Member, &Waiter<'_>) -> R + Sync,
 ) -> Vec<R> {
-    let seg = Arc::new(Segment::anonymous(n, slot).unwrap());
+    ranks_in(n, slot, 2, f)
+}
+
+/// As [`ranks`], with `buffers` slots per rank.
+pub fn ranks_in<R: Send>(
+    n: usize,
+    slot: usize,
+    buffers: usize,
+    f: impl Fn(&mut Member, &Waiter<'_>) -> R + Sync,
+) -> Vec<R> {
+    let seg = Arc::new(Segment::anonymous(n, slot, buffers).unwrap());
     let f = &f;
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..n)

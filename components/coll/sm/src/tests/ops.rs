@@ -4,7 +4,7 @@
 //! where MPI allows it, and many calls in a row on one segment (both
 //! slots reused, pieces pipelined).
 
-use super::{all_ok, ranks};
+use super::{all_ok, ranks, ranks_in};
 use crate::member::{Member, Waiter};
 use crate::ops;
 use oxmpi_framework_coll::module::{CollCall, CollKind};
@@ -143,8 +143,8 @@ fn one_of_each(
 #[test]
 fn data_movement_is_right_for_every_size_root_and_communicator_of_1_to_8() {
     const SLOT: usize = 256;
-    for n in 1..=8 {
-        let results = ranks(n, SLOT, |m, w| {
+    for (n, buffers) in (1..=8).flat_map(|n| [(n, 2), (n, 5)]) {
+        let results = ranks_in(n, SLOT, buffers, |m, w| {
             let mut salt = 0;
             for count in [0, 1, 7, 56, 57, 255, 256, 257, 1000, 3 * SLOT + 5] {
                 for root in 0..n {
@@ -154,7 +154,7 @@ fn data_movement_is_right_for_every_size_root_and_communicator_of_1_to_8() {
             }
             Ok(())
         });
-        all_ok(results, &format!("{n} ranks"));
+        all_ok(results, &format!("{n} ranks, {buffers} buffers"));
     }
 }
 
@@ -162,7 +162,8 @@ fn data_movement_is_right_for_every_size_root_and_communicator_of_1_to_8() {
 fn the_largest_calls_sm_takes_are_right_with_the_default_slots() {
     let defaults = crate::params::SmParams::default();
     for n in [2, 3, 5] {
-        let results = ranks(n, defaults.slot_size, |m, w| {
+        let buffers = defaults.buffers as usize;
+        let results = ranks_in(n, defaults.slot_size, buffers, |m, w| {
             // bcast of max_size bytes; blocks of max_size / n bytes.
             let mut buf = if m.rank() == 1 {
                 data(1, defaults.max_size, 9)

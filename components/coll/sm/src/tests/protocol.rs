@@ -3,10 +3,10 @@
 //! with it, every member counts the same steps, and waits run progress
 //! and give up (in tests) with a sentence.
 
-use super::{all_ok, ranks, waiter};
+use super::{all_ok, ranks, ranks_in, waiter};
 use crate::member::{Member, Waiter};
 use crate::ops;
-use crate::segment::{Segment, BUFFERS};
+use crate::segment::Segment;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,7 +36,8 @@ fn nobody_leaves_a_barrier_before_everybody_entered_it() {
 #[test]
 fn a_writer_waits_for_slow_readers_before_reusing_a_slot() {
     let n = 3;
-    let results = ranks(n, 4096, |m, w| {
+    const BUFFERS: usize = 3;
+    let results = ranks_in(n, 4096, BUFFERS, |m, w| {
         for round in 0..40u64 {
             let mut buf = round.to_ne_bytes();
             if m.rank() == 0 {
@@ -72,9 +73,9 @@ fn a_writer_waits_for_slow_readers_before_reusing_a_slot() {
 
 #[test]
 fn a_small_contribution_travels_in_the_line_of_its_flag() {
-    let seg = Segment::anonymous(2, 4096).unwrap();
+    let seg = Segment::anonymous(2, 4096, 4).unwrap();
     for q in 0..2 {
-        for b in 0..BUFFERS {
+        for b in 0..4 {
             let flag = seg.arrived(q, b) as *const AtomicU64 as usize;
             // SAFETY: nobody uses the segment concurrently in this test.
             let data = unsafe { seg.data(q, b) }.as_ptr() as usize;
@@ -90,7 +91,7 @@ fn a_small_contribution_travels_in_the_line_of_its_flag() {
 
 #[test]
 fn a_long_wait_runs_progress_and_a_test_wait_gives_up_with_a_sentence() {
-    let seg = Arc::new(Segment::anonymous(2, 4096).unwrap());
+    let seg = Arc::new(Segment::anonymous(2, 4096, 2).unwrap());
     let mut m = Member::new(seg, 0);
     let rounds = AtomicUsize::new(0);
     let progress = || {

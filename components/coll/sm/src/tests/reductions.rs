@@ -5,7 +5,7 @@
 //! allreduce, `MPI_IN_PLACE`, many calls in a row.
 
 use super::ops::{call, run};
-use super::{all_ok, ranks};
+use super::{all_ok, ranks, ranks_in};
 use crate::member::{Member, Waiter};
 use crate::reduce::SPLIT_MIN;
 use oxmpi_framework_coll::module::{CollCall, CollKind, ElementCode, OpCode, UserOp};
@@ -213,8 +213,8 @@ fn reductions(
 #[test]
 fn reductions_fold_in_rank_order_for_every_size_root_and_communicator_of_1_to_8() {
     const SLOT: usize = 4096;
-    for n in 1..=8 {
-        let results = ranks(n, SLOT, |m, w| {
+    for (n, buffers) in (1..=8).flat_map(|n| [(n, 2), (n, 3)]) {
+        let results = ranks_in(n, SLOT, buffers, |m, w| {
             let mut salt = 0;
             for kind in [Kind::SumI64, Kind::Compose] {
                 let elems = SLOT / kind.elem();
@@ -226,7 +226,7 @@ fn reductions_fold_in_rank_order_for_every_size_root_and_communicator_of_1_to_8(
             }
             Ok(())
         });
-        all_ok(results, &format!("{n} ranks"));
+        all_ok(results, &format!("{n} ranks, {buffers} buffers"));
     }
 }
 
@@ -234,7 +234,8 @@ fn reductions_fold_in_rank_order_for_every_size_root_and_communicator_of_1_to_8(
 fn the_largest_reductions_sm_takes_are_right_with_the_default_slots() {
     let defaults = crate::params::SmParams::default();
     for n in [2, 3, 4] {
-        let results = ranks(n, defaults.slot_size, |m, w| {
+        let buffers = defaults.buffers as usize;
+        let results = ranks_in(n, defaults.slot_size, buffers, |m, w| {
             reductions(m, w, Kind::SumI64, defaults.max_size / 8, 1)?;
             reductions(m, w, Kind::Compose, defaults.max_size / 16, 2)
         });
