@@ -90,8 +90,9 @@ fn served_by_sm(run: &Run, n: usize) {
 fn sm_serves_every_collective_it_provides_on_2_3_and_5_ranks() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for n in [2, 3, 5] {
-        // 65536 i64 elements (512 KiB per rank) are beyond coll_sm_max_size:
-        // those calls pass on to tuned.
+        // 65536 i64 elements: 512 KiB per rank, and 2.5 MiB per rank for
+        // allgather and alltoall on 5 ranks; the oversubscribed node passes
+        // the large allreduces and alltoalls on to tuned.
         let run = passes(
             n,
             &["--mca", "coll_base_verbose", "40"],

@@ -11,8 +11,11 @@
 //! (`OXMPI_COMM_WORLD_LOCAL_SIZE` = `OXMPI_COMM_WORLD_SIZE`, with a job
 //! directory, see [`place`]), at priority `coll_sm_priority` (40, above
 //! tuned's 30). A call of more than `coll_sm_max_size` bytes per process
-//! (64 KiB; [`ops::call_bytes`] says what is counted) is **passed on**:
-//! the MPI layer runs it with the next component by priority (tuned). The
+//! (4 MiB; [`ops::call_bytes`] says what is counted) is **passed on**:
+//! the MPI layer runs it with the next component by priority (tuned); so
+//! are allreduces and alltoalls of more than
+//! `coll_sm_oversubscribed_max_size` (64 KiB) on a node with more of the
+//! job's processes than cores, where tuned does better. The
 //! `v` forms, scans, reduce-scatters and non-blocking collectives come
 //! from the other components.
 //!
@@ -27,8 +30,8 @@
 //! only the mappings hold the memory, which the kernel frees when the
 //! processes end, however they end (and mpirun removes the job directory
 //! anyway). It holds per member a control line (`done`: the last step the
-//! member finished reading) and `coll_sm_buffers` (8) data slots of
-//! `coll_sm_slot_size` bytes (8 KiB) used by turns, each starting with its
+//! member finished reading) and `coll_sm_buffers` (32) data slots of
+//! `coll_sm_slot_size` bytes (32 KiB) used by turns, each starting with its
 //! `arrived` flag in the line of the first data bytes.
 //!
 //! # The protocol
@@ -216,7 +219,7 @@ impl Coll for SmColl {
 
     fn run(&self, comm: &mut SmComm, call: &CollCall<'_>) -> Result<Served, String> {
         let n = comm.members.len();
-        if !ops::takes(call, n, self.limits.max_size, self.limits.slot_size) {
+        if !ops::takes(call, n, &self.limits) {
             return Ok(Served::PassedOn);
         }
         let core = self.core;

@@ -16,6 +16,7 @@
 //! | reduce, allreduce | see [`crate::reduce`] |
 
 use crate::member::{Member, Waiter};
+use crate::params::Limits;
 use crate::reduce;
 use oxmpi_collectives::{RecvBuf, SendBuf};
 use oxmpi_framework_coll::buffers::{buffers, message_bytes, Buffers};
@@ -48,20 +49,23 @@ pub fn call_bytes(call: &CollCall<'_>, members: usize) -> usize {
     }
 }
 
-/// Whether sm takes `call` on a communicator of `members` with calls of
-/// at most `max_size` bytes per process and slots of `slot_size` bytes
-/// (every member answers the same for the same call).
-pub fn takes(call: &CollCall<'_>, members: usize, max_size: usize, slot_size: usize) -> bool {
+/// Whether sm takes `call` on a communicator of `members` within
+/// `limits` (every member answers the same for the same call).
+pub fn takes(call: &CollCall<'_>, members: usize, limits: &Limits) -> bool {
     if !provided().contains(call.kind) {
         return false;
     }
     if call.kind == CollKind::Barrier {
         return true;
     }
-    if call.kind.reduces() && call.elem_size() > slot_size {
+    if call.kind.reduces() && call.elem_size() > limits.slot_size {
         return false;
     }
-    call_bytes(call, members) <= max_size
+    let max = match call.kind {
+        CollKind::Allreduce | CollKind::Alltoall => limits.all_to_all_max_size,
+        _ => limits.max_size,
+    };
+    call_bytes(call, members) <= max
 }
 
 /// Runs `call` as member `m` of its communicator.

@@ -18,7 +18,7 @@ pub struct SmParams {
     /// used by turns). A call's data moves through the slots in pieces of at most this size,
     /// pipelined; the segment of a communicator of n processes holds 2 n slots. The creator's
     /// value holds for the whole communicator.
-    #[param(default = "8k",
+    #[param(default = "32k",
         level = Tuner(Basic),
         size,
         range = 4096..=1073741824)]
@@ -27,16 +27,20 @@ pub struct SmParams {
     /// steps ahead of the slowest reader of its slot (a bcast root, the senders of a reduce),
     /// and a call larger than a slot is pipelined through them. The creator's value holds for
     /// the whole communicator.
-    #[param(default = "8", level = Tuner(Detailed), range = 2..=256)]
+    #[param(default = "32", level = Tuner(Detailed), range = 2..=256)]
     pub buffers: u32,
     /// Largest call the sm component takes, in bytes per process (bcast: the buffer;
     /// reductions: the vector; gather, scatter, allgather, alltoall: the bytes each process
     /// sends or receives in all). Larger calls go to the next component by priority (tuned). 0
     /// passes every call on but barriers. Every process of a job must use the same value.
-    #[param(default = "64k",
-        level = Tuner(Basic),
-        size)]
+    #[param(default = "4m", level = Tuner(Basic), size)]
     pub max_size: usize,
+    /// Largest allreduce and alltoall the sm component takes on a node with more of the job's
+    /// processes than cores (bytes per process, counted as for coll_sm_max_size, which also
+    /// applies): each of their steps waits for every process, which there costs a round of the
+    /// scheduler, and tuned's point-to-point algorithms do better on large calls.
+    #[param(default = "64k", level = Tuner(Detailed), size)]
+    pub oversubscribed_max_size: usize,
     /// Times a process checks a flag of the shared segment before its wait starts giving the
     /// core away (sched_yield) between checks. On a node with more of the job's processes than
     /// cores, sm yields after at most 16 checks whatever this says.
@@ -69,6 +73,8 @@ pub struct Limits {
     pub buffers: usize,
     /// Largest call taken, in bytes per process.
     pub max_size: usize,
+    /// Largest allreduce and alltoall taken, in bytes per process.
+    pub all_to_all_max_size: usize,
     /// Checks of a flag before yielding.
     pub spin_count: u32,
     /// Yields between two rounds of progress.
@@ -111,15 +117,22 @@ impl Limits {
     /// The limits of `params` on a node where `local_size` of the job's
     /// processes share `cores` cores (fewer spins when they do not fit).
     pub fn new(params: &SmParams, local_size: u32, cores: usize) -> Limits {
-        let spin_count = if local_size as usize > cores {
+        let oversubscribed = local_size as usize > cores;
+        let spin_count = if oversubscribed {
             params.spin_count.min(OVERSUBSCRIBED_SPINS)
         } else {
             params.spin_count
+        };
+        let all_to_all_max_size = if oversubscribed {
+            params.max_size.min(params.oversubscribed_max_size)
+        } else {
+            params.max_size
         };
         Limits {
             slot_size: params.slot_size,
             buffers: params.buffers as usize,
             max_size: params.max_size,
+            all_to_all_max_size,
             spin_count,
             progress_every: params.progress_every,
             attach_timeout: std::time::Duration::from_millis(u64::from(params.attach_timeout_ms)),

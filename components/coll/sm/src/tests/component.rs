@@ -19,8 +19,9 @@ fn parameter_declarations_are_valid_for_the_core() {
     let d = SmParams::default();
     assert_eq!(
         (d.priority, d.slot_size, d.buffers, d.max_size),
-        (40, 8192, 8, 65536)
+        (40, 32768, 32, 4 << 20)
     );
+    assert_eq!(d.oversubscribed_max_size, 65536);
     for decl in SmParams::DECLS {
         let full = format!("coll_sm_{}", decl.name);
         assert_eq!(oxmpi_mca::registry::check_decl(&full, decl), None, "{full}");
@@ -32,6 +33,11 @@ fn an_oversubscribed_node_spins_less() {
     let d = SmParams::default();
     assert_eq!(Limits::new(&d, 2, 2).spin_count, d.spin_count);
     assert_eq!(Limits::new(&d, 4, 2).spin_count, OVERSUBSCRIBED_SPINS);
+    assert_eq!(Limits::new(&d, 2, 2).all_to_all_max_size, d.max_size);
+    assert_eq!(
+        Limits::new(&d, 4, 2).all_to_all_max_size,
+        d.oversubscribed_max_size
+    );
     assert_eq!(crate::params::count_cpu_list("0-1\n"), Some(2));
     assert_eq!(crate::params::count_cpu_list("0-3,6,8-9"), Some(7));
     assert_eq!(crate::params::count_cpu_list("x"), None);
@@ -83,7 +89,7 @@ fn declines_with_the_reason() {
         why(&sm, &[0]),
         "MPI_COMM_WORLD has one process; the sm component serves communicators of two or more"
     );
-    let many: Vec<u32> = (0..200).collect();
+    let many: Vec<u32> = (0..600).collect();
     assert!(why(&sm, &many).contains("raise coll_sm_slot_size"));
     let away = component(Err(
         "only 2 of the job's 4 processes are on this node".into()
@@ -101,27 +107,36 @@ fn declines_with_the_reason() {
 #[test]
 fn calls_beyond_the_limit_are_passed_on_and_barriers_never() {
     let max = 65536;
+    let limits = |max_size, all_to_all_max_size| Limits {
+        max_size,
+        all_to_all_max_size,
+        ..Limits::new(&SmParams::default(), 2, 2)
+    };
+    let l = limits(max, max);
     let mut c = call(CollKind::Bcast, None, None, max, 0);
-    assert!(takes(&c, 4, max, 8192));
+    assert!(takes(&c, 4, &l));
     c.count = max + 1;
-    assert!(!takes(&c, 4, max, 8192));
+    assert!(!takes(&c, 4, &l));
     let mut c = call(CollKind::Allgather, None, None, max / 4, 0);
     assert_eq!(call_bytes(&c, 4), max);
-    assert!(takes(&c, 4, max, 8192));
+    assert!(takes(&c, 4, &l));
     c.count += 1;
-    assert!(!takes(&c, 4, max, 8192));
+    assert!(!takes(&c, 4, &l));
     let mut c = call(CollKind::Allreduce, None, None, max / 8, 0);
     c.element = ElementCode::Float64;
     c.op = OpCode::Sum;
-    assert!(takes(&c, 2, max, 8192));
-    assert!(!takes(&c, 2, max - 1, 8192));
+    assert!(takes(&c, 2, &l));
+    assert!(!takes(&c, 2, &limits(max - 1, max - 1)));
+    // The oversubscribed limit applies to allreduce and alltoall only.
+    assert!(!takes(&c, 2, &limits(max, max - 1)));
+    let a = call(CollKind::Alltoall, None, None, max / 2, 0);
+    assert!(!takes(&a, 2, &limits(max, max - 1)));
+    let g = call(CollKind::Allgather, None, None, max / 2, 0);
+    assert!(takes(&g, 2, &limits(max, max - 1)));
     let c = call(CollKind::Barrier, None, None, 0, 0);
-    assert!(takes(&c, 2, 0, 8192));
+    assert!(takes(&c, 2, &limits(0, 0)));
     for kind in [CollKind::Gatherv, CollKind::Scan, CollKind::ReduceScatter] {
-        assert!(
-            !takes(&call(kind, None, None, 1, 0), 2, max, 8192),
-            "{kind:?}"
-        );
+        assert!(!takes(&call(kind, None, None, 1, 0), 2, &l), "{kind:?}");
     }
 }
 
@@ -148,7 +163,7 @@ fn two_ranks_make_map_and_remove_the_segment_file_through_run() {
                     assert_eq!(served, Served::Done);
                     // The file is gone once the first call returned.
                     assert!(!dir.join("coll-sm-00c0ffee-4-3").exists());
-                    let big = vec![0u8; 65537];
+                    let big = vec![0u8; (4 << 20) + 1];
                     let mut c = call(CollKind::Bcast, None, None, big.len(), 0);
                     c.recv = big.as_ptr().cast_mut();
                     let passed = sm.run(&mut comm, &c)?;
