@@ -14,9 +14,10 @@ pub struct SmParams {
     #[param(default = "40",
         level = Developer(All))]
     pub priority: i32,
-    /// Bytes of each data slot of the shared segment (each process of a communicator has two,
-    /// used by turns). A call's data moves through the slots in pieces of at most this size,
-    /// pipelined; the segment of a communicator of n processes holds 2 n slots. The creator's
+    /// Bytes of each data slot of the shared segment (each process of a communicator has
+    /// coll_sm_buffers of them, used by turns). A call's data moves through the slots in pieces
+    /// of at most this size, pipelined; the segment of a communicator of n processes holds n
+    /// times coll_sm_buffers slots (tmpfs gives pages only as they are touched). The creator's
     /// value holds for the whole communicator.
     #[param(default = "32k",
         level = Tuner(Basic),
