@@ -62,6 +62,7 @@ fn every_collective_is_right_with_1_mib_per_rank() {
 
 #[test]
 fn every_collective_is_right_over_tcp_and_with_basic_alone() {
+    // Without sm, so every collective's messages go over tcp.
     passes(
         3,
         &[
@@ -71,6 +72,9 @@ fn every_collective_is_right_over_tcp_and_with_basic_alone() {
             "--mca",
             "btl_tcp_if_include",
             "lo",
+            "--mca",
+            "coll",
+            "^sm",
         ],
         "0,1,1000",
     );
@@ -81,7 +85,7 @@ fn every_collective_is_right_over_tcp_and_with_basic_alone() {
             &[
                 "--mca",
                 "coll",
-                "^tuned",
+                "^tuned,sm",
                 "--mca",
                 "coll_basic_crossover",
                 crossover,
@@ -121,7 +125,11 @@ fn every_collective_is_right_with_each_forced_tuned_algorithm() {
             "recursive_doubling",
         ),
     ] {
+        // Without sm, which would take the calls first.
         let args = [
+            "--mca",
+            "coll",
+            "^sm",
             "--mca",
             "coll_tuned_use_dynamic_rules",
             "1",
@@ -176,6 +184,9 @@ fn a_broken_rules_file_is_reported_with_its_line_and_basic_serves() {
     let path = rules.display().to_string();
     let args = [
         "--mca",
+        "coll",
+        "^sm",
+        "--mca",
         "coll_tuned_use_dynamic_rules",
         "1",
         "--mca",
@@ -203,7 +214,7 @@ fn a_broken_rules_file_is_reported_with_its_line_and_basic_serves() {
 fn verbose_output_names_the_component_of_each_operation() {
     let run = passes(2, &["--mca", "coll_base_verbose", "10"], "1");
     for line in [
-        "coll:base: MPI_COMM_WORLD: allreduce from tuned (priority 30); calls it passes on go to basic (priority 10)",
+        "coll:base: MPI_COMM_WORLD: allreduce from sm (priority 40); calls it passes on go to tuned (priority 30), then basic (priority 10)",
         "coll:base: MPI_COMM_WORLD: non-blocking allreduce from tuned (priority 30)",
         "coll:base: MPI_COMM_SELF: allreduce from self (priority 75)",
         "coll:base: MPI_COMM_WORLD: self declined: MPI_COMM_WORLD has 2 processes; the self component serves communicators of one",

@@ -59,6 +59,9 @@ pub(crate) struct CommColl {
     declined: Vec<(String, String)>,
 }
 
+/// Per [`CollKind`] code, the chosen component's table and handle.
+pub(crate) type FirstProviders = [Option<(CollHandle, u64)>; CollKind::ALL.len()];
+
 /// A component serving an operation of a communicator: its index among
 /// the started ones, its handle for the communicator and its table.
 #[derive(Clone, Copy)]
@@ -289,6 +292,11 @@ impl CommColl {
         }
     }
 
+    /// The chosen component's table and handle per operation.
+    pub(crate) fn first_providers(&self) -> FirstProviders {
+        std::array::from_fn(|k| Some((self.tables[k]?, self.chosen[k]?.1)))
+    }
+
     /// The component that starts `kind` non-blocking.
     pub(crate) fn nb_provider(&self, kind: CollKind) -> Option<Provider> {
         self.nb[kind as usize]
@@ -428,15 +436,21 @@ impl Runtime {
                 "oxmpi is finalized; no MPI call may follow finalize",
             ));
         }
-        let entry = self.entry(comm)?;
-        let (chosen, table) = {
-            let coll = entry.coll.lock().unwrap_or_else(|e| e.into_inner());
-            (
-                coll.chosen[call.kind as usize],
-                coll.tables[call.kind as usize],
-            )
-        };
-        let (Some((i, module)), Some(handle)) = (chosen, table) else {
+        // SAFETY: the caller's promise, passed on.
+        self.with_entry(comm, |entry| unsafe { self.collective_on(entry, call) })?
+    }
+
+    /// [`Runtime::collective`] on `entry`.
+    ///
+    /// # Safety
+    ///
+    /// As [`Runtime::collective`].
+    unsafe fn collective_on(
+        &self,
+        entry: &super::comms::CommEntry,
+        call: &CollCall<'_>,
+    ) -> Result<(), Error> {
+        let Some((handle, module)) = entry.first[call.kind as usize] else {
             let choice = entry.coll.lock().unwrap_or_else(|e| e.into_inner());
             return Err(Error::new(
                 ErrorClass::Other,
@@ -473,7 +487,12 @@ impl Runtime {
                     ),
                 ))
             }
-            Err(why) => Err(self.coll_failed(call, &entry.name, i, why)),
+            Err(why) => {
+                let i = entry.coll.lock().unwrap_or_else(|e| e.into_inner()).chosen
+                    [call.kind as usize]
+                    .map_or(usize::MAX, |c| c.0);
+                Err(self.coll_failed(call, &entry.name, i, why))
+            }
         }
     }
 

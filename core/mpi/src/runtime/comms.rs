@@ -31,6 +31,10 @@ pub(crate) struct CommEntry {
     pub(crate) name: String,
     /// The coll components serving it.
     pub(crate) coll: Mutex<CommColl>,
+    /// Per operation code, the chosen component's table and handle: what a
+    /// call needs, read without `coll`'s lock (fixed from the choice until
+    /// the communicator goes, when no collective runs on it).
+    pub(crate) first: super::coll::FirstProviders,
 }
 
 /// The communicators of this process, and the context-id pool.
@@ -104,6 +108,23 @@ impl Runtime {
         t.get(comm.0 as usize)
             .and_then(Option::clone)
             .ok_or_else(|| freed(comm))
+    }
+
+    /// Runs `f` on `comm`'s entry; `MPI_COMM_WORLD` and `MPI_COMM_SELF`
+    /// without touching a reference count.
+    ///
+    /// # Errors
+    /// `Comm` for a freed communicator.
+    #[inline]
+    pub(crate) fn with_entry<R>(
+        &self,
+        comm: Comm,
+        f: impl FnOnce(&CommEntry) -> R,
+    ) -> Result<R, Error> {
+        match self.comms.predefined.get(comm.0 as usize) {
+            Some(e) => Ok(f(e)),
+            None => Ok(f(&*self.entry(comm)?)),
+        }
     }
 
     /// `comm`'s context id.
@@ -227,6 +248,7 @@ impl Runtime {
             rank,
             group,
             name,
+            first: coll.first_providers(),
             coll: Mutex::new(coll),
         });
         let mut t = self.comms.table.write().unwrap_or_else(|e| e.into_inner());
