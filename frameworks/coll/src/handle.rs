@@ -163,6 +163,34 @@ unsafe extern "C" fn core_irecv<C: MpiColl>(
     answer(outcome, "irecv for a collective", request, error)
 }
 
+/// Runs a set operation of the services (`what`, e.g. "waited for") over
+/// `requests` and `counts` with the checks both share: room for a count per
+/// request, and a panic turned into a failure.
+fn over_requests(
+    what: &str,
+    requests: usize,
+    counts: usize,
+    error: &mut RString,
+    run: impl FnOnce() -> Result<(), String>,
+) -> bool {
+    if counts < requests {
+        *error =
+            format!("a collective {what} {requests} requests with room for {counts} counts").into();
+        return false;
+    }
+    match catch_unwind(AssertUnwindSafe(run)) {
+        Ok(Ok(())) => true,
+        Ok(Err(why)) => {
+            *error = why.into();
+            false
+        }
+        Err(_) => {
+            *error = core_panicked(&format!("{what} requests of a collective")).into();
+            false
+        }
+    }
+}
+
 unsafe extern "C" fn core_wait_all<C: MpiColl>(
     ctx: *mut c_void,
     requests: RSlice<'_, u64>,
@@ -171,29 +199,10 @@ unsafe extern "C" fn core_wait_all<C: MpiColl>(
 ) -> bool {
     // SAFETY: as in `core_isend`.
     let core = unsafe { core_of::<C>(ctx) };
-    if counts.len() < requests.len() {
-        *error = format!(
-            "a collective waited for {} requests with room for {} counts",
-            requests.len(),
-            counts.len()
-        )
-        .into();
-        return false;
-    }
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
+    let (n, room) = (requests.len(), counts.len());
+    over_requests("waited for", n, room, error, || {
         core.wait_all(requests.as_slice(), counts.as_mut_slice())
-    }));
-    match outcome {
-        Ok(Ok(())) => true,
-        Ok(Err(why)) => {
-            *error = why.into();
-            false
-        }
-        Err(_) => {
-            *error = core_panicked("wait for a collective").into();
-            false
-        }
-    }
+    })
 }
 
 unsafe extern "C" fn core_test_all<C: MpiColl>(
@@ -204,29 +213,10 @@ unsafe extern "C" fn core_test_all<C: MpiColl>(
 ) -> bool {
     // SAFETY: as in `core_isend`.
     let core = unsafe { core_of::<C>(ctx) };
-    if counts.len() < requests.len() {
-        *error = format!(
-            "a collective tested {} requests with room for {} counts",
-            requests.len(),
-            counts.len()
-        )
-        .into();
-        return false;
-    }
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
+    let (n, room) = (requests.len(), counts.len());
+    over_requests("tested", n, room, error, || {
         core.test_all(requests.as_mut_slice(), counts.as_mut_slice())
-    }));
-    match outcome {
-        Ok(Ok(())) => true,
-        Ok(Err(why)) => {
-            *error = why.into();
-            false
-        }
-        Err(_) => {
-            *error = core_panicked("test for a collective").into();
-            false
-        }
-    }
+    })
 }
 
 unsafe extern "C" fn core_progress<C: MpiColl>(ctx: *mut c_void) -> usize {

@@ -124,6 +124,28 @@ impl<'a> CommTransport<'a> {
         })
     }
 
+    /// Fills the scratch's `picked` (indices), `waiting` (the MPI layer's
+    /// requests) and `counts` (the lengths expected) for `reqs`. A request
+    /// the MPI layer completed at once (0) keeps its expected count.
+    fn pick(&mut self, reqs: &[Request]) {
+        let s = &mut *self.scratch;
+        s.picked.clear();
+        s.picked.extend(
+            reqs.iter()
+                .map(|r| r.0 as usize)
+                .filter(|&i| i < s.started.len()),
+        );
+        s.waiting.clear();
+        s.waiting
+            .extend(s.picked.iter().map(|&i| s.started[i].request));
+        s.counts.clear();
+        s.counts.extend(
+            s.picked
+                .iter()
+                .map(|&i| s.started[i].receive.map_or(0, |(_, _, len)| len)),
+        );
+    }
+
     /// Notes that `done` requests completed; the indices start over once
     /// nothing is outstanding.
     fn completed(&mut self, done: usize) {
@@ -214,24 +236,9 @@ impl Transport for CommTransport<'_> {
     }
 
     fn wait_all(&mut self, reqs: &mut Vec<Request>) -> Result<(), CollError> {
+        self.pick(reqs);
+        reqs.clear();
         let s = &mut *self.scratch;
-        s.picked.clear();
-        s.picked.extend(
-            reqs.drain(..)
-                .map(|r| r.0 as usize)
-                .filter(|&i| i < s.started.len()),
-        );
-        s.waiting.clear();
-        s.waiting
-            .extend(s.picked.iter().map(|&i| s.started[i].request));
-        // A request the MPI layer completed at once (0) keeps this count:
-        // what was expected.
-        s.counts.clear();
-        s.counts.extend(
-            s.picked
-                .iter()
-                .map(|&i| s.started[i].receive.map_or(0, |(_, _, len)| len)),
-        );
         let waited = self.core.wait_all(&s.waiting, &mut s.counts);
         let short = (0..s.picked.len())
             .find_map(|k| self.length_error(self.scratch.picked[k], self.scratch.counts[k]));
@@ -246,24 +253,8 @@ impl Transport for CommTransport<'_> {
     }
 
     fn test_all(&mut self, reqs: &mut Vec<Request>) -> Result<bool, CollError> {
+        self.pick(reqs);
         let s = &mut *self.scratch;
-        s.picked.clear();
-        s.picked.extend(
-            reqs.iter()
-                .map(|r| r.0 as usize)
-                .filter(|&i| i < s.started.len()),
-        );
-        s.waiting.clear();
-        s.waiting
-            .extend(s.picked.iter().map(|&i| s.started[i].request));
-        // As in `wait_all`: one complete at its start keeps the expected
-        // count.
-        s.counts.clear();
-        s.counts.extend(
-            s.picked
-                .iter()
-                .map(|&i| s.started[i].receive.map_or(0, |(_, _, len)| len)),
-        );
         let tested = self.core.test_all(&mut s.waiting, &mut s.counts);
         let mut first = tested.err().map(CollError::Transport);
         let mut done = 0;
