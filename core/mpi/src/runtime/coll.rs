@@ -37,12 +37,8 @@ pub(crate) struct Started {
 pub(crate) struct CommColl {
     /// The communicator's name.
     name: String,
-    /// Per [`CollKind`] code: the component (index into the started ones)
-    /// and its handle for the communicator.
-    chosen: [Option<(usize, u64)>; CollKind::ALL.len()],
-    /// The chosen component's table per [`CollKind`] code (what a call
-    /// needs, without the component list's lock).
-    tables: [Option<CollHandle>; CollKind::ALL.len()],
+    /// Per [`CollKind`] code: the component that serves it.
+    chosen: FirstProviders,
     /// Per [`CollKind`] code: the other components providing it, by
     /// priority, for a call the chosen one passes on.
     next: [Vec<Provider>; CollKind::ALL.len()],
@@ -59,8 +55,8 @@ pub(crate) struct CommColl {
     declined: Vec<(String, String)>,
 }
 
-/// Per [`CollKind`] code, the chosen component's table and handle.
-pub(crate) type FirstProviders = [Option<(CollHandle, u64)>; CollKind::ALL.len()];
+/// Per [`CollKind`] code, the component chosen to serve it.
+pub(crate) type FirstProviders = [Option<Provider>; CollKind::ALL.len()];
 
 /// A component serving an operation of a communicator: its index among
 /// the started ones, its handle for the communicator and its table.
@@ -215,7 +211,6 @@ impl CommColl {
             }
         }
         let mut chosen = [None; CollKind::ALL.len()];
-        let mut tables = [None; CollKind::ALL.len()];
         let mut next: [Vec<Provider>; CollKind::ALL.len()] = Default::default();
         let mut nb = [None; CollKind::ALL.len()];
         // By priority, highest first; ties: the component started first.
@@ -230,8 +225,7 @@ impl CommColl {
             let first = providers.next();
             next[kind as usize] = providers.map(|(i, a)| provider(*i, a)).collect();
             if let Some((i, a)) = first {
-                chosen[kind as usize] = Some((*i, a.module));
-                tables[kind as usize] = Some(started[*i].handle);
+                chosen[kind as usize] = Some(provider(*i, a));
                 let then: Vec<String> = answers
                     .iter()
                     .filter(|(j, b)| b.ops.contains(kind) && j != i)
@@ -264,7 +258,7 @@ impl CommColl {
         // A component that serves nothing here lets its handle go at once.
         let (used, unused): (Vec<_>, Vec<_>) = handles.into_iter().partition(|(i, m)| {
             let serves = |p: &Provider| p.index == *i && p.module == *m;
-            chosen.iter().flatten().any(|c| c == &(*i, *m))
+            chosen.iter().flatten().any(serves)
                 || next.iter().flatten().any(serves)
                 || nb.iter().flatten().any(serves)
         });
@@ -283,7 +277,6 @@ impl CommColl {
         CommColl {
             name,
             chosen,
-            tables,
             next,
             nb,
             nb_started: 0,
@@ -292,9 +285,9 @@ impl CommColl {
         }
     }
 
-    /// The chosen component's table and handle per operation.
+    /// The component chosen for each operation.
     pub(crate) fn first_providers(&self) -> FirstProviders {
-        std::array::from_fn(|k| Some((self.tables[k]?, self.chosen[k]?.1)))
+        self.chosen
     }
 
     /// The component that starts `kind` non-blocking.
@@ -327,7 +320,6 @@ impl CommColl {
             unsafe { started[i].handle.comm_release(m) };
         }
         self.chosen = [None; CollKind::ALL.len()];
-        self.tables = [None; CollKind::ALL.len()];
         self.next = Default::default();
         self.nb = [None; CollKind::ALL.len()];
     }
@@ -450,7 +442,7 @@ impl Runtime {
         entry: &super::comms::CommEntry,
         call: &CollCall<'_>,
     ) -> Result<(), Error> {
-        let Some((handle, module)) = entry.first[call.kind as usize] else {
+        let Some(first) = entry.first[call.kind as usize] else {
             let choice = entry.coll.lock().unwrap_or_else(|e| e.into_inner());
             return Err(Error::new(
                 ErrorClass::Other,
@@ -461,7 +453,7 @@ impl Runtime {
         // SAFETY: a live handle of that component (released only when the
         // communicator is freed or at finalize, which no collective on it
         // may overlap); the buffers are the caller's promise.
-        match unsafe { handle.run(module, call) } {
+        match unsafe { first.handle.run(first.module, call) } {
             Ok(true) => Ok(()),
             Ok(false) => {
                 // Passed on: the next providers, by priority.
@@ -487,12 +479,7 @@ impl Runtime {
                     ),
                 ))
             }
-            Err(why) => {
-                let i = entry.coll.lock().unwrap_or_else(|e| e.into_inner()).chosen
-                    [call.kind as usize]
-                    .map_or(usize::MAX, |c| c.0);
-                Err(self.coll_failed(call, &entry.name, i, why))
-            }
+            Err(why) => Err(self.coll_failed(call, &entry.name, first.index, why)),
         }
     }
 

@@ -31,8 +31,8 @@ pub(crate) struct CommEntry {
     pub(crate) name: String,
     /// The coll components serving it.
     pub(crate) coll: Mutex<CommColl>,
-    /// Per operation code, the chosen component's table and handle: what a
-    /// call needs, read without `coll`'s lock (fixed from the choice until
+    /// Per operation code, the chosen component: what a call needs, read
+    /// without `coll`'s lock (fixed from the choice until
     /// the communicator goes, when no collective runs on it).
     pub(crate) first: super::coll::FirstProviders,
 }

@@ -86,7 +86,7 @@ impl NbOps {
 
     /// The outcome of operation `id` if it finished (then it is gone);
     /// `None` while it runs.
-    fn take(&self, id: u64) -> Option<Result<(), Error>> {
+    fn take(&self, id: u64) -> Option<Result<Status, Error>> {
         let mut ops = self.ops.lock().unwrap_or_else(|e| e.into_inner());
         let i = match ops.iter().position(|o| o.id == id) {
             Some(i) => i,
@@ -101,7 +101,7 @@ impl NbOps {
         let op = ops.swap_remove(i);
         Some(match op.outcome {
             Some(Err(why)) => Err(Error::new(ErrorClass::Other, format!("{}: {why}", op.what))),
-            _ => Ok(()),
+            _ => Ok(empty_status()),
         })
     }
 
@@ -214,18 +214,16 @@ impl Runtime {
         let id = req.handle() & !NB_BIT;
         self.nb.advance();
         if let Some(done) = self.nb.take(id) {
-            return Some(done.map(|()| empty_status()));
+            return Some(done);
         }
         self.progress();
-        self.nb.take(id).map(|done| done.map(|()| empty_status()))
+        self.nb.take(id)
     }
 
     /// The outcome of a non-blocking collective's request if it finished
     /// (without advancing anything).
     pub(crate) fn nb_taken(&self, req: RequestId) -> Option<Result<Status, Error>> {
-        self.nb
-            .take(req.handle() & !NB_BIT)
-            .map(|done| done.map(|()| empty_status()))
+        self.nb.take(req.handle() & !NB_BIT)
     }
 
     /// [`Runtime::wait`] for a non-blocking collective's request.
