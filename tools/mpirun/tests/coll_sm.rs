@@ -30,29 +30,6 @@ const SM_OPS: [&str; 8] = [
     "alltoall",
 ];
 
-/// Runs `program` (an example) on `n` ranks with `extra` options and
-/// `args`; asserts it succeeded, that every rank printed `ok_mark`, and
-/// that nothing survived.
-fn passes(n: usize, extra: &[&str], program: &str, args: &[&str], ok_mark: &str) -> Run {
-    let program = built(program).display().to_string();
-    let ranks = n.to_string();
-    let mut all = vec!["-n", ranks.as_str(), "--oversubscribe", "--bind-to", "none"];
-    all.extend(extra);
-    all.push(program.as_str());
-    all.extend(args);
-    let run = mpirun(&all);
-    assert_eq!(
-        run.code(),
-        0,
-        "{program} on {n} ranks failed:\n{}\n{}",
-        run.stdout,
-        run.stderr
-    );
-    let ok = run.stdout.lines().filter(|l| l.contains(ok_mark)).count();
-    assert_eq!(ok, n, "every rank reports success:\n{}", run.stdout);
-    run
-}
-
 /// Asserts the log of a job on `n` ranks shows sm chosen for each of its
 /// operations on MPI_COMM_WORLD, with tuned next for the calls it passes
 /// on, and every rank mapping the world's segment.
@@ -93,7 +70,7 @@ fn sm_serves_every_collective_it_provides_on_2_3_and_5_ranks() {
         // 65536 i64 elements: 512 KiB per rank, and 2.5 MiB per rank for
         // allgather and alltoall on 5 ranks; the oversubscribed node passes
         // the large allreduces and alltoalls on to tuned.
-        let run = passes(
+        let run = example_passes(
             n,
             &["--mca", "coll_base_verbose", "40"],
             "coll_check",
@@ -108,7 +85,7 @@ fn sm_serves_every_collective_it_provides_on_2_3_and_5_ranks() {
 fn calls_sm_passes_on_are_right_and_communicators_get_segments_of_their_own() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // Every call but barriers passed on.
-    passes(
+    example_passes(
         3,
         &["--mca", "coll_sm_max_size", "0"],
         "coll_check",
@@ -116,7 +93,7 @@ fn calls_sm_passes_on_are_right_and_communicators_get_segments_of_their_own() {
         ": coll ok (",
     );
     // Small slots: every call in many pieces.
-    passes(
+    example_passes(
         5,
         &["--mca", "coll_sm_slot_size", "4096"],
         "coll_check",
@@ -125,7 +102,7 @@ fn calls_sm_passes_on_are_right_and_communicators_get_segments_of_their_own() {
     );
     // dup, split and the rest: each communicator of two or more gets its
     // own segment (also with two threads per rank).
-    let run = passes(
+    let run = example_passes(
         4,
         &["--mca", "coll_base_verbose", "40"],
         "comm_check",

@@ -19,26 +19,7 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// every rank reported success and nothing survived.
 fn passes(n: usize, extra: &[&str], args: &[&str]) {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let program = built("nbc_check").display().to_string();
-    let ranks = n.to_string();
-    let mut all = vec!["-n", ranks.as_str(), "--oversubscribe", "--bind-to", "none"];
-    all.extend(extra);
-    all.push(program.as_str());
-    all.extend(args);
-    let run = mpirun(&all);
-    assert_eq!(
-        run.code(),
-        0,
-        "nbc_check on {n} ranks failed:\n{}\n{}",
-        run.stdout,
-        run.stderr
-    );
-    let ok = run
-        .stdout
-        .lines()
-        .filter(|l| l.contains(": nbc ok ("))
-        .count();
-    assert_eq!(ok, n, "every rank reports success:\n{}", run.stdout);
+    let run = example_passes(n, extra, "nbc_check", args, ": nbc ok (");
     assert_no_survivors(&run.marker);
 }
 

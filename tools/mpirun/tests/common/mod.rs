@@ -257,3 +257,32 @@ pub fn wait_for_ranks(marker: &str, n: usize) {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// Runs `program` (an example or binary of the workspace) on `n` ranks,
+/// oversubscribed and unbound, with `extra` options and `args`; asserts it
+/// succeeded and that every rank printed `ok_mark`.
+pub fn example_passes(
+    n: usize,
+    extra: &[&str],
+    program: &str,
+    args: &[&str],
+    ok_mark: &str,
+) -> Run {
+    let program = built(program).display().to_string();
+    let ranks = n.to_string();
+    let mut all = vec!["-n", ranks.as_str(), "--oversubscribe", "--bind-to", "none"];
+    all.extend(extra);
+    all.push(program.as_str());
+    all.extend(args);
+    let run = mpirun(&all);
+    assert_eq!(
+        run.code(),
+        0,
+        "{program} on {n} ranks failed:\n{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    let ok = run.stdout.lines().filter(|l| l.contains(ok_mark)).count();
+    assert_eq!(ok, n, "every rank reports success:\n{}", run.stdout);
+    run
+}
