@@ -11,7 +11,9 @@
  *   and size (before the warm-up) compares the result with the expected
  *   values; a failure aborts the job.
  *
- * Usage: mpirun -n N coll [--quick] [--sizes LIST]
+ * Usage: mpirun -n N coll [--quick] [--sizes LIST] [--ops LIST] [--repeat K]
+ * (--ops runs only the operations listed; --repeat multiplies the timed
+ * calls, for profiling.)
  * Built and run by scripts/bench-coll.sh. */
 #include <mpi.h>
 #include <stdio.h>
@@ -90,9 +92,25 @@ static void call(const char *op, size_t size, int n, double *dbuf, double *dout,
     (void)n;
 }
 
+/* Whether NAME is one of the comma-separated words of LIST. */
+static int listed(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == len && !strncmp(p, name, len)) return 1;
+        if (!end) break;
+        p = end + 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int rank, n, quick = 0;
+    long repeat = 1;
+    const char *only = NULL;
     size_t sizes[MAX_SIZES];
     size_t nsizes = sizeof default_sizes / sizeof default_sizes[0];
     memcpy(sizes, default_sizes, sizeof default_sizes);
@@ -105,6 +123,10 @@ int main(int argc, char **argv)
             nsizes = 0;
             for (char *s = strtok(argv[++a], ","); s && nsizes < MAX_SIZES; s = strtok(NULL, ","))
                 sizes[nsizes++] = strtoull(s, NULL, 10);
+        } else if (!strcmp(argv[a], "--ops") && a + 1 < argc) only = argv[++a];
+        else if (!strcmp(argv[a], "--repeat") && a + 1 < argc) {
+            repeat = strtol(argv[++a], NULL, 10);
+            if (repeat < 1) repeat = 1;
         }
     }
     size_t largest = 8;
@@ -114,12 +136,14 @@ int main(int argc, char **argv)
     if (rank == 0) printf("# coll: %s, %d ranks\n", "C program over MPI", n);
     const char *ops[] = {"allreduce", "bcast", "reduce", "barrier", "alltoall", "allgather"};
     for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+        if (only && !listed(only, ops[o])) continue;
         for (size_t k = 0; k < nsizes; k++) {
             size_t size = sizes[k];
             if (!strcmp(ops[o], "barrier") && k > 0) break;
             if (strcmp(ops[o], "barrier")) check(ops[o], size, rank, n, dbuf, bbuf);
             long warmup, iters;
             schedule(size, quick, &warmup, &iters);
+            iters *= repeat;
             for (long i = 0; i < warmup; i++) call(ops[o], size, n, dbuf, dout, bbuf, bout);
             MPI_Barrier(MPI_COMM_WORLD);
             double t0 = MPI_Wtime();

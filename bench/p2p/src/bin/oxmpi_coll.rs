@@ -2,7 +2,9 @@
 //! sizes, schedule, data check and output lines of the C program run
 //! under Open MPI and MPICH (`bench/p2p/c/coll.c`).
 //!
-//! Usage: `mpirun -n N oxmpi_coll [--quick] [--sizes LIST]`
+//! Usage: `mpirun -n N oxmpi_coll [--quick] [--sizes LIST] [--ops LIST] [--repeat K]`
+//! (`--ops` runs only the operations listed; `--repeat` multiplies the
+//! timed calls, for profiling).
 //!
 //! For each operation (allreduce, bcast, reduce, barrier, alltoall,
 //! allgather) and size (bytes per rank; the reductions sum `f64`s): one
@@ -48,12 +50,16 @@ fn schedule(size: usize, quick: bool) -> (usize, usize) {
 struct Options {
     quick: bool,
     sizes: Vec<usize>,
+    ops: Vec<&'static str>,
+    repeat: usize,
 }
 
 fn options() -> Result<Options, String> {
     let mut o = Options {
         quick: false,
         sizes: DEFAULT_SIZES.to_vec(),
+        ops: OPS.to_vec(),
+        repeat: 1,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -65,6 +71,25 @@ fn options() -> Result<Options, String> {
                     .split(',')
                     .map(|s| s.trim().parse().map_err(|e| format!("size {s:?}: {e}")))
                     .collect::<Result<_, _>>()?;
+            }
+            "--ops" => {
+                let list = args.next().ok_or("--ops needs a list")?;
+                o.ops = list
+                    .split(',')
+                    .map(|name| {
+                        OPS.iter()
+                            .copied()
+                            .find(|op| *op == name.trim())
+                            .ok_or_else(|| format!("unknown operation {name:?} (known: {OPS:?})"))
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
+            "--repeat" => {
+                let k = args.next().ok_or("--repeat needs a number")?;
+                o.repeat = match k.parse() {
+                    Ok(k) if k > 0 => k,
+                    _ => return Err(format!("--repeat {k:?}: a whole number from 1")),
+                };
             }
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -178,13 +203,14 @@ fn measure(world: &SimpleCommunicator, o: &Options) -> Result<(), BoxError> {
     if world.rank() == 0 {
         println!("# coll: oxmpi {}, {n} ranks", env!("CARGO_PKG_VERSION"));
     }
-    for op in OPS {
+    for op in OPS.into_iter().filter(|op| o.ops.contains(op)) {
         for (k, &size) in o.sizes.iter().enumerate() {
             if op == "barrier" && k > 0 {
                 break;
             }
             check(world, op, size, n, &mut bufs)?;
             let (warmup, iters) = schedule(size, o.quick);
+            let iters = iters * o.repeat;
             for _ in 0..warmup {
                 call(world, op, size, n, &mut bufs)?;
             }
@@ -207,7 +233,7 @@ fn main() -> ExitCode {
     let o = match options() {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("oxmpi_coll: {e}; usage: mpirun -n N oxmpi_coll [--quick] [--sizes LIST]");
+            eprintln!("oxmpi_coll: {e}; usage: mpirun -n N oxmpi_coll [--quick] [--sizes LIST] [--ops LIST] [--repeat K]");
             return ExitCode::from(2);
         }
     };
