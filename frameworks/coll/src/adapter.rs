@@ -764,9 +764,15 @@ pub fn user_apply(user: &UserOp, input: &[u8], inout: &mut [u8]) -> Result<(), S
     }
 }
 
-/// The operations of `kinds` as a set.
-pub fn op_set(kinds: &[CollKind]) -> OpSet {
-    kinds.iter().fold(OpSet::NONE, |s, &k| s.with(k))
+/// The operations of `kinds` as a set (usable in a `const`).
+pub const fn op_set(kinds: &[CollKind]) -> OpSet {
+    let mut set = OpSet::NONE;
+    let mut i = 0;
+    while i < kinds.len() {
+        set = set.with(kinds[i]);
+        i += 1;
+    }
+    set
 }
 
 /// Exports a coll component: its module table (`MODULE`) generated from

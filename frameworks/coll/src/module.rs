@@ -200,13 +200,15 @@ impl OpSet {
     pub const ALL: OpSet = OpSet((1 << CollKind::ALL.len()) - 1);
 
     /// Whether `kind` is in the set.
-    pub fn contains(self, kind: CollKind) -> bool {
+    #[inline]
+    pub const fn contains(self, kind: CollKind) -> bool {
         self.0 & (1 << kind as u8) != 0
     }
 
     /// The set with `kind` added.
     #[must_use]
-    pub fn with(self, kind: CollKind) -> OpSet {
+    #[inline]
+    pub const fn with(self, kind: CollKind) -> OpSet {
         OpSet(self.0 | 1 << kind as u8)
     }
 }

@@ -204,7 +204,7 @@ impl Coll for SmColl {
         }
         Ok(Offer {
             priority: self.priority,
-            ops: ops::provided(),
+            ops: ops::PROVIDED,
             nb_ops: OpSet::NONE,
             comm: SmComm {
                 context: comm.context,

@@ -23,18 +23,16 @@ use oxmpi_framework_coll::buffers::{buffers, message_bytes, Buffers};
 use oxmpi_framework_coll::module::{CollCall, CollKind, OpSet};
 
 /// The operations sm provides.
-pub fn provided() -> OpSet {
-    oxmpi_framework_coll::adapter::op_set(&[
-        CollKind::Barrier,
-        CollKind::Bcast,
-        CollKind::Reduce,
-        CollKind::Allreduce,
-        CollKind::Gather,
-        CollKind::Scatter,
-        CollKind::Allgather,
-        CollKind::Alltoall,
-    ])
-}
+pub const PROVIDED: OpSet = oxmpi_framework_coll::adapter::op_set(&[
+    CollKind::Barrier,
+    CollKind::Bcast,
+    CollKind::Reduce,
+    CollKind::Allreduce,
+    CollKind::Gather,
+    CollKind::Scatter,
+    CollKind::Allgather,
+    CollKind::Alltoall,
+]);
 
 /// The bytes per process that [`takes`] compares with the limit: bcast's
 /// buffer, a reduction's vector, and for gather, scatter, allgather and
@@ -52,7 +50,7 @@ pub fn call_bytes(call: &CollCall<'_>, members: usize) -> usize {
 /// Whether sm takes `call` on a communicator of `members` within
 /// `limits` (every member answers the same for the same call).
 pub fn takes(call: &CollCall<'_>, members: usize, limits: &Limits) -> bool {
-    if !provided().contains(call.kind) {
+    if !PROVIDED.contains(call.kind) {
         return false;
     }
     if call.kind == CollKind::Barrier {

@@ -100,7 +100,7 @@ fn declines_with_the_reason() {
     );
     let offer = sm.comm_query(&info(&[0, 1], 0, "MPI_COMM_WORLD")).unwrap();
     assert_eq!(offer.priority, 40);
-    assert_eq!(offer.ops, crate::ops::provided());
+    assert_eq!(offer.ops, crate::ops::PROVIDED);
     assert_eq!(offer.nb_ops, OpSet::NONE);
 }
 
