@@ -44,8 +44,8 @@ impl Patience<'_> {
 }
 
 /// Creates the segment at `path` for `members` processes with `buffers`
-/// slots of `slot_size` bytes each, waits until the others mapped it, and
-/// removes the file.
+/// slots of `slot_size` bytes and `small_buffers` small slots each, waits
+/// until the others mapped it, and removes the file.
 ///
 /// # Errors
 ///
@@ -56,9 +56,10 @@ pub fn create(
     members: usize,
     slot_size: usize,
     buffers: usize,
+    small_buffers: usize,
     patience: &Patience<'_>,
 ) -> Result<Segment, String> {
-    let seg = Segment::create(path, members, slot_size, buffers)?;
+    let seg = Segment::create(path, members, slot_size, buffers, small_buffers)?;
     let others = members as u32 - 1;
     let all =
         patience.until(|| Ok((seg.attached().load(Ordering::Acquire) >= others).then_some(())));
@@ -123,7 +124,7 @@ mod tests {
                 .map(|_| s.spawn(|| attach(&path, 4, 0, &patience(20_000)).unwrap()))
                 .collect();
             std::thread::sleep(Duration::from_millis(20));
-            let made = create(&path, 4, 4096, 2, &patience(20_000)).unwrap();
+            let made = create(&path, 4, 4096, 2, 3, &patience(20_000)).unwrap();
             assert!(!path.exists(), "the creator removed the file");
             for a in attachers {
                 let seen = a.join().unwrap();
@@ -143,7 +144,7 @@ mod tests {
             why.contains("coll-sm-1-5-0") && why.contains("job rank 0"),
             "{why}"
         );
-        let why = create(&path, 3, 4096, 2, &patience(30)).unwrap_err();
+        let why = create(&path, 3, 4096, 2, 3, &patience(30)).unwrap_err();
         assert!(
             why.contains("only 0 of the other 2 processes") && why.contains("coll-sm-1-5-0"),
             "{why}"

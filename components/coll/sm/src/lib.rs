@@ -30,9 +30,12 @@
 //! only the mappings hold the memory, which the kernel frees when the
 //! processes end, however they end (and mpirun removes the job directory
 //! anyway). It holds per member a control line (`done`: the last step the
-//! member finished reading) and `coll_sm_buffers` (32) data slots of
+//! member finished reading), `coll_sm_buffers` (32) data slots of
 //! `coll_sm_slot_size` bytes (32 KiB) used by turns, each starting with its
-//! `arrived` flag in the line of the first data bytes.
+//! `arrived` flag in the line of the first data bytes, and
+//! `coll_sm_small_buffers` (512) small slots of 120 bytes for the small
+//! pieces of the operations whose writers run ahead (bcast, gather,
+//! reduce).
 //!
 //! # The protocol
 //!
@@ -42,8 +45,10 @@
 //! readers wait for `arrived` (acquire) and copy or fold the data. A call
 //! larger than a slot moves in pieces, one step each, pipelined through
 //! the slots; a member that only writes (a bcast root, the senders of a
-//! reduce) runs up to `coll_sm_buffers` steps ahead of its readers. Reductions fold in rank order, so user operations that
-//! do not commute get MPI's result; `MPI_IN_PLACE` has MPI's meaning for
+//! reduce) runs up to `coll_sm_buffers` steps ahead of its readers, or
+//! `coll_sm_small_buffers` steps when its pieces fit in small slots.
+//! Reductions fold in rank order, so user operations that do not commute
+//! get MPI's result; `MPI_IN_PLACE` has MPI's meaning for
 //! each operation.
 //!
 //! # Waiting
@@ -153,6 +158,7 @@ impl SmColl {
                     n,
                     self.limits.slot_size,
                     self.limits.buffers,
+                    self.limits.small_buffers,
                     &patience,
                 )?
             } else {
@@ -161,11 +167,13 @@ impl SmColl {
             self.context.log(
                 verbosity::INFO,
                 &format!(
-                    "{}: shared segment {} mapped ({n} processes, {} slots of {} bytes each)",
+                    "{}: shared segment {} mapped ({n} processes, {} slots of {} bytes and {} \
+                     small slots each)",
                     comm.name,
                     path.display(),
                     seg.buffers(),
-                    seg.slot_size()
+                    seg.slot_size(),
+                    seg.small_buffers()
                 ),
             );
             comm.member = Some(Member::new(Arc::new(seg), comm.rank as usize));

@@ -27,7 +27,7 @@
 //! reachable for writing only between its claim and its publication, and
 //! for reading only after its arrival and before the step's `done`.
 
-use crate::segment::Segment;
+use crate::segment::{Segment, SMALL_DATA};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -147,11 +147,25 @@ impl Member {
         self.seq
     }
 
-    /// Begins the next step.
+    /// Begins the next step, with the members' slots.
     pub fn step(&mut self) -> Step<'_> {
         self.seq += 1;
         let s = self.seq;
-        Step { m: self, s }
+        Step {
+            m: self,
+            s,
+            small: false,
+        }
+    }
+
+    /// Begins the next step for data of `len` bytes from each member that
+    /// writes (the same at every member): with the small slots when it
+    /// fits in one ([`SMALL_DATA`] bytes), else with the slots.
+    #[inline]
+    pub fn step_for(&mut self, len: usize) -> Step<'_> {
+        let mut step = self.step();
+        step.small = len <= SMALL_DATA;
+        step
     }
 }
 
@@ -159,6 +173,8 @@ impl Member {
 pub struct Step<'m> {
     m: &'m mut Member,
     s: u64,
+    /// Whether the step uses the small slots.
+    small: bool,
 }
 
 impl Step<'_> {
@@ -167,8 +183,17 @@ impl Step<'_> {
         self.s
     }
 
+    /// The number of slots of the kind the step uses.
+    fn depth(&self) -> u64 {
+        if self.small {
+            self.m.seg.small_buffers() as u64
+        } else {
+            self.m.seg.buffers() as u64
+        }
+    }
+
     fn buffer(&self) -> usize {
-        (self.s % self.m.seg.buffers() as u64) as usize
+        (self.s % self.depth()) as usize
     }
 
     /// Claims this member's slot for the step: waits until every member
@@ -178,9 +203,9 @@ impl Step<'_> {
     ///
     /// The waiter gave up.
     pub fn claim(&mut self, wait: &Waiter<'_>) -> Result<Out<'_>, String> {
-        let need = self.s.saturating_sub(self.m.seg.buffers() as u64);
+        let need = self.s.saturating_sub(self.depth());
         let buffer = self.buffer();
-        let s = self.s;
+        let (s, small) = (self.s, self.small);
         let m = &mut *self.m;
         if need > 0 {
             for q in 0..m.known.len() {
@@ -204,16 +229,22 @@ impl Step<'_> {
             // its previous contents (just checked); the slice is the only one
             // (the token borrows the step) and `Out::publish` consumes it
             // before storing `arrived`.
-            data: unsafe { m.seg.data_mut(m.rank, buffer) },
+            data: unsafe { m.seg.data_mut(m.rank, buffer, small) },
             seg: &m.seg,
             rank: m.rank,
             buffer,
+            small,
             s,
         })
     }
 
-    fn wait_one(m: &mut Member, q: usize, s: u64, wait: &Waiter<'_>) -> Result<(), String> {
-        let arrived = m.seg.arrived(q, (s % m.seg.buffers() as u64) as usize);
+    fn wait_one(
+        m: &mut Member,
+        q: usize,
+        (s, buffer, small): (u64, usize, bool),
+        wait: &Waiter<'_>,
+    ) -> Result<(), String> {
+        let arrived = m.seg.arrived(q, buffer, small);
         wait.until(
             || arrived.load(Ordering::Acquire) == s,
             || format!("rank {q}'s data of step {s}"),
@@ -229,12 +260,14 @@ impl Step<'_> {
     ///
     /// The waiter gave up.
     pub fn wait_for(&mut self, q: usize, wait: &Waiter<'_>) -> Result<In<'_>, String> {
+        let at = (self.s, self.buffer(), self.small);
         if q != self.m.rank {
-            Self::wait_one(self.m, q, self.s, wait)?;
+            Self::wait_one(self.m, q, at, wait)?;
         }
         Ok(In {
             seg: &self.m.seg,
-            buffer: self.buffer(),
+            buffer: at.1,
+            small: at.2,
             rank: self.m.rank,
             only: Some(q),
         })
@@ -246,14 +279,16 @@ impl Step<'_> {
     ///
     /// The waiter gave up.
     pub fn wait_all(&mut self, wait: &Waiter<'_>) -> Result<In<'_>, String> {
+        let at = (self.s, self.buffer(), self.small);
         for q in 0..self.m.known.len() {
             if q != self.m.rank {
-                Self::wait_one(self.m, q, self.s, wait)?;
+                Self::wait_one(self.m, q, at, wait)?;
             }
         }
         Ok(In {
             seg: &self.m.seg,
-            buffer: self.buffer(),
+            buffer: at.1,
+            small: at.2,
             rank: self.m.rank,
             only: None,
         })
@@ -275,11 +310,13 @@ pub struct Out<'a> {
     seg: &'a Segment,
     rank: usize,
     buffer: usize,
+    small: bool,
     s: u64,
 }
 
 impl Out<'_> {
-    /// The slot's data (the segment's slot size).
+    /// The slot's data (the segment's slot size, or [`SMALL_DATA`] bytes
+    /// for a small slot).
     pub fn data(&mut self) -> &mut [u8] {
         self.data
     }
@@ -291,10 +328,11 @@ impl Out<'_> {
             seg,
             rank,
             buffer,
+            small,
             s,
         } = self;
         let _ = data;
-        seg.arrived(rank, buffer).store(s, Ordering::Release);
+        seg.arrived(rank, buffer, small).store(s, Ordering::Release);
     }
 }
 
@@ -302,14 +340,16 @@ impl Out<'_> {
 pub struct In<'a> {
     seg: &'a Segment,
     buffer: usize,
+    small: bool,
     rank: usize,
     /// The one other member waited for (`None`: all of them).
     only: Option<usize>,
 }
 
 impl In<'_> {
-    /// Member `q`'s slot data (the segment's slot size): a member the step
-    /// waited for, or this member.
+    /// Member `q`'s slot data (the segment's slot size, or [`SMALL_DATA`]
+    /// bytes for a small slot): a member the step waited for, or this
+    /// member.
     ///
     /// # Panics
     ///
@@ -323,6 +363,6 @@ impl In<'_> {
         // member, whose `Out` is gone); `q` writes the slot again only
         // after this member's `done` passes the step, which happens when
         // the step (borrowed by `self`) is dropped.
-        unsafe { self.seg.data(q, self.buffer) }
+        unsafe { self.seg.data(q, self.buffer, self.small) }
     }
 }

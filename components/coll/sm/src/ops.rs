@@ -5,6 +5,13 @@
 //! the members), one step per piece, so a large call is pipelined
 //! through the slots of each member:
 //!
+//! The operations where a writer does not wait for its readers (bcast,
+//! gather, reduce) use the small slots for pieces that fit
+//! ([`Member::step_for`]): there are many of them, so a bcast root or the
+//! senders of a reduce can run far ahead. The operations where every
+//! member waits for every other in each step use the slots, whose `done`
+//! is never waited for.
+//!
 //! | operation | one step |
 //! |---|---|
 //! | barrier | every member publishes an empty slot and waits for all |
@@ -160,7 +167,7 @@ pub fn barrier(m: &mut Member, wait: &Waiter<'_>) -> Result<(), String> {
 pub fn bcast(m: &mut Member, wait: &Waiter<'_>, buf: &mut [u8], root: usize) -> Result<(), String> {
     let me = m.rank();
     for (o, len) in pieces(buf.len(), m.slot_size()) {
-        let mut step = m.step();
+        let mut step = m.step_for(len);
         if me == root {
             let mut out = step.claim(wait)?;
             out.data()[..len].copy_from_slice(&buf[o..o + len]);
@@ -190,7 +197,7 @@ pub fn gather(
         recv[me * count..(me + 1) * count].copy_from_slice(&mine[..count]);
     }
     for (o, len) in pieces(count, m.slot_size()) {
-        let mut step = m.step();
+        let mut step = m.step_for(len);
         if me == root {
             let arrived = step.wait_all(wait)?;
             for q in (0..n).filter(|&q| q != me) {

@@ -30,6 +30,13 @@ pub struct SmParams {
     /// the whole communicator.
     #[param(default = "32", level = Tuner(Detailed), range = 2..=256)]
     pub buffers: u32,
+    /// Small slots (120 bytes each, 128 with their flag) of each process in the shared segment,
+    /// used by turns for the pieces of bcast, gather and reduce that fit in one: a bcast root or
+    /// the senders of a reduce of small data may run this many calls ahead of the slowest
+    /// reader, which keeps them going while a reader waits for a core on an oversubscribed node.
+    /// The creator's value holds for the whole communicator.
+    #[param(default = "512", level = Tuner(Detailed), range = 2..=65536)]
+    pub small_buffers: u32,
     /// Largest call the sm component takes, in bytes per process (bcast: the buffer;
     /// reductions: the vector; gather, scatter, allgather, alltoall: the bytes each process
     /// sends or receives in all). Larger calls go to the next component by priority (tuned). 0
@@ -72,6 +79,8 @@ pub struct Limits {
     pub slot_size: usize,
     /// Slots per process of a segment this process creates.
     pub buffers: usize,
+    /// Small slots per process of a segment this process creates.
+    pub small_buffers: usize,
     /// Largest call taken, in bytes per process.
     pub max_size: usize,
     /// Largest allreduce and alltoall taken, in bytes per process.
@@ -132,6 +141,7 @@ impl Limits {
         Limits {
             slot_size: params.slot_size,
             buffers: params.buffers as usize,
+            small_buffers: params.small_buffers as usize,
             max_size: params.max_size,
             all_to_all_max_size,
             spin_count,

@@ -100,7 +100,7 @@ pub fn reduce(
             return Err(in_place_refused("reduce at a rank other than the root"));
         };
         for (o, len) in pieces(total, piece) {
-            let mut step = m.step();
+            let mut step = m.step_for(len);
             let mut out = step.claim(wait)?;
             out.data()[..len].copy_from_slice(&mine[o..o + len]);
             out.publish();
@@ -108,7 +108,7 @@ pub fn reduce(
         return Ok(());
     }
     for (o, len) in pieces(total, piece) {
-        let mut step = m.step();
+        let mut step = m.step_for(len);
         if matches!(send, SendBuf::InPlace) {
             // The root's input is in `recv`, which the result overwrites:
             // it goes to the root's own slot first.

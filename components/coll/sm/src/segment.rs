@@ -7,16 +7,21 @@
 //!
 //! | part | what | written by |
 //! |---|---|---|
-//! | line 0 | header: magic (stored last, release), members, buffers per member, slot size, creator's pid | creator, once |
+//! | line 0 | header: magic (stored last, release), members, buffers and small buffers per member, slot size, creator's pid | creator, once |
 //! | line 1 | `attached`: members other than the creator that mapped the segment | attachers |
 //! | control | per member a [`CONTROL`]-byte line: `done`, the last step it finished reading | that member |
+//! | small slots | per member `small buffers` small slots of [`CONTROL`] bytes, one after the other: `arrived`, then up to [`SMALL_DATA`] bytes of data | that member |
 //! | slots | per member `buffers` slots of [`SLOT_HEADER`] + slot size bytes rounded up to [`CONTROL`]: `arrived` (the step whose data the slot holds, stored last with release ordering) then the data | that member |
 //!
 //! The data starts right after a slot's `arrived` word, in the same cache
 //! line: a contribution of up to 56 bytes travels with its flag in one
-//! line. Parts are 128 bytes apart (two lines), so the processor's
-//! adjacent-line prefetch does not make neighbours share. A new file's
-//! pages are zero, every flag's initial value.
+//! line, and a small slot's 120 bytes in one 128-byte pair of lines.
+//! Small slots are many and cheap (128 bytes each), for the operations
+//! whose writers run ahead of their readers (see [`crate::ops`]). Parts
+//! are 128 bytes apart (two lines), so the processor's adjacent-line
+//! prefetch does not make neighbours share. A new file's pages are zero,
+//! every flag's initial value; the pages up to the slots are mapped when
+//! the segment is (they are touched at every small step).
 
 use memmap2::{MmapOptions, MmapRaw};
 use std::fs::{File, OpenOptions};
@@ -33,11 +38,15 @@ pub const CONTROL: usize = 128;
 /// Bytes before a slot's data: its `arrived` word.
 pub const SLOT_HEADER: usize = 8;
 
+/// Bytes of data a small slot holds (its [`CONTROL`] bytes but the
+/// `arrived` word).
+pub const SMALL_DATA: usize = CONTROL - SLOT_HEADER;
+
 /// The fewest slots per member (step `s` uses slot `s % buffers`).
 pub const MIN_BUFFERS: usize = 2;
 
 /// The magic of a ready segment (stored last, with release ordering).
-const MAGIC: u64 = u64::from_le_bytes(*b"oxcollm1");
+const MAGIC: u64 = u64::from_le_bytes(*b"oxcollm2");
 
 /// Line 0 of a segment.
 #[repr(C)]
@@ -47,6 +56,7 @@ struct Header {
     buffers: u32,
     slot_size: u64,
     pid: u32,
+    small_buffers: u32,
 }
 
 /// Offsets of the parts.
@@ -55,18 +65,27 @@ struct Layout {
     members: usize,
     slot_size: usize,
     buffers: usize,
+    small_buffers: usize,
     slot_stride: usize,
+    small: usize,
     slots: usize,
     total: usize,
 }
 
 impl Layout {
-    fn new(members: usize, slot_size: usize, buffers: usize) -> Option<Layout> {
-        if buffers < MIN_BUFFERS {
+    fn new(
+        members: usize,
+        slot_size: usize,
+        buffers: usize,
+        small_buffers: usize,
+    ) -> Option<Layout> {
+        if buffers < MIN_BUFFERS || small_buffers < MIN_BUFFERS || small_buffers > u32::MAX as usize
+        {
             return None;
         }
         let control = 2 * LINE;
-        let slots = control.checked_add(members.checked_mul(CONTROL)?)?;
+        let small = control.checked_add(members.checked_mul(CONTROL)?)?;
+        let slots = small.checked_add(members.checked_mul(small_buffers)?.checked_mul(CONTROL)?)?;
         let slot_stride = SLOT_HEADER
             .checked_add(slot_size)?
             .checked_next_multiple_of(CONTROL)?;
@@ -75,7 +94,9 @@ impl Layout {
             members,
             slot_size,
             buffers,
+            small_buffers,
             slot_stride,
+            small,
             slots,
             total,
         })
@@ -111,8 +132,8 @@ impl std::fmt::Debug for Segment {
 
 impl Segment {
     /// Creates the segment at `path` (mode 0600; it must not exist) for
-    /// `members` processes with `buffers` slots of `slot_size` bytes each,
-    /// and marks it ready.
+    /// `members` processes with `buffers` slots of `slot_size` bytes and
+    /// `small_buffers` small slots each, and marks it ready.
     ///
     /// # Errors
     ///
@@ -123,8 +144,9 @@ impl Segment {
         members: usize,
         slot_size: usize,
         buffers: usize,
+        small_buffers: usize,
     ) -> Result<Segment, String> {
-        let layout = Self::layout(members, slot_size, buffers)?;
+        let layout = Self::layout(members, slot_size, buffers, small_buffers)?;
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -153,6 +175,7 @@ impl Segment {
             layout,
             path: Some(path.to_path_buf()),
         };
+        segment.populate();
         segment.init_header();
         Ok(segment)
     }
@@ -163,8 +186,13 @@ impl Segment {
     /// # Errors
     ///
     /// The sizes overflow or the memory cannot be mapped.
-    pub fn anonymous(members: usize, slot_size: usize, buffers: usize) -> Result<Segment, String> {
-        let layout = Self::layout(members, slot_size, buffers)?;
+    pub fn anonymous(
+        members: usize,
+        slot_size: usize,
+        buffers: usize,
+        small_buffers: usize,
+    ) -> Result<Segment, String> {
+        let layout = Self::layout(members, slot_size, buffers, small_buffers)?;
         let map = MmapOptions::new()
             .len(layout.total)
             .map_anon()
@@ -174,15 +202,22 @@ impl Segment {
             layout,
             path: None,
         };
+        segment.populate();
         segment.init_header();
         Ok(segment)
     }
 
-    fn layout(members: usize, slot_size: usize, buffers: usize) -> Result<Layout, String> {
-        Layout::new(members, slot_size, buffers).ok_or_else(|| {
+    fn layout(
+        members: usize,
+        slot_size: usize,
+        buffers: usize,
+        small_buffers: usize,
+    ) -> Result<Layout, String> {
+        Layout::new(members, slot_size, buffers, small_buffers).ok_or_else(|| {
             format!(
                 "a shared segment for {members} processes with {buffers} slots of {slot_size} \
-                 bytes each is too large (or has fewer than {MIN_BUFFERS} slots)"
+                 bytes and {small_buffers} small slots each is too large (or has fewer than \
+                 {MIN_BUFFERS} slots of a kind)"
             )
         })
     }
@@ -198,6 +233,7 @@ impl Segment {
             (*header).buffers = self.layout.buffers as u32;
             (*header).slot_size = self.layout.slot_size as u64;
             (*header).pid = std::process::id();
+            (*header).small_buffers = self.layout.small_buffers as u32;
         }
         self.header().magic.store(MAGIC, Ordering::Release);
     }
@@ -249,24 +285,43 @@ impl Segment {
             header.members as usize,
             header.slot_size as usize,
             header.buffers as usize,
+            header.small_buffers as usize,
         );
         match layout {
             // Mapped before the creator sized the file: map again.
             Some(l) if l.total > len => Ok(None),
-            Some(l) if l.total == len && l.members == members => Ok(Some(Segment {
-                map,
-                layout: l,
-                path: Some(path.to_path_buf()),
-            })),
+            Some(l) if l.total == len && l.members == members => {
+                let segment = Segment {
+                    map,
+                    layout: l,
+                    path: Some(path.to_path_buf()),
+                };
+                segment.populate();
+                Ok(Some(segment))
+            }
             _ => Err(format!(
                 "{} is not a coll sm segment of this oxmpi version for {members} processes (its \
-                 header says {} processes, {} buffers of {} bytes each, in {len} bytes)",
+                 header says {} processes, {} buffers of {} bytes and {} small buffers each, in \
+                 {len} bytes)",
                 path.display(),
                 header.members,
                 header.buffers,
-                header.slot_size
+                header.slot_size,
+                header.small_buffers
             )),
         }
+    }
+
+    /// Maps the pages of the header, the control lines and the small
+    /// slots now (`MADV_POPULATE_WRITE`), so that the first pass of a
+    /// stream of small calls through the small slots takes no page
+    /// faults. A hint: a kernel without it (before Linux 5.14) leaves the
+    /// pages to be mapped at first touch.
+    fn populate(&self) {
+        #[cfg(target_os = "linux")]
+        let _ = self
+            .map
+            .advise_range(memmap2::Advice::PopulateWrite, 0, self.layout.slots);
     }
 
     fn header(&self) -> &Header {
@@ -302,6 +357,11 @@ impl Segment {
         self.layout.buffers
     }
 
+    /// Small slots per member.
+    pub fn small_buffers(&self) -> usize {
+        self.layout.small_buffers
+    }
+
     /// The creator's process id.
     pub fn creator_pid(&self) -> u32 {
         self.header().pid
@@ -324,9 +384,27 @@ impl Segment {
         self.layout.slots + (q * self.layout.buffers + buffer) * self.layout.slot_stride
     }
 
-    /// The `arrived` word of member `q`'s slot `buffer`.
-    pub fn arrived(&self, q: usize, buffer: usize) -> &AtomicU64 {
-        self.u64_at(self.slot_offset(q, buffer))
+    fn small_offset(&self, q: usize, buffer: usize) -> usize {
+        debug_assert!(q < self.layout.members && buffer < self.layout.small_buffers);
+        self.layout.small + (q * self.layout.small_buffers + buffer) * CONTROL
+    }
+
+    /// Where member `q`'s slot `buffer` (`small`: its small slot) starts,
+    /// and the bytes of its data.
+    #[inline]
+    fn area(&self, q: usize, buffer: usize, small: bool) -> (usize, usize) {
+        if small {
+            (self.small_offset(q, buffer), SMALL_DATA)
+        } else {
+            (self.slot_offset(q, buffer), self.layout.slot_size)
+        }
+    }
+
+    /// The `arrived` word of member `q`'s slot `buffer` (`small`: of its
+    /// small slot `buffer`).
+    #[inline]
+    pub fn arrived(&self, q: usize, buffer: usize, small: bool) -> &AtomicU64 {
+        self.u64_at(self.area(q, buffer, small).0)
     }
 
     /// The data of member `q`'s slot `buffer`, for reading.
@@ -336,11 +414,11 @@ impl Segment {
     /// Nobody writes those bytes while the slice lives: the caller saw the
     /// slot's `arrived` word at the step it reads (acquire), and its owner
     /// writes it again only once the caller published `done` for that step.
-    pub unsafe fn data(&self, q: usize, buffer: usize) -> &[u8] {
-        let at = self.slot_offset(q, buffer) + SLOT_HEADER;
+    pub unsafe fn data(&self, q: usize, buffer: usize, small: bool) -> &[u8] {
+        let (at, len) = self.area(q, buffer, small);
         // SAFETY: in bounds (the layout); no writer meanwhile (the
         // caller's promise).
-        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(at), self.layout.slot_size) }
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(at + SLOT_HEADER), len) }
     }
 
     /// The data of member `q`'s slot `buffer`, for writing.
@@ -352,12 +430,10 @@ impl Segment {
     /// slice of it, and the slice is dropped before the slot's `arrived`
     /// word is stored.
     #[allow(clippy::mut_from_ref)]
-    pub unsafe fn data_mut(&self, q: usize, buffer: usize) -> &mut [u8] {
-        let at = self.slot_offset(q, buffer) + SLOT_HEADER;
+    pub unsafe fn data_mut(&self, q: usize, buffer: usize, small: bool) -> &mut [u8] {
+        let (at, len) = self.area(q, buffer, small);
         // SAFETY: in bounds (the layout); exclusive (the caller's promise).
-        unsafe {
-            std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(at), self.layout.slot_size)
-        }
+        unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(at + SLOT_HEADER), len) }
     }
 
     /// Removes the segment's file (the mappings keep the memory).
@@ -386,20 +462,28 @@ mod tests {
 
     #[test]
     fn the_layout_keeps_parts_apart_and_aligned() {
-        let l = Layout::new(3, 4096, 2).unwrap();
-        assert_eq!(l.slots, 2 * LINE + 3 * CONTROL);
+        let l = Layout::new(3, 4096, 2, 5).unwrap();
+        assert_eq!(l.small, 2 * LINE + 3 * CONTROL);
+        assert_eq!(l.slots, l.small + 15 * CONTROL);
         assert_eq!(l.slot_stride, 4096 + CONTROL);
         assert_eq!(l.total, l.slots + 6 * l.slot_stride);
-        assert!(Layout::new(usize::MAX / 2, 4096, 2).is_none());
-        assert!(Layout::new(3, 4096, 1).is_none());
-        let s = Segment::anonymous(3, 4096, 2).unwrap();
+        assert!(Layout::new(usize::MAX / 2, 4096, 2, 2).is_none());
+        assert!(Layout::new(3, 4096, 1, 2).is_none());
+        assert!(Layout::new(3, 4096, 2, 1).is_none());
+        let s = Segment::anonymous(3, 4096, 2, 5).unwrap();
         let base = s.map.as_ptr() as usize;
         for q in 0..3 {
             assert_eq!((s.done(q) as *const _ as usize - base) % CONTROL, 0);
             for b in 0..2 {
-                let at = s.arrived(q, b) as *const _ as usize - base;
+                let at = s.arrived(q, b, false) as *const _ as usize - base;
                 assert_eq!(at % CONTROL, 0);
-                assert!(at + SLOT_HEADER + 4096 <= l.total);
+                assert!(at >= l.slots && at + SLOT_HEADER + 4096 <= l.total);
+            }
+            for b in 0..5 {
+                // A member's small slots follow each other.
+                let small = s.arrived(q, b, true) as *const _ as usize - base;
+                assert_eq!(small, l.small + (q * 5 + b) * CONTROL);
+                assert!(small + CONTROL <= l.slots);
             }
         }
     }
@@ -413,18 +497,25 @@ mod tests {
         std::fs::write(&path, vec![0u8; 4096]).unwrap();
         assert!(Segment::attach(&path, 2).unwrap().is_none());
         std::fs::remove_file(&path).unwrap();
-        let made = Segment::create(&path, 2, 4096, 3).unwrap();
-        assert!(Segment::create(&path, 2, 4096, 3)
+        let made = Segment::create(&path, 2, 4096, 3, 7).unwrap();
+        assert!(Segment::create(&path, 2, 4096, 3, 7)
             .unwrap_err()
             .contains("cannot create the shared segment"));
         let seen = Segment::attach(&path, 2).unwrap().unwrap();
         assert_eq!(
-            (seen.members(), seen.slot_size(), seen.buffers()),
-            (2, 4096, 3)
+            (
+                seen.members(),
+                seen.slot_size(),
+                seen.buffers(),
+                seen.small_buffers()
+            ),
+            (2, 4096, 3, 7)
         );
         assert_eq!(seen.creator_pid(), std::process::id());
-        made.arrived(1, 2).store(7, Ordering::Release);
-        assert_eq!(seen.arrived(1, 2).load(Ordering::Acquire), 7);
+        made.arrived(1, 2, false).store(7, Ordering::Release);
+        assert_eq!(seen.arrived(1, 2, false).load(Ordering::Acquire), 7);
+        made.arrived(1, 6, true).store(8, Ordering::Release);
+        assert_eq!(seen.arrived(1, 6, true).load(Ordering::Acquire), 8);
         let wrong = Segment::attach(&path, 3).err().unwrap();
         assert!(wrong.contains("not a coll sm segment"), "{wrong}");
         made.unlink().unwrap();

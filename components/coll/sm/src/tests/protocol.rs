@@ -6,7 +6,7 @@
 use super::{all_ok, ranks, ranks_in, waiter};
 use crate::member::{Member, Waiter};
 use crate::ops;
-use crate::segment::Segment;
+use crate::segment::{Segment, SMALL_DATA};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -72,26 +72,69 @@ fn a_writer_waits_for_slow_readers_before_reusing_a_slot() {
 }
 
 #[test]
-fn a_small_contribution_travels_in_the_line_of_its_flag() {
-    let seg = Segment::anonymous(2, 4096, 4).unwrap();
+fn a_small_contribution_travels_in_the_lines_of_its_flag() {
+    let seg = Segment::anonymous(2, 4096, 4, 6).unwrap();
     for q in 0..2 {
         for b in 0..4 {
-            let flag = seg.arrived(q, b) as *const AtomicU64 as usize;
-            // SAFETY: nobody uses the segment concurrently in this test.
-            let data = unsafe { seg.data(q, b) }.as_ptr() as usize;
-            assert_eq!(data - flag, 8);
-            assert_eq!(
-                flag / 64,
-                (data + 55) / 64,
-                "56 bytes share the flag's line"
-            );
+            for small in [false, true] {
+                let flag = seg.arrived(q, b, small) as *const AtomicU64 as usize;
+                // SAFETY: nobody uses the segment concurrently in this test.
+                let data = unsafe { seg.data(q, b, small) };
+                let at = data.as_ptr() as usize;
+                assert_eq!(at - flag, 8);
+                assert_eq!(flag / 64, (at + 55) / 64, "56 bytes share the flag's line");
+                if small {
+                    assert_eq!(data.len(), SMALL_DATA);
+                    assert_eq!(flag / 128, (at + SMALL_DATA - 1) / 128, "one pair of lines");
+                } else {
+                    assert_eq!(data.len(), 4096);
+                }
+            }
         }
     }
 }
 
 #[test]
+fn steps_use_the_small_slots_only_for_data_that_fits_and_wrap_at_their_own_count() {
+    // 2 slots and 3 small slots: a step's slot is its number modulo the
+    // count of its kind.
+    let seg = Arc::new(Segment::anonymous(2, 4096, 2, 3).unwrap());
+    let mut m = Member::new(seg.clone(), 0);
+    let w = waiter();
+    // Rank 1 finished step 3 (so slots of steps up to 3 may be reused).
+    seg.done(1).store(3, Ordering::Release);
+    for (len, small, buffer) in [
+        (0, true, 1),
+        (SMALL_DATA, true, 2),
+        (SMALL_DATA + 1, false, 1),
+        (8, true, 1),
+        (4096, false, 1),
+    ] {
+        let mut step = m.step_for(len);
+        let s = step.number();
+        step.claim(&w).unwrap().publish();
+        drop(step);
+        assert_eq!(
+            seg.arrived(0, buffer, small).load(Ordering::Acquire),
+            s,
+            "{len} bytes"
+        );
+    }
+    // Step 6 reuses the small slot of step 3, which rank 1 finished;
+    // step 7 that of step 4, which it did not: the claim waits for it.
+    m.step_for(8).claim(&w).unwrap().publish();
+    assert_eq!(seg.arrived(0, 0, true).load(Ordering::Acquire), 6);
+    let gave_up = Waiter {
+        give_up: Some(Duration::from_millis(20)),
+        ..w
+    };
+    let why = m.step_for(8).claim(&gave_up).err().unwrap();
+    assert!(why.contains("rank 1 to finish step 4"), "{why}");
+}
+
+#[test]
 fn a_long_wait_runs_progress_and_a_test_wait_gives_up_with_a_sentence() {
-    let seg = Arc::new(Segment::anonymous(2, 4096, 2).unwrap());
+    let seg = Arc::new(Segment::anonymous(2, 4096, 2, 2).unwrap());
     let mut m = Member::new(seg, 0);
     let rounds = AtomicUsize::new(0);
     let progress = || {
