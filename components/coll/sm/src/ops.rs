@@ -129,12 +129,38 @@ pub unsafe fn run(
     }
 }
 
-/// The pieces `(offset, len)` of `total` bytes in pieces of `piece`.
-pub(crate) fn pieces(total: usize, piece: usize) -> impl Iterator<Item = (usize, usize)> {
+/// The pieces `(offset, len)` of `total` bytes in pieces of `piece` (none
+/// for 0 bytes).
+pub(crate) fn pieces(total: usize, piece: usize) -> Pieces {
     debug_assert!(piece > 0);
-    (0..total)
-        .step_by(piece.max(1))
-        .map(move |o| (o, piece.min(total - o)))
+    Pieces {
+        at: 0,
+        total,
+        piece: piece.max(1),
+    }
+}
+
+/// The iterator of [`pieces`] (a plain counter: one comparison and one
+/// `min` a piece).
+pub(crate) struct Pieces {
+    at: usize,
+    total: usize,
+    piece: usize,
+}
+
+impl Iterator for Pieces {
+    type Item = (usize, usize);
+
+    #[inline]
+    fn next(&mut self) -> Option<(usize, usize)> {
+        if self.at >= self.total {
+            return None;
+        }
+        let at = self.at;
+        let len = self.piece.min(self.total - at);
+        self.at += len;
+        Some((at, len))
+    }
 }
 
 /// The piece of each block when a slot holds one per member.
