@@ -3,7 +3,7 @@
 //! creator removes the file once all have, so only the mappings keep the
 //! memory and nothing is left behind however the processes end.
 
-use crate::segment::Segment;
+use crate::segment::{Segment, Slots};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -43,9 +43,8 @@ impl Patience<'_> {
     }
 }
 
-/// Creates the segment at `path` for `members` processes with `buffers`
-/// slots of `slot_size` bytes and `small_buffers` small slots each, waits
-/// until the others mapped it, and removes the file.
+/// Creates the segment at `path` for `members` processes with `slots`
+/// each, waits until the others mapped it, and removes the file.
 ///
 /// # Errors
 ///
@@ -54,12 +53,10 @@ impl Patience<'_> {
 pub fn create(
     path: &Path,
     members: usize,
-    slot_size: usize,
-    buffers: usize,
-    small_buffers: usize,
+    slots: Slots,
     patience: &Patience<'_>,
 ) -> Result<Segment, String> {
-    let seg = Segment::create(path, members, slot_size, buffers, small_buffers)?;
+    let seg = Segment::create(path, members, slots)?;
     let others = members as u32 - 1;
     let all =
         patience.until(|| Ok((seg.attached().load(Ordering::Acquire) >= others).then_some(())));
@@ -107,6 +104,7 @@ pub fn attach(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::segment::slots;
 
     fn patience(ms: u64) -> Patience<'static> {
         Patience {
@@ -124,7 +122,7 @@ mod tests {
                 .map(|_| s.spawn(|| attach(&path, 4, 0, &patience(20_000)).unwrap()))
                 .collect();
             std::thread::sleep(Duration::from_millis(20));
-            let made = create(&path, 4, 4096, 2, 3, &patience(20_000)).unwrap();
+            let made = create(&path, 4, slots(4096, 2, 3), &patience(20_000)).unwrap();
             assert!(!path.exists(), "the creator removed the file");
             for a in attachers {
                 let seen = a.join().unwrap();
@@ -144,7 +142,7 @@ mod tests {
             why.contains("coll-sm-1-5-0") && why.contains("job rank 0"),
             "{why}"
         );
-        let why = create(&path, 3, 4096, 2, 3, &patience(30)).unwrap_err();
+        let why = create(&path, 3, slots(4096, 2, 3), &patience(30)).unwrap_err();
         assert!(
             why.contains("only 0 of the other 2 processes") && why.contains("coll-sm-1-5-0"),
             "{why}"

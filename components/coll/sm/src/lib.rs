@@ -75,6 +75,7 @@ use oxmpi_plugin_api::{
 };
 use params::{Limits, SmParams};
 use place::Place;
+use segment::Slots;
 use std::sync::Arc;
 
 /// Bytes of a slot each member needs at least: a communicator with more
@@ -156,9 +157,11 @@ impl SmColl {
                 attach::create(
                     &path,
                     n,
-                    self.limits.slot_size,
-                    self.limits.buffers,
-                    self.limits.small_buffers,
+                    Slots {
+                        size: self.limits.slot_size,
+                        buffers: self.limits.buffers,
+                        small_buffers: self.limits.small_buffers,
+                    },
                     &patience,
                 )?
             } else {

@@ -45,6 +45,17 @@ pub const SMALL_DATA: usize = CONTROL - SLOT_HEADER;
 /// The fewest slots per member (step `s` uses slot `s % buffers`).
 pub const MIN_BUFFERS: usize = 2;
 
+/// The slots of each member of a segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slots {
+    /// Bytes of each slot's data.
+    pub size: usize,
+    /// Slots per member (at least [`MIN_BUFFERS`]).
+    pub buffers: usize,
+    /// Small slots per member (at least [`MIN_BUFFERS`]).
+    pub small_buffers: usize,
+}
+
 /// The magic of a ready segment (stored last, with release ordering).
 const MAGIC: u64 = u64::from_le_bytes(*b"oxcollm2");
 
@@ -132,21 +143,14 @@ impl std::fmt::Debug for Segment {
 
 impl Segment {
     /// Creates the segment at `path` (mode 0600; it must not exist) for
-    /// `members` processes with `buffers` slots of `slot_size` bytes and
-    /// `small_buffers` small slots each, and marks it ready.
+    /// `members` processes with `slots` each, and marks it ready.
     ///
     /// # Errors
     ///
     /// The sizes overflow, or the file cannot be created, sized or mapped;
     /// the message names the file.
-    pub fn create(
-        path: &Path,
-        members: usize,
-        slot_size: usize,
-        buffers: usize,
-        small_buffers: usize,
-    ) -> Result<Segment, String> {
-        let layout = Self::layout(members, slot_size, buffers, small_buffers)?;
+    pub fn create(path: &Path, members: usize, slots: Slots) -> Result<Segment, String> {
+        let layout = Self::layout(members, slots)?;
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -170,14 +174,7 @@ impl Segment {
         file.set_len(layout.total as u64)
             .map_err(|e| fail("size", e))?;
         let map = MmapRaw::map_raw(&file).map_err(|e| fail("map", e))?;
-        let segment = Segment {
-            map,
-            layout,
-            path: Some(path.to_path_buf()),
-        };
-        segment.populate();
-        segment.init_header();
-        Ok(segment)
+        Ok(Self::made(map, layout, Some(path.to_path_buf())))
     }
 
     /// An anonymous segment for `members` threads of this process (tests,
@@ -186,33 +183,30 @@ impl Segment {
     /// # Errors
     ///
     /// The sizes overflow or the memory cannot be mapped.
-    pub fn anonymous(
-        members: usize,
-        slot_size: usize,
-        buffers: usize,
-        small_buffers: usize,
-    ) -> Result<Segment, String> {
-        let layout = Self::layout(members, slot_size, buffers, small_buffers)?;
+    pub fn anonymous(members: usize, slots: Slots) -> Result<Segment, String> {
+        let layout = Self::layout(members, slots)?;
         let map = MmapOptions::new()
             .len(layout.total)
             .map_anon()
             .map_err(|e| format!("cannot map {} bytes of memory: {e}", layout.total))?;
-        let segment = Segment {
-            map: MmapRaw::from(map),
-            layout,
-            path: None,
-        };
-        segment.populate();
-        segment.init_header();
-        Ok(segment)
+        Ok(Self::made(MmapRaw::from(map), layout, None))
     }
 
-    fn layout(
-        members: usize,
-        slot_size: usize,
-        buffers: usize,
-        small_buffers: usize,
-    ) -> Result<Layout, String> {
+    /// A new mapping of `layout`, its pages up to the slots mapped and
+    /// its header written and marked ready.
+    fn made(map: MmapRaw, layout: Layout, path: Option<PathBuf>) -> Segment {
+        let segment = Segment { map, layout, path };
+        segment.populate();
+        segment.init_header();
+        segment
+    }
+
+    fn layout(members: usize, slots: Slots) -> Result<Layout, String> {
+        let Slots {
+            size: slot_size,
+            buffers,
+            small_buffers,
+        } = slots;
         Layout::new(members, slot_size, buffers, small_buffers).ok_or_else(|| {
             format!(
                 "a shared segment for {members} processes with {buffers} slots of {slot_size} \
@@ -456,6 +450,16 @@ impl Segment {
     }
 }
 
+/// Test shorthand for [`Slots`].
+#[cfg(test)]
+pub fn slots(size: usize, buffers: usize, small_buffers: usize) -> Slots {
+    Slots {
+        size,
+        buffers,
+        small_buffers,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -470,7 +474,7 @@ mod tests {
         assert!(Layout::new(usize::MAX / 2, 4096, 2, 2).is_none());
         assert!(Layout::new(3, 4096, 1, 2).is_none());
         assert!(Layout::new(3, 4096, 2, 1).is_none());
-        let s = Segment::anonymous(3, 4096, 2, 5).unwrap();
+        let s = Segment::anonymous(3, slots(4096, 2, 5)).unwrap();
         let base = s.map.as_ptr() as usize;
         for q in 0..3 {
             assert_eq!((s.done(q) as *const _ as usize - base) % CONTROL, 0);
@@ -497,8 +501,8 @@ mod tests {
         std::fs::write(&path, vec![0u8; 4096]).unwrap();
         assert!(Segment::attach(&path, 2).unwrap().is_none());
         std::fs::remove_file(&path).unwrap();
-        let made = Segment::create(&path, 2, 4096, 3, 7).unwrap();
-        assert!(Segment::create(&path, 2, 4096, 3, 7)
+        let made = Segment::create(&path, 2, slots(4096, 3, 7)).unwrap();
+        assert!(Segment::create(&path, 2, slots(4096, 3, 7))
             .unwrap_err()
             .contains("cannot create the shared segment"));
         let seen = Segment::attach(&path, 2).unwrap().unwrap();

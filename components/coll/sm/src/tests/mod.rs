@@ -44,7 +44,8 @@ pub fn ranks_in<R: Send>(
     buffers: usize,
     f: impl Fn(&mut Member, &Waiter<'_>) -> R + Sync,
 ) -> Vec<R> {
-    let seg = Arc::new(Segment::anonymous(n, slot, buffers, buffers).unwrap());
+    let seg =
+        Arc::new(Segment::anonymous(n, crate::segment::slots(slot, buffers, buffers)).unwrap());
     let f = &f;
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..n)

@@ -6,7 +6,7 @@
 use super::{all_ok, ranks, ranks_in, waiter};
 use crate::member::{Member, Waiter};
 use crate::ops;
-use crate::segment::{Segment, SMALL_DATA};
+use crate::segment::{slots, Segment, SMALL_DATA};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -73,7 +73,7 @@ fn a_writer_waits_for_slow_readers_before_reusing_a_slot() {
 
 #[test]
 fn a_small_contribution_travels_in_the_lines_of_its_flag() {
-    let seg = Segment::anonymous(2, 4096, 4, 6).unwrap();
+    let seg = Segment::anonymous(2, slots(4096, 4, 6)).unwrap();
     for q in 0..2 {
         for b in 0..4 {
             for small in [false, true] {
@@ -98,7 +98,7 @@ fn a_small_contribution_travels_in_the_lines_of_its_flag() {
 fn steps_use_the_small_slots_only_for_data_that_fits_and_wrap_at_their_own_count() {
     // 2 slots and 3 small slots: a step's slot is its number modulo the
     // count of its kind.
-    let seg = Arc::new(Segment::anonymous(2, 4096, 2, 3).unwrap());
+    let seg = Arc::new(Segment::anonymous(2, slots(4096, 2, 3)).unwrap());
     let mut m = Member::new(seg.clone(), 0);
     let w = waiter();
     // Rank 1 finished step 3 (so slots of steps up to 3 may be reused).
@@ -134,7 +134,7 @@ fn steps_use_the_small_slots_only_for_data_that_fits_and_wrap_at_their_own_count
 
 #[test]
 fn a_long_wait_runs_progress_and_a_test_wait_gives_up_with_a_sentence() {
-    let seg = Arc::new(Segment::anonymous(2, 4096, 2, 2).unwrap());
+    let seg = Arc::new(Segment::anonymous(2, slots(4096, 2, 2)).unwrap());
     let mut m = Member::new(seg, 0);
     let rounds = AtomicUsize::new(0);
     let progress = || {
