@@ -27,7 +27,6 @@
 
 use memmap2::MmapRaw;
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -138,24 +137,7 @@ impl Segment {
     pub fn create(path: &Path, rank: u32, sizes: Sizes) -> Result<Segment, String> {
         let layout = Layout::new(sizes)
             .ok_or_else(|| format!("the shared segment's sizes overflow ({sizes:?})"))?;
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| format!("cannot create the shared segment {}: {e}", path.display()))?;
-        let fail = |what: &str, e: std::io::Error| {
-            let _ = std::fs::remove_file(path);
-            format!(
-                "cannot {what} the shared segment {} ({} bytes): {e}",
-                path.display(),
-                layout.total
-            )
-        };
-        file.set_len(layout.total as u64)
-            .map_err(|e| fail("size", e))?;
-        let map = MmapRaw::map_raw(&file).map_err(|e| fail("map", e))?;
+        let map = oxmpi_shmfile::create(path, layout.total, None)?;
         let pid = std::process::id();
         let segment = Segment {
             map,

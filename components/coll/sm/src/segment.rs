@@ -25,7 +25,6 @@
 
 use memmap2::{MmapOptions, MmapRaw};
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -151,29 +150,7 @@ impl Segment {
     /// the message names the file.
     pub fn create(path: &Path, members: usize, slots: Slots) -> Result<Segment, String> {
         let layout = Self::layout(members, slots)?;
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| {
-                format!(
-                    "cannot create the shared segment {} of coll sm: {e}",
-                    path.display()
-                )
-            })?;
-        let fail = |what: &str, e: std::io::Error| {
-            let _ = std::fs::remove_file(path);
-            format!(
-                "cannot {what} the shared segment {} of coll sm ({} bytes): {e}",
-                path.display(),
-                layout.total
-            )
-        };
-        file.set_len(layout.total as u64)
-            .map_err(|e| fail("size", e))?;
-        let map = MmapRaw::map_raw(&file).map_err(|e| fail("map", e))?;
+        let map = oxmpi_shmfile::create(path, layout.total, Some("coll sm"))?;
         Ok(Self::made(map, layout, Some(path.to_path_buf())))
     }
 
