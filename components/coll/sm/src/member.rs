@@ -260,17 +260,7 @@ impl Step<'_> {
     ///
     /// The waiter gave up.
     pub fn wait_for(&mut self, q: usize, wait: &Waiter<'_>) -> Result<In<'_>, String> {
-        let at = (self.s, self.buffer(), self.small);
-        if q != self.m.rank {
-            Self::wait_one(self.m, q, at, wait)?;
-        }
-        Ok(In {
-            seg: &self.m.seg,
-            buffer: at.1,
-            small: at.2,
-            rank: self.m.rank,
-            only: Some(q),
-        })
+        self.wait_members(Some(q), wait)
     }
 
     /// Waits until every other member published its slot for the step.
@@ -279,18 +269,26 @@ impl Step<'_> {
     ///
     /// The waiter gave up.
     pub fn wait_all(&mut self, wait: &Waiter<'_>) -> Result<In<'_>, String> {
+        self.wait_members(None, wait)
+    }
+
+    /// Waits for member `only`, or for every other member.
+    fn wait_members(&mut self, only: Option<usize>, wait: &Waiter<'_>) -> Result<In<'_>, String> {
         let at = (self.s, self.buffer(), self.small);
-        for q in 0..self.m.known.len() {
-            if q != self.m.rank {
-                Self::wait_one(self.m, q, at, wait)?;
-            }
+        let members = match only {
+            Some(q) => q..q + 1,
+            None => 0..self.m.known.len(),
+        };
+        let me = self.m.rank;
+        for q in members.filter(|&q| q != me) {
+            Self::wait_one(self.m, q, at, wait)?;
         }
         Ok(In {
             seg: &self.m.seg,
             buffer: at.1,
             small: at.2,
             rank: self.m.rank,
-            only: None,
+            only,
         })
     }
 }

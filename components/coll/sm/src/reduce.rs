@@ -16,7 +16,7 @@
 use crate::member::{Member, Waiter};
 use crate::ops::{in_place_refused, pieces};
 use oxmpi_collectives::{Reduction, SendBuf};
-use oxmpi_framework_coll::buffers::{reduction, user_closure};
+use oxmpi_framework_coll::buffers::{reduction, user_closure, Apply};
 use oxmpi_framework_coll::module::CollCall;
 use oxmpi_reduce::{reduce_into, reduce_local};
 
@@ -61,6 +61,32 @@ pub fn fold<'s>(
     Ok(())
 }
 
+/// A reduction call, checked: its operation, element size, bytes and
+/// piece.
+struct Prepared<'a> {
+    red: Reduction<'a>,
+    elem: usize,
+    total: usize,
+    piece: usize,
+}
+
+/// Checks the call's operation (`apply` runs a user operation) and sizes
+/// its pieces.
+fn prepare<'a>(
+    m: &Member,
+    call: &CollCall<'_>,
+    apply: &'a mut Apply<'_>,
+) -> Result<Prepared<'a>, String> {
+    let red = reduction(call, apply)?;
+    let elem = red.elem_size();
+    Ok(Prepared {
+        red,
+        elem,
+        total: call.count * elem,
+        piece: piece_of(m, elem)?,
+    })
+}
+
 /// The piece of a reduction: the most whole elements of `elem` bytes a
 /// slot holds.
 fn piece_of(m: &Member, elem: usize) -> Result<usize, String> {
@@ -89,12 +115,13 @@ pub fn reduce(
     root: usize,
 ) -> Result<(), String> {
     let mut apply = user_closure(call);
-    let mut red = reduction(call, &mut apply)?;
-    red.validate().map_err(|e| e.to_string())?;
+    let Prepared {
+        mut red,
+        total,
+        piece,
+        ..
+    } = prepare(m, call, &mut apply)?;
     let (me, n) = (m.rank(), m.size());
-    let elem = red.elem_size();
-    let total = call.count * elem;
-    let piece = piece_of(m, elem)?;
     if me != root {
         let SendBuf::Buf(mine) = send else {
             return Err(in_place_refused("reduce at a rank other than the root"));
@@ -141,12 +168,13 @@ pub fn allreduce(
     recv: &mut [u8],
 ) -> Result<(), String> {
     let mut apply = user_closure(call);
-    let mut red = reduction(call, &mut apply)?;
-    red.validate().map_err(|e| e.to_string())?;
+    let Prepared {
+        mut red,
+        elem,
+        total,
+        piece,
+    } = prepare(m, call, &mut apply)?;
     let (me, n) = (m.rank(), m.size());
-    let elem = red.elem_size();
-    let total = call.count * elem;
-    let piece = piece_of(m, elem)?;
     for (o, len) in pieces(total, piece) {
         let split = n > 2 && len >= SPLIT_MIN && len / elem >= n;
         let mut step = m.step();
