@@ -65,17 +65,7 @@ fn every_collective_is_right_over_tcp_and_with_basic_alone() {
     // Without sm, so every collective's messages go over tcp.
     passes(
         3,
-        &[
-            "--mca",
-            "btl",
-            "self,tcp",
-            "--mca",
-            "btl_tcp_if_include",
-            "lo",
-            "--mca",
-            "coll",
-            "^sm",
-        ],
+        &[&TCP[..], &["--mca", "coll", "^sm"]].concat(),
         "0,1,1000",
     );
     // basic's linear and logarithmic algorithms.

@@ -41,18 +41,7 @@ fn non_blocking_collectives_move_1_mib_per_rank() {
 
 #[test]
 fn non_blocking_collectives_over_tcp_and_with_basic() {
-    passes(
-        3,
-        &[
-            "--mca",
-            "btl",
-            "self,tcp",
-            "--mca",
-            "btl_tcp_if_include",
-            "lo",
-        ],
-        &["1000", "4"],
-    );
+    passes(3, &TCP, &["1000", "4"]);
     passes(5, &["--mca", "coll", "^tuned"], &["1000", "4"]);
 }
 
