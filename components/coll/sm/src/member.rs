@@ -273,6 +273,7 @@ impl Step<'_> {
     }
 
     /// Waits for member `only`, or for every other member.
+    #[inline(always)]
     fn wait_members(&mut self, only: Option<usize>, wait: &Waiter<'_>) -> Result<In<'_>, String> {
         let at = (self.s, self.buffer(), self.small);
         let members = match only {

@@ -72,6 +72,7 @@ struct Prepared<'a> {
 
 /// Checks the call's operation (`apply` runs a user operation) and sizes
 /// its pieces.
+#[inline(always)]
 fn prepare<'a>(
     m: &Member,
     call: &CollCall<'_>,
