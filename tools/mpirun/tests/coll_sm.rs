@@ -30,9 +30,23 @@ const SM_OPS: [&str; 8] = [
     "alltoall",
 ];
 
+/// The node's online processors, as sm counts them.
+fn node_cores() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|text| {
+            text.trim().split(',').try_fold(0, |total, part| {
+                let (a, b) = part.split_once('-').unwrap_or((part, part));
+                Some(total + b.parse::<usize>().ok()? + 1 - a.parse::<usize>().ok()?)
+            })
+        })
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// Asserts the log of a job on `n` ranks shows sm chosen for each of its
 /// operations on MPI_COMM_WORLD, with tuned next for the calls it passes
-/// on, and every rank mapping the world's segment.
+/// on, and every rank mapping the world's segment, with the slots of a
+/// node that fits the job or of an oversubscribed one.
 fn served_by_sm(run: &Run, n: usize) {
     for op in SM_OPS {
         let line = format!(
@@ -45,10 +59,19 @@ fn served_by_sm(run: &Run, n: usize) {
             run.stderr
         );
     }
+    let slots = if n > node_cores() {
+        "16 slots of 131072 bytes"
+    } else {
+        "32 slots of 32768 bytes"
+    };
     let mapped = run
         .stderr
         .lines()
-        .filter(|l| l.contains("coll:sm: MPI_COMM_WORLD: shared segment") && l.contains("mapped"))
+        .filter(|l| {
+            l.contains("coll:sm: MPI_COMM_WORLD: shared segment")
+                && l.contains("mapped")
+                && l.contains(slots)
+        })
         .count();
     assert_eq!(
         mapped, n,
@@ -68,8 +91,7 @@ fn sm_serves_every_collective_it_provides_on_2_3_and_5_ranks() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for n in [2, 3, 5] {
         // 65536 i64 elements: 512 KiB per rank, and 2.5 MiB per rank for
-        // allgather and alltoall on 5 ranks; the oversubscribed node passes
-        // the large allreduces and alltoalls on to tuned.
+        // allgather and alltoall on 5 ranks.
         let run = example_passes(
             n,
             &["--mca", "coll_base_verbose", "40"],
@@ -92,10 +114,18 @@ fn calls_sm_passes_on_are_right_and_communicators_get_segments_of_their_own() {
         &["0,7,1000"],
         ": coll ok (",
     );
-    // Small slots: every call in many pieces.
+    // Small slots: every call in many pieces (also on an oversubscribed
+    // node).
     example_passes(
         5,
-        &["--mca", "coll_sm_slot_size", "4096"],
+        &[
+            "--mca",
+            "coll_sm_slot_size",
+            "4096",
+            "--mca",
+            "coll_sm_oversubscribed_slot_size",
+            "0",
+        ],
         "coll_check",
         &["0,1,1000,4000"],
         ": coll ok (",

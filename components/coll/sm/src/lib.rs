@@ -12,11 +12,11 @@
 //! directory, see [`place`]), at priority `coll_sm_priority` (40, above
 //! tuned's 30). A call of more than `coll_sm_max_size` bytes per process
 //! (4 MiB; [`ops::call_bytes`] says what is counted) is **passed on**:
-//! the MPI layer runs it with the next component by priority (tuned); so
-//! are allreduces and alltoalls of more than
-//! `coll_sm_oversubscribed_max_size` (64 KiB) on a node with more of the
-//! job's processes than cores, where tuned does better. The
-//! `v` forms, scans, reduce-scatters and non-blocking collectives come
+//! the MPI layer runs it with the next component by priority (tuned). On
+//! a node with more of the job's processes than cores, the segments have
+//! fewer, larger slots (`coll_sm_oversubscribed_slot_size`, 128 KiB, and
+//! `coll_sm_oversubscribed_buffers`, 16): there each step that waits for
+//! every process costs a round of the scheduler. The `v` forms, scans, reduce-scatters and non-blocking collectives come
 //! from the other components.
 //!
 //! # The segment
@@ -121,21 +121,25 @@ pub struct SmComm {
 impl SmColl {
     /// The component over `place` with `params` (what `init` makes from
     /// the process's environment).
+    ///
+    /// # Errors
+    ///
+    /// A parameter value [`Limits::new`] refuses.
     pub fn new(
         params: &SmParams,
         place: Result<Place, String>,
         core: Core,
         context: ComponentContext,
-    ) -> SmColl {
+    ) -> Result<SmColl, String> {
         let cores = params::node_cores();
         let local = place.as_ref().map_or(1, |p| p.local_size);
-        SmColl {
+        Ok(SmColl {
             priority: params.priority,
-            limits: Limits::new(params, local, cores),
+            limits: Limits::new(params, local, cores)?,
             place,
             core,
             context,
-        }
+        })
     }
 
     /// The segment of `comm`, made or mapped at its first call.
@@ -192,7 +196,7 @@ impl Coll for SmColl {
 
     fn init(context: &ComponentContext, core: Core) -> Result<Self, String> {
         let params = SmParams::read(context)?;
-        Ok(SmColl::new(&params, Place::of_process(), core, *context))
+        SmColl::new(&params, Place::of_process(), core, *context)
     }
 
     fn comm_query(&self, comm: &CommInfo<'_>) -> Result<Offer<SmComm>, String> {

@@ -66,11 +66,7 @@ pub fn takes(call: &CollCall<'_>, members: usize, limits: &Limits) -> bool {
     if call.kind.reduces() && call.elem_size() > limits.slot_size {
         return false;
     }
-    let max = match call.kind {
-        CollKind::Allreduce | CollKind::Alltoall => limits.all_to_all_max_size,
-        _ => limits.max_size,
-    };
-    call_bytes(call, members) <= max
+    call_bytes(call, members) <= limits.max_size
 }
 
 /// Runs `call` as member `m` of its communicator.

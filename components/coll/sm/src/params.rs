@@ -43,12 +43,22 @@ pub struct SmParams {
     /// passes every call on but barriers. Every process of a job must use the same value.
     #[param(default = "4m", level = Tuner(Basic), size)]
     pub max_size: usize,
-    /// Largest allreduce and alltoall the sm component takes on a node with more of the job's
-    /// processes than cores (bytes per process, counted as for coll_sm_max_size, which also
-    /// applies): each of their steps waits for every process, which there costs a round of the
-    /// scheduler, and tuned's point-to-point algorithms do better on large calls.
-    #[param(default = "64k", level = Tuner(Detailed), size)]
-    pub oversubscribed_max_size: usize,
+    /// Bytes of each data slot of the segments this process creates on a node with more of the
+    /// job's processes than cores, in place of coll_sm_slot_size (0 keeps coll_sm_slot_size and
+    /// coll_sm_buffers there too). There every step that waits for every process costs a round
+    /// of the scheduler, so fewer, larger pieces make large allreduces and alltoalls several
+    /// times faster. The creator's value holds for the whole communicator.
+    #[param(default = "128k",
+        level = Tuner(Detailed),
+        size,
+        range = 0..=1073741824)]
+    pub oversubscribed_slot_size: usize,
+    /// Slots of each process in the segments this process creates on a node with more of the
+    /// job's processes than cores, in place of coll_sm_buffers, when
+    /// coll_sm_oversubscribed_slot_size is not 0. The creator's value holds for the whole
+    /// communicator.
+    #[param(default = "16", level = Tuner(Detailed), range = 2..=256)]
+    pub oversubscribed_buffers: u32,
     /// Times a process checks a flag of the shared segment before its wait starts giving the
     /// core away (sched_yield) between checks. On a node with more of the job's processes than
     /// cores, sm yields after at most 16 checks whatever this says.
@@ -83,8 +93,6 @@ pub struct Limits {
     pub small_buffers: usize,
     /// Largest call taken, in bytes per process.
     pub max_size: usize,
-    /// Largest allreduce and alltoall taken, in bytes per process.
-    pub all_to_all_max_size: usize,
     /// Checks of a flag before yielding.
     pub spin_count: u32,
     /// Yields between two rounds of progress.
@@ -92,6 +100,9 @@ pub struct Limits {
     /// How long to wait for the segment at a communicator's first call.
     pub attach_timeout: std::time::Duration,
 }
+
+/// The smallest slot (coll_sm_slot_size's lower bound).
+pub const MIN_SLOT_SIZE: usize = 4096;
 
 /// Spins at most, on a node with more of the job's processes than cores.
 pub const OVERSUBSCRIBED_SPINS: u32 = 16;
@@ -125,28 +136,40 @@ pub fn count_cpu_list(text: &str) -> Option<usize> {
 
 impl Limits {
     /// The limits of `params` on a node where `local_size` of the job's
-    /// processes share `cores` cores (fewer spins when they do not fit).
-    pub fn new(params: &SmParams, local_size: u32, cores: usize) -> Limits {
+    /// processes share `cores` cores (when they do not fit: fewer spins,
+    /// and the oversubscribed slots).
+    ///
+    /// # Errors
+    ///
+    /// `coll_sm_oversubscribed_slot_size` is neither 0 nor at least
+    /// [`MIN_SLOT_SIZE`].
+    pub fn new(params: &SmParams, local_size: u32, cores: usize) -> Result<Limits, String> {
+        if (1..MIN_SLOT_SIZE).contains(&params.oversubscribed_slot_size) {
+            return Err(format!(
+                "coll_sm_oversubscribed_slot_size is {} bytes: it takes 0 (use coll_sm_slot_size) \
+                 or at least {MIN_SLOT_SIZE}",
+                params.oversubscribed_slot_size
+            ));
+        }
         let oversubscribed = local_size as usize > cores;
         let spin_count = if oversubscribed {
             params.spin_count.min(OVERSUBSCRIBED_SPINS)
         } else {
             params.spin_count
         };
-        let all_to_all_max_size = if oversubscribed {
-            params.max_size.min(params.oversubscribed_max_size)
+        let (slot_size, buffers) = if oversubscribed && params.oversubscribed_slot_size > 0 {
+            (params.oversubscribed_slot_size, params.oversubscribed_buffers)
         } else {
-            params.max_size
+            (params.slot_size, params.buffers)
         };
-        Limits {
-            slot_size: params.slot_size,
-            buffers: params.buffers as usize,
+        Ok(Limits {
+            slot_size,
+            buffers: buffers as usize,
             small_buffers: params.small_buffers as usize,
             max_size: params.max_size,
-            all_to_all_max_size,
             spin_count,
             progress_every: params.progress_every,
             attach_timeout: std::time::Duration::from_millis(u64::from(params.attach_timeout_ms)),
-        }
+        })
     }
 }

@@ -21,7 +21,10 @@ fn parameter_declarations_are_valid_for_the_core() {
         (d.priority, d.slot_size, d.buffers, d.max_size),
         (40, 32768, 32, 4 << 20)
     );
-    assert_eq!(d.oversubscribed_max_size, 65536);
+    assert_eq!(
+        (d.oversubscribed_slot_size, d.oversubscribed_buffers),
+        (128 << 10, 16)
+    );
     for decl in SmParams::DECLS {
         let full = format!("coll_sm_{}", decl.name);
         assert_eq!(oxmpi_mca::registry::check_decl(&full, decl), None, "{full}");
@@ -29,14 +32,30 @@ fn parameter_declarations_are_valid_for_the_core() {
 }
 
 #[test]
-fn an_oversubscribed_node_spins_less() {
+fn an_oversubscribed_node_spins_less_and_has_larger_slots() {
     let d = SmParams::default();
-    assert_eq!(Limits::new(&d, 2, 2).spin_count, d.spin_count);
-    assert_eq!(Limits::new(&d, 4, 2).spin_count, OVERSUBSCRIBED_SPINS);
-    assert_eq!(Limits::new(&d, 2, 2).all_to_all_max_size, d.max_size);
+    let fits = Limits::new(&d, 2, 2).unwrap();
+    let over = Limits::new(&d, 4, 2).unwrap();
+    assert_eq!(fits.spin_count, d.spin_count);
+    assert_eq!(over.spin_count, OVERSUBSCRIBED_SPINS);
+    assert_eq!((fits.slot_size, fits.buffers), (32 << 10, 32));
+    assert_eq!((over.slot_size, over.buffers), (128 << 10, 16));
+    assert_eq!(over.max_size, fits.max_size);
+    // 0 keeps the slots of a node that fits.
+    let off = SmParams {
+        oversubscribed_slot_size: 0,
+        ..SmParams::default()
+    };
+    let over = Limits::new(&off, 4, 2).unwrap();
+    assert_eq!((over.slot_size, over.buffers), (32 << 10, 32));
+    let tiny = SmParams {
+        oversubscribed_slot_size: 100,
+        ..SmParams::default()
+    };
     assert_eq!(
-        Limits::new(&d, 4, 2).all_to_all_max_size,
-        d.oversubscribed_max_size
+        Limits::new(&tiny, 2, 2).unwrap_err(),
+        "coll_sm_oversubscribed_slot_size is 100 bytes: it takes 0 (use coll_sm_slot_size) or at \
+         least 4096"
     );
     assert_eq!(crate::params::count_cpu_list("0-1\n"), Some(2));
     assert_eq!(crate::params::count_cpu_list("0-3,6,8-9"), Some(7));
@@ -57,6 +76,7 @@ fn component(place: Result<Place, String>) -> SmColl {
         core(),
         oxmpi_plugin_api::testkit::context("coll", "sm"),
     )
+    .unwrap()
 }
 
 fn place(dir: &std::path::Path) -> Place {
@@ -107,12 +127,11 @@ fn declines_with_the_reason() {
 #[test]
 fn calls_beyond_the_limit_are_passed_on_and_barriers_never() {
     let max = 65536;
-    let limits = |max_size, all_to_all_max_size| Limits {
+    let limits = |max_size| Limits {
         max_size,
-        all_to_all_max_size,
-        ..Limits::new(&SmParams::default(), 2, 2)
+        ..Limits::new(&SmParams::default(), 2, 2).unwrap()
     };
-    let l = limits(max, max);
+    let l = limits(max);
     let mut c = call(CollKind::Bcast, None, None, max, 0);
     assert!(takes(&c, 4, &l));
     c.count = max + 1;
@@ -126,15 +145,12 @@ fn calls_beyond_the_limit_are_passed_on_and_barriers_never() {
     c.element = ElementCode::Float64;
     c.op = OpCode::Sum;
     assert!(takes(&c, 2, &l));
-    assert!(!takes(&c, 2, &limits(max - 1, max - 1)));
-    // The oversubscribed limit applies to allreduce and alltoall only.
-    assert!(!takes(&c, 2, &limits(max, max - 1)));
+    assert!(!takes(&c, 2, &limits(max - 1)));
     let a = call(CollKind::Alltoall, None, None, max / 2, 0);
-    assert!(!takes(&a, 2, &limits(max, max - 1)));
-    let g = call(CollKind::Allgather, None, None, max / 2, 0);
-    assert!(takes(&g, 2, &limits(max, max - 1)));
+    assert!(takes(&a, 2, &l));
+    assert!(!takes(&a, 2, &limits(max - 1)));
     let c = call(CollKind::Barrier, None, None, 0, 0);
-    assert!(takes(&c, 2, &limits(0, 0)));
+    assert!(takes(&c, 2, &limits(0)));
     for kind in [CollKind::Gatherv, CollKind::Scan, CollKind::ReduceScatter] {
         assert!(!takes(&call(kind, None, None, 1, 0), 2, &l), "{kind:?}");
     }
