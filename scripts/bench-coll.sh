@@ -7,10 +7,10 @@
 #   - oxmpi (its coll components over --mca btl self,sm),
 # with the same program method (bench/p2p/c/coll.c and
 # bench/p2p/src/bin/oxmpi_coll.rs: time per call on rank 0, one checked call
-# per operation and size first). The programs run in interleaved rounds
-# with a CPU-placement probe before and after; the table shows the best
-# round of each (lowest time per call), and oxmpi's ratio to the better of
-# Open MPI and MPICH with the targets.
+# per operation and size first). The programs run in interleaved rounds,
+# each round in a rotated order, with a CPU-placement probe before and
+# after; the table shows the best round of each (lowest time per call),
+# and oxmpi's ratio to the better of Open MPI and MPICH with the targets.
 #
 # Usage: scripts/bench-coll.sh [--quick] [--rounds R]
 set -euo pipefail
@@ -57,14 +57,25 @@ done
 probe() { python3 scripts/placement-probe.py; }
 echo "==> collectives: ${names[*]:-nothing to run}; $rounds round(s)"
 echo "placement probe before: $(probe)"
+# Each round starts the programs of a rank count at a different one, so
+# none always runs right after the same other (a long MPICH run on 4 ranks
+# leaves the next job in the slower of two scheduling modes more often).
 for r in $(seq 1 "$rounds"); do
-    for i in "${!names[@]}"; do
-        out=$work/run-${names[$i]}-$r
-        # shellcheck disable=SC2086 # the command is a word list
-        if ! timeout "$limit" ${cmds[$i]} >"$out.out" 2>"$out.err"; then
-            note "${names[$i]} failed in round $r: ${cmds[$i]}"
-            tail -n 8 "$out.err" >&2
-        fi
+    for n in 2 4; do
+        group=()
+        for i in "${!names[@]}"; do
+            [[ ${names[$i]} == *-$n ]] && group+=("$i")
+        done
+        k=${#group[@]}
+        for j in $(seq 0 $((k - 1))); do
+            i=${group[$(((j + r - 1) % k))]}
+            out=$work/run-${names[$i]}-$r
+            # shellcheck disable=SC2086 # the command is a word list
+            if ! timeout "$limit" ${cmds[$i]} >"$out.out" 2>"$out.err"; then
+                note "${names[$i]} failed in round $r: ${cmds[$i]}"
+                tail -n 8 "$out.err" >&2
+            fi
+        done
     done
 done
 echo "placement probe after:  $(probe)"
