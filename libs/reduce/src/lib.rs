@@ -160,7 +160,10 @@ fn checked<const N: usize>(
             });
         }
     }
-    if first_len % ty.size() != 0 {
+    // Every element size is a power of two (`ElementType::size`), so the
+    // remainder is a mask, not a division.
+    debug_assert!(ty.size().is_power_of_two());
+    if first_len & (ty.size() - 1) != 0 {
         return Err(ReduceError::PartialElement { ty, len: first_len });
     }
     Ok(kernel)

@@ -96,7 +96,7 @@ impl ElementType {
     ];
 
     /// Bytes per element, padding included (the C `sizeof`, and the
-    /// stride between consecutive elements of a buffer).
+    /// stride between consecutive elements of a buffer): a power of two.
     pub const fn size(self) -> usize {
         match self {
             ElementType::Int8 | ElementType::UInt8 | ElementType::Bool | ElementType::Byte => 1,

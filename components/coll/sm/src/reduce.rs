@@ -84,18 +84,29 @@ fn prepare<'a>(
         red,
         elem,
         total: call.count * elem,
-        piece: piece_of(m, elem)?,
+        piece: piece_of(m, elem, call.count * elem)?,
     })
 }
 
-/// The piece of a reduction: the most whole elements of `elem` bytes a
-/// slot holds.
-fn piece_of(m: &Member, elem: usize) -> Result<usize, String> {
-    let piece = m.slot_size() / elem.max(1) * elem;
+/// The piece of a reduction of `total` bytes: the most whole elements of
+/// `elem` bytes a slot holds (a call that fits in a slot is one piece,
+/// without a division).
+#[inline(always)]
+fn piece_of(m: &Member, elem: usize, total: usize) -> Result<usize, String> {
+    let slot = m.slot_size();
+    if total <= slot {
+        return Ok(slot);
+    }
+    whole_elements(slot, elem)
+}
+
+/// The most whole elements of `elem` bytes in `slot` bytes.
+#[inline(never)]
+fn whole_elements(slot: usize, elem: usize) -> Result<usize, String> {
+    let piece = slot / elem.max(1) * elem;
     if piece == 0 {
         return Err(format!(
-            "the segment's slots ({} bytes) are smaller than one element of {elem} bytes",
-            m.slot_size()
+            "the segment's slots ({slot} bytes) are smaller than one element of {elem} bytes"
         ));
     }
     Ok(piece)
