@@ -57,9 +57,10 @@ done
 probe() { python3 scripts/placement-probe.py; }
 echo "==> collectives: ${names[*]:-nothing to run}; $rounds round(s)"
 echo "placement probe before: $(probe)"
-# Each round starts the programs of a rank count at a different one, so
-# none always runs right after the same other (a long MPICH run on 4 ranks
-# leaves the next job in the slower of two scheduling modes more often).
+# Each round starts the programs of a rank count at a different one, and
+# every other round runs them in reverse, so none always runs right after
+# the same other (a long MPICH run on 4 ranks, which spins on both cores,
+# often leaves the next job slower); a second's pause separates the runs.
 for r in $(seq 1 "$rounds"); do
     for n in 2 4; do
         group=()
@@ -68,7 +69,10 @@ for r in $(seq 1 "$rounds"); do
         done
         k=${#group[@]}
         for j in $(seq 0 $((k - 1))); do
-            i=${group[$(((j + r - 1) % k))]}
+            at=$(((j + r - 1) % k))
+            [ $((r % 2)) -eq 0 ] && at=$((k - 1 - at))
+            i=${group[$at]}
+            sleep 1
             out=$work/run-${names[$i]}-$r
             # shellcheck disable=SC2086 # the command is a word list
             if ! timeout "$limit" ${cmds[$i]} >"$out.out" 2>"$out.err"; then

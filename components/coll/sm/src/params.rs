@@ -158,7 +158,10 @@ impl Limits {
             params.spin_count
         };
         let (slot_size, buffers) = if oversubscribed && params.oversubscribed_slot_size > 0 {
-            (params.oversubscribed_slot_size, params.oversubscribed_buffers)
+            (
+                params.oversubscribed_slot_size,
+                params.oversubscribed_buffers,
+            )
         } else {
             (params.slot_size, params.buffers)
         };
