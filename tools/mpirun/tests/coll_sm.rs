@@ -30,19 +30,6 @@ const SM_OPS: [&str; 8] = [
     "alltoall",
 ];
 
-/// The node's online processors, as sm counts them.
-fn node_cores() -> usize {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .ok()
-        .and_then(|text| {
-            text.trim().split(',').try_fold(0, |total, part| {
-                let (a, b) = part.split_once('-').unwrap_or((part, part));
-                Some(total + b.parse::<usize>().ok()? + 1 - a.parse::<usize>().ok()?)
-            })
-        })
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
-
 /// Asserts the log of a job on `n` ranks shows sm chosen for each of its
 /// operations on MPI_COMM_WORLD, with tuned next for the calls it passes
 /// on, and every rank mapping the world's segment, with the slots of a
@@ -59,7 +46,7 @@ fn served_by_sm(run: &Run, n: usize) {
             run.stderr
         );
     }
-    let slots = if n > node_cores() {
+    let slots = if n > mca_coll_sm::params::node_cores() {
         "16 slots of 131072 bytes"
     } else {
         "32 slots of 32768 bytes"
