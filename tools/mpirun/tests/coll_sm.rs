@@ -91,6 +91,22 @@ fn sm_serves_every_collective_it_provides_on_2_3_and_5_ranks() {
 }
 
 #[test]
+fn a_parameter_value_sm_refuses_is_said_once_and_the_job_runs_without_sm() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let run = example_passes(
+        2,
+        &["--mca", "coll_sm_oversubscribed_slot_size", "100"],
+        "coll_check",
+        &["0,7"],
+        ": coll ok (",
+    );
+    let warning = "warning: coll sm is not used: it could not start: \
+                   coll_sm_oversubscribed_slot_size is 100 bytes: it takes 0 (use \
+                   coll_sm_slot_size) or at least 4096";
+    assert_eq!(run.stderr.matches(warning).count(), 1, "{}", run.stderr);
+}
+
+#[test]
 fn calls_sm_passes_on_are_right_and_communicators_get_segments_of_their_own() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // Every call but barriers passed on.

@@ -332,7 +332,8 @@ fn log(message: &str) {
 
 /// Opens the coll framework, starts every usable component and chooses
 /// for `MPI_COMM_WORLD` (the job ranks `0..size`) and `MPI_COMM_SELF`.
-/// A component that fails to start is logged and left out.
+/// A component that fails to start is left out, with a warning from
+/// rank 0.
 pub(crate) fn start(
     mca: &'static oxmpi_mca::mca::Mca,
     rank: u32,
@@ -358,7 +359,19 @@ pub(crate) fn start(
                 name: s.name.clone(),
                 handle,
             }),
-            Err(why) => log(&format!("{} not used: init failed: {why}", s.name)),
+            Err(why) => {
+                log(&format!("{} not used: init failed: {why}", s.name));
+                // A component that was selected but cannot start is a
+                // setting to fix (a parameter value it refuses): said once
+                // for the job, by rank 0, whatever the verbosity.
+                if rank == 0 {
+                    eprintln!(
+                        "{}: warning: coll {} is not used: it could not start: {why}",
+                        super::init::program_name(),
+                        s.name
+                    );
+                }
+            }
         }
     }
     let colls = Colls {

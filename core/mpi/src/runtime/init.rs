@@ -54,7 +54,7 @@ impl MpiCore for CoreShared {
 }
 
 /// The program name for messages (`argv[0]`'s file name).
-fn program_name() -> String {
+pub(crate) fn program_name() -> String {
     std::env::args_os()
         .next()
         .and_then(|a| {
