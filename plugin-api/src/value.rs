@@ -111,9 +111,15 @@ pub fn accepted_values(decl: &ParamDecl) -> String {
             let (min, max) = int_range(decl);
             format!("an integer from {min} to {max} (decimal or 0x hex, optional k/m/g suffix)")
         }
-        ParamType::Size => {
-            "a non-negative size (decimal or 0x hex, optional k/m/g suffix such as 64k)".into()
-        }
+        ParamType::Size => match decl.range.into_option() {
+            Some(r) => format!(
+                "a size from {} to {} bytes (decimal or 0x hex, optional k/m/g suffix such as 64k)",
+                r.min, r.max
+            ),
+            None => {
+                "a non-negative size (decimal or 0x hex, optional k/m/g suffix such as 64k)".into()
+            }
+        },
         ParamType::Bool => {
             "a boolean: 1/0, true/false, yes/no, on/off, enabled/disabled, t/f or y/n".into()
         }
@@ -229,6 +235,11 @@ pub fn parse(decl: &ParamDecl, text: &str, home: Option<&Path>) -> Result<Value,
             let n = parse_integer(text)?;
             if n < 0 {
                 return Err(ValueError(format!("{n} is negative")));
+            }
+            if let Some(r) = decl.range.into_option() {
+                if n < r.min as i128 || n > r.max as i128 {
+                    return Err(ValueError(format!("{n} is out of range")));
+                }
             }
             Ok(Value::Size(n as u64))
         }

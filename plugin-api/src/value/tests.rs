@@ -56,6 +56,17 @@ fn integers_reject_garbage_overflow_and_range() {
     let ranged = ParamDecl::new("r", ParamType::Int, "1", 1, "h").with_range(1, 10);
     assert!(p(&ranged, "0").is_err());
     assert_eq!(p(&ranged, "10"), Ok(Value::Int(10)));
+    // A size with a declared range keeps to it, and says so.
+    let sized = ParamDecl::new("z", ParamType::Size, "4k", 1, "h").with_range(4096, 1 << 30);
+    assert_eq!(
+        p(&sized, "100"),
+        Err(ValueError("100 is out of range".into()))
+    );
+    assert!(p(&sized, "2g").is_err());
+    assert_eq!(p(&sized, "4k"), Ok(Value::Size(4096)));
+    assert_eq!(p(&sized, "1g"), Ok(Value::Size(1 << 30)));
+    assert!(accepted_values(&sized).starts_with("a size from 4096 to 1073741824 bytes"));
+    assert!(accepted_values(&SIZE).starts_with("a non-negative size"));
 }
 
 #[test]

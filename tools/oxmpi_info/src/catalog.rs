@@ -203,7 +203,7 @@ pub fn valid_values(decl: &oxmpi_plugin_api::ParamDecl) -> Option<String> {
             Some(items.join(", "))
         }
         ParamType::Bool => Some("0: f|false|disabled|no|n|off, 1: t|true|enabled|yes|y|on".into()),
-        ParamType::Int => range.map(|r| format!("{} - {}", r.min, r.max)),
+        ParamType::Int | ParamType::Size => range.map(|r| format!("{} - {}", r.min, r.max)),
         _ => None,
     }
 }
