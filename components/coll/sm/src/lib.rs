@@ -16,8 +16,9 @@
 //! a node with more of the job's processes than cores, the segments have
 //! fewer, larger slots (`coll_sm_oversubscribed_slot_size`, 128 KiB, and
 //! `coll_sm_oversubscribed_buffers`, 16): there each step that waits for
-//! every process costs a round of the scheduler. The `v` forms, scans, reduce-scatters and non-blocking collectives come
-//! from the other components.
+//! every process costs a round of the scheduler. The `v` forms, scans,
+//! reduce-scatters and non-blocking collectives come from the other
+//! components.
 //!
 //! # The segment
 //!
@@ -75,7 +76,6 @@ use oxmpi_plugin_api::{
 };
 use params::{Limits, SmParams};
 use place::Place;
-use segment::Slots;
 use std::sync::Arc;
 
 /// Bytes of a slot each member needs at least: a communicator with more
@@ -158,16 +158,7 @@ impl SmColl {
             };
             let n = comm.members.len();
             let seg = if comm.rank == 0 {
-                attach::create(
-                    &path,
-                    n,
-                    Slots {
-                        size: self.limits.slot_size,
-                        buffers: self.limits.buffers,
-                        small_buffers: self.limits.small_buffers,
-                    },
-                    &patience,
-                )?
+                attach::create(&path, n, self.limits.slots, &patience)?
             } else {
                 attach::attach(&path, n, creator, &patience)?
             };
@@ -210,11 +201,11 @@ impl Coll for SmColl {
         if let Err(why) = &self.place {
             return Err(why.clone());
         }
-        if n > self.limits.slot_size / MIN_SLOT_PER_MEMBER {
+        if n > self.limits.slots.size / MIN_SLOT_PER_MEMBER {
             return Err(format!(
                 "{} has {n} processes, more than coll_sm_slot_size ({} bytes) / \
                  {MIN_SLOT_PER_MEMBER} bytes per process allows; raise coll_sm_slot_size",
-                comm.name, self.limits.slot_size
+                comm.name, self.limits.slots.size
             ));
         }
         Ok(Offer {

@@ -63,7 +63,7 @@ pub fn takes(call: &CollCall<'_>, members: usize, limits: &Limits) -> bool {
     if call.kind == CollKind::Barrier {
         return true;
     }
-    if call.kind.reduces() && call.elem_size() > limits.slot_size {
+    if call.kind.reduces() && call.elem_size() > limits.slots.size {
         return false;
     }
     call_bytes(call, members) <= limits.max_size

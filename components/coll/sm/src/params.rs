@@ -2,6 +2,7 @@
 //! once here next to [`Limits`], which is how the rest of the component
 //! reads them.
 
+use crate::segment::Slots;
 use oxmpi_plugin_api::Params;
 
 /// The component's parameters.
@@ -85,12 +86,8 @@ pub struct SmParams {
 /// The figures the collectives run with, from [`SmParams`] and the node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
-    /// Bytes of each data slot of a segment this process creates.
-    pub slot_size: usize,
-    /// Slots per process of a segment this process creates.
-    pub buffers: usize,
-    /// Small slots per process of a segment this process creates.
-    pub small_buffers: usize,
+    /// The slots of each process in a segment this process creates.
+    pub slots: Slots,
     /// Largest call taken, in bytes per process.
     pub max_size: usize,
     /// Checks of a flag before yielding.
@@ -166,9 +163,11 @@ impl Limits {
             (params.slot_size, params.buffers)
         };
         Ok(Limits {
-            slot_size,
-            buffers: buffers as usize,
-            small_buffers: params.small_buffers as usize,
+            slots: Slots {
+                size: slot_size,
+                buffers: buffers as usize,
+                small_buffers: params.small_buffers as usize,
+            },
             max_size: params.max_size,
             spin_count,
             progress_every: params.progress_every,

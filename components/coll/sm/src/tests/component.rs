@@ -38,8 +38,8 @@ fn an_oversubscribed_node_spins_less_and_has_larger_slots() {
     let over = Limits::new(&d, 4, 2).unwrap();
     assert_eq!(fits.spin_count, d.spin_count);
     assert_eq!(over.spin_count, OVERSUBSCRIBED_SPINS);
-    assert_eq!((fits.slot_size, fits.buffers), (32 << 10, 32));
-    assert_eq!((over.slot_size, over.buffers), (128 << 10, 16));
+    assert_eq!((fits.slots.size, fits.slots.buffers), (32 << 10, 32));
+    assert_eq!((over.slots.size, over.slots.buffers), (128 << 10, 16));
     assert_eq!(over.max_size, fits.max_size);
     // 0 keeps the slots of a node that fits.
     let off = SmParams {
@@ -47,7 +47,7 @@ fn an_oversubscribed_node_spins_less_and_has_larger_slots() {
         ..SmParams::default()
     };
     let over = Limits::new(&off, 4, 2).unwrap();
-    assert_eq!((over.slot_size, over.buffers), (32 << 10, 32));
+    assert_eq!((over.slots.size, over.slots.buffers), (32 << 10, 32));
     let tiny = SmParams {
         oversubscribed_slot_size: 100,
         ..SmParams::default()
