@@ -9,9 +9,10 @@
 //!   shared read-only by every communicator (`Sync`); each communicator
 //!   gets a value of its own ([`Coll::Comm`]) from [`Coll::comm_query`],
 //!   boxed behind the handle the MPI layer passes back.
-//! - **One call per communicator at a time.** `run` takes the
-//!   communicator's value exclusively; a second call on the same handle
-//!   while one runs is refused with a sentence (MPI forbids concurrent
+//! - **One call per communicator at a time.** `run` and `start` take the
+//!   communicator's value exclusively: the MPI layer makes at most one of
+//!   them at a time on a handle (it refuses a second collective on a
+//!   communicator before it reaches the component; MPI forbids concurrent
 //!   collectives on one communicator). Calls on different communicators
 //!   run at once.
 //! - **Panics.** A panic in any entry point is caught; in `run` it stops
@@ -416,8 +417,8 @@ struct Entry<C: Coll> {
     coll: Arc<C>,
     context: ComponentContext,
     name: String,
-    busy: AtomicBool,
-    /// The communicator's state; used only by the `run` that holds `busy`.
+    /// The communicator's state; used by one `run` or `start` at a time
+    /// (the interface contract).
     comm: UnsafeCell<C::Comm>,
     /// Whether a `run` panicked (then `first_error` says how).
     stopped: AtomicBool,
@@ -490,7 +491,6 @@ unsafe extern "C" fn comm_query<C: Exported>(
                 coll,
                 context,
                 name: info.name.to_string(),
-                busy: AtomicBool::new(false),
                 comm: UnsafeCell::new(offer.comm),
                 stopped: AtomicBool::new(false),
                 first_error: Mutex::new(None),
@@ -563,12 +563,13 @@ unsafe extern "C" fn run<C: Exported>(
 }
 
 /// Runs `f` on the component and the communicator's state of `module`,
-/// with the refusals of a stopped module and of a second call at once, and
-/// a panic turned into an error that stops the module.
+/// with the refusal of a stopped module, and a panic turned into an error
+/// that stops the module.
 ///
 /// # Safety
 ///
-/// `module` is 0 or a live handle from `comm_query`.
+/// `module` is 0 or a live handle from `comm_query`, on which no other
+/// `run` or `start` is in progress.
 unsafe fn with_comm<C: Exported, R>(
     module: u64,
     kind: CollKind,
@@ -594,20 +595,10 @@ unsafe fn with_comm<C: Exported, R>(
             ),
         ));
     }
-    if entry.busy.swap(true, Ordering::Acquire) {
-        return Err(refused::<C>(
-            kind.name(),
-            &format!(
-                "another collective is running on {} (two threads called collectives on one communicator at once, which MPI does not allow)",
-                entry.name
-            ),
-        ));
-    }
-    // SAFETY: `busy` was false and is now ours: no other call uses the
-    // state until it is cleared below.
+    // SAFETY: the caller's promise: no other call uses the state until
+    // this one returns.
     let comm = unsafe { &mut *entry.comm.get() };
     let outcome = guard::call(|| Ok(f(&entry.coll, comm))).into_result();
-    entry.busy.store(false, Ordering::Release);
     match outcome {
         Ok(result) => result,
         Err(panic) => {

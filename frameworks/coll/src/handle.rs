@@ -304,8 +304,9 @@ impl CollHandle {
     ///
     /// # Safety
     ///
-    /// `module` is a live handle of this component; the call's buffers are
-    /// valid for what its fields say during the call.
+    /// `module` is a live handle of this component, on which no other
+    /// `run` or `start` is in progress; the call's buffers are valid for
+    /// what its fields say during the call.
     ///
     /// # Errors
     ///

@@ -21,9 +21,11 @@
 //!   during the call: the component moves data with the [`CollCore`]
 //!   services, which are ordinary non-blocking sends and receives and a
 //!   wait (they take the MPI layer's lock themselves), so other threads
-//!   make progress meanwhile. Two calls on one handle at once are refused
-//!   (MPI forbids concurrent collectives on one communicator); calls on
-//!   different communicators may run at once from different threads. A
+//!   make progress meanwhile. The MPI layer makes at most one `run` or
+//!   `start` at a time on a handle (it refuses a second collective on a
+//!   communicator itself: MPI forbids concurrent collectives on one
+//!   communicator); calls on different communicators may run at once from
+//!   different threads. A
 //!   component may answer [`RunOutcome::PassedOn`] for a call it does not
 //!   take (a size beyond its reach): the MPI layer then runs the call with
 //!   the next component, by priority, that provides the operation on the
@@ -548,11 +550,13 @@ pub struct CollModule {
     ) -> bool,
     /// Releases a handle `comm_query` gave (once).
     pub comm_release: unsafe extern "C" fn(module: u64),
-    /// Runs one blocking collective on a handle, or passes it on.
+    /// Runs one blocking collective on a handle, or passes it on. The
+    /// caller makes no other `run` or `start` on the handle meanwhile.
     pub run:
         unsafe extern "C" fn(module: u64, call: &CollCall<'_>, error: &mut RString) -> RunOutcome,
     /// Starts a non-blocking collective on a handle with `tag`: true with
-    /// the operation's handle in `op`, or false with `error`.
+    /// the operation's handle in `op`, or false with `error`. The caller
+    /// makes no other `run` or `start` on the handle meanwhile.
     pub start: unsafe extern "C" fn(
         module: u64,
         call: &CollCall<'_>,

@@ -229,3 +229,51 @@ fn without_a_component_for_a_communicator_the_operation_fails_with_the_reasons()
     );
     assert_no_survivors(&run.marker);
 }
+
+#[test]
+fn a_collective_on_a_communicator_busy_with_another_is_refused_at_every_thread_level() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let program = built("coll_exclusive").display().to_string();
+    for (level, coll) in [
+        ("single", "sm,tuned,basic,self"),
+        ("funneled", "^sm"),
+        ("serialized", "sm,tuned,basic,self"),
+        ("multiple", "sm,tuned,basic,self"),
+        ("multiple", "^sm"),
+    ] {
+        for n in ["2", "3"] {
+            let run = mpirun(&[
+                "-n",
+                n,
+                "--oversubscribe",
+                "--mca",
+                "coll",
+                coll,
+                program.as_str(),
+                level,
+            ]);
+            assert_eq!(
+                run.code(),
+                0,
+                "coll_exclusive {level} with coll {coll} on {n} ranks failed:\n{}\n{}",
+                run.stdout,
+                run.stderr
+            );
+            let ok = run.stdout.matches(": exclusive ok").count();
+            assert_eq!(
+                ok.to_string(),
+                n,
+                "every rank reports success:\n{}",
+                run.stdout
+            );
+            let refused = run.stdout.matches(": other thread refused: ").count();
+            let want = if matches!(level, "single" | "funneled") {
+                ok
+            } else {
+                0
+            };
+            assert_eq!(refused, want, "{}", run.stdout);
+            assert_no_survivors(&run.marker);
+        }
+    }
+}

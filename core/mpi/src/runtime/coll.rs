@@ -17,12 +17,14 @@
 //! with the services, which enter the runtime like any non-blocking send,
 //! receive and wait, so other threads' calls go on meanwhile.
 
-use super::{Comm, Error, ErrorClass, RequestId, Runtime, RUNTIME};
+use super::{Comm, Error, ErrorClass, RequestId, Runtime, ThreadLevel, RUNTIME};
 use abi_stable::std_types::{RSlice, RStr};
 use oxmpi_framework_coll::handle::{CollHandle, MpiColl};
 use oxmpi_framework_coll::module::{CollCall, CollKind, CommDesc};
 use oxmpi_framework_pml::module::{RecvArgs, SendArgs, SendMode};
 use oxmpi_mca::framework::OpenFramework;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Level of `coll_base_verbose` at which the choices are logged.
 const CHOICE_LEVEL: i32 = 10;
@@ -435,14 +437,56 @@ impl Runtime {
     /// `Other` with the component's sentence, or why no component provides
     /// the operation; `Finalized`.
     pub unsafe fn collective(&self, comm: Comm, call: &CollCall<'_>) -> Result<(), Error> {
-        if super::PHASE.load(std::sync::atomic::Ordering::Acquire) != super::PHASE_RUNNING {
+        if super::PHASE.load(Ordering::Acquire) != super::PHASE_RUNNING {
             return Err(Error::new(
                 ErrorClass::Finalized,
                 "oxmpi is finalized; no MPI call may follow finalize",
             ));
         }
-        // SAFETY: the caller's promise, passed on.
-        self.with_entry(comm, |entry| unsafe { self.collective_on(entry, call) })?
+        self.with_entry(comm, |entry| {
+            let _running = self.claim_for_collective(entry, call.kind)?;
+            // SAFETY: the caller's promise, passed on; the claim keeps any
+            // other collective off the communicator meanwhile.
+            unsafe { self.collective_on(entry, call) }
+        })?
+    }
+
+    /// Claims `entry` for one collective (a blocking one, or the start of
+    /// a non-blocking one) until the claim is dropped: the coll
+    /// components' interface lets only one call at a time use a
+    /// communicator's module. At `SINGLE` and `FUNNELED` only the
+    /// initializing thread may call, which makes the claim a plain load
+    /// and store; above, it is one atomic swap.
+    ///
+    /// # Errors
+    ///
+    /// `ThreadLevel` for a call from another thread at `SINGLE` or
+    /// `FUNNELED`; `Other` when a collective already runs on the
+    /// communicator (from another thread, or from a user operation inside
+    /// it), which MPI does not allow.
+    #[inline]
+    pub(crate) fn claim_for_collective<'e>(
+        &self,
+        entry: &'e super::comms::CommEntry,
+        kind: CollKind,
+    ) -> Result<CollectiveClaim<'e>, Error> {
+        let running = &entry.collective_running;
+        let taken = if matches!(self.level, ThreadLevel::Single | ThreadLevel::Funneled) {
+            if !super::IS_MAIN_THREAD.with(Cell::get) {
+                return Err(self.other_thread_error());
+            }
+            // Only the initializing thread gets here, so no other thread
+            // reads or writes the flag.
+            let taken = running.load(Ordering::Relaxed);
+            running.store(true, Ordering::Relaxed);
+            taken
+        } else {
+            running.swap(true, Ordering::Acquire)
+        };
+        if taken {
+            return Err(collective_running(kind, &entry.name));
+        }
+        Ok(CollectiveClaim { running })
     }
 
     /// [`Runtime::collective`] on `entry`.
@@ -535,6 +579,32 @@ impl Runtime {
             .get(index)
             .map_or_else(|| "?".into(), |s| s.name.clone())
     }
+}
+
+/// A communicator claimed for one collective
+/// ([`Runtime::claim_for_collective`]); released when dropped.
+pub(crate) struct CollectiveClaim<'e> {
+    running: &'e AtomicBool,
+}
+
+impl Drop for CollectiveClaim<'_> {
+    fn drop(&mut self) {
+        self.running.store(false, Ordering::Release);
+    }
+}
+
+/// The error of a collective called while another runs on `comm`.
+#[cold]
+fn collective_running(kind: CollKind, comm: &str) -> Error {
+    Error::new(
+        ErrorClass::Other,
+        format!(
+            "{} on {comm}: another collective is running on this communicator, and MPI does not \
+             allow two at once (two threads called collectives on it, or a user operation called \
+             one inside a collective); use a communicator per thread (a dup)",
+            kind.name()
+        ),
+    )
 }
 
 /// The sentence of an operation no component provides.

@@ -17,6 +17,7 @@ use super::{Comm, Error, ErrorClass, Runtime};
 use abi_stable::std_types::{RSlice, RStr};
 use oxmpi_framework_coll::module::{CollCall, CollKind, CommDesc, ElementCode, OpCode};
 use oxmpi_groups::{split_group, validate_color, ContextIds, Group, Reservation, SplitEntry};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, RwLock};
 
 /// One communicator.
@@ -35,6 +36,10 @@ pub(crate) struct CommEntry {
     /// without `coll`'s lock (fixed from the choice until
     /// the communicator goes, when no collective runs on it).
     pub(crate) first: super::coll::FirstProviders,
+    /// Whether a collective runs on it (a blocking one, or the start of a
+    /// non-blocking one): a second one at once is refused
+    /// ([`Runtime::claim_for_collective`](super::Runtime)).
+    pub(crate) collective_running: AtomicBool,
 }
 
 /// The communicators of this process, and the context-id pool.
@@ -250,6 +255,7 @@ impl Runtime {
             name,
             first: coll.first_providers(),
             coll: Mutex::new(coll),
+            collective_running: AtomicBool::new(false),
         });
         let mut t = self.comms.table.write().unwrap_or_else(|e| e.into_inner());
         let slot = match t.iter().skip(2).position(Option::is_none) {

@@ -331,6 +331,7 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
             name: name.to_string(),
             first: coll.first_providers(),
             coll: Mutex::new(coll),
+            collective_running: std::sync::atomic::AtomicBool::new(false),
         })
     };
     let comms = super::comms::Comms::new(

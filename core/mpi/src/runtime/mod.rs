@@ -24,6 +24,10 @@
 //!   `MULTIPLE` a call that finds it taken is an error (two threads at once),
 //!   and at `SINGLE`/`FUNNELED` calls from a thread other than the one that
 //!   initialized are errors. An uncontended lock costs one atomic operation.
+//!   Collectives run without the lock; one at a time per communicator (the
+//!   coll modules' contract), which the runtime checks with a flag per
+//!   communicator (a plain load and store at `SINGLE`/`FUNNELED`, an
+//!   atomic swap above).
 //! - [`Runtime::finalize`] waits for detached sends, then waits in a PMI
 //!   barrier while still running the progress engine (data and
 //!   acknowledgements still queued in a btl reach their peers, which may
@@ -444,13 +448,7 @@ impl Runtime {
             },
             ThreadLevel::Single | ThreadLevel::Funneled => {
                 if !IS_MAIN_THREAD.with(Cell::get) {
-                    return Err(Error::new(
-                        ErrorClass::ThreadLevel,
-                        format!(
-                            "an MPI call came from a thread other than the one that initialized oxmpi, which thread level {:?} does not allow; initialize with a higher level (e.g. Multiple)",
-                            self.level
-                        ),
-                    ));
+                    return Err(self.other_thread_error());
                 }
                 None
             }
@@ -459,6 +457,19 @@ impl Runtime {
         // initializing thread alone), and no method enters while entered.
         let state = unsafe { &mut *self.state.get() };
         Ok(Entered { state, lock })
+    }
+
+    /// The error of a call from a thread other than the initializing one
+    /// at `SINGLE` or `FUNNELED`.
+    #[cold]
+    fn other_thread_error(&self) -> Error {
+        Error::new(
+            ErrorClass::ThreadLevel,
+            format!(
+                "an MPI call came from a thread other than the one that initialized oxmpi, which thread level {:?} does not allow; initialize with a higher level (e.g. Multiple)",
+                self.level
+            ),
+        )
     }
 
     #[inline]

@@ -169,6 +169,9 @@ impl Runtime {
             ));
         }
         let entry = self.entry(comm)?;
+        // Claimed before the tag is taken, so a refused call leaves the
+        // tags in step with the other members.
+        let running = self.claim_for_collective(&entry, call.kind)?;
         let (provider, tag) = {
             let mut coll = entry.coll.lock().unwrap_or_else(|e| e.into_inner());
             let Some(provider) = coll.nb_provider(call.kind) else {
@@ -187,9 +190,11 @@ impl Runtime {
         );
         // SAFETY: a live handle of that component (released only when the
         // communicator is freed, and operations do not depend on it); the
-        // buffers are the caller's promise.
+        // buffers are the caller's promise; the claim keeps any other
+        // collective off the communicator meanwhile.
         let op = unsafe { provider.handle.start(provider.module, call, tag) }
             .map_err(|why| Error::new(ErrorClass::Other, format!("{what}: {why}")))?;
+        drop(running);
         let id = self.nb.next_id.fetch_add(1, Ordering::Relaxed) & !NB_BIT;
         self.nb
             .ops
