@@ -39,8 +39,16 @@ trait BinOp<T> {
 }
 
 /// Runs `O` over the buffers, typed when every buffer is aligned for `T`.
+/// One element (the most common reduction, a scalar) is loaded and stored
+/// directly.
 fn run<T: Elem, O: BinOp<T>>(bufs: Bufs<'_>) {
     match bufs {
+        Bufs::Local { input, inout } if inout.len() == size_of::<T>() => {
+            O::apply(T::load(input), T::load(inout)).store(inout);
+        }
+        Bufs::Into { a, b, out } if out.len() == size_of::<T>() => {
+            O::apply(T::load(a), T::load(b)).store(out);
+        }
         Bufs::Local { input, inout } => {
             let Some(x) = typed::<T>(input) else {
                 return local_bytes::<T, O>(input, inout);

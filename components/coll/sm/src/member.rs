@@ -101,6 +101,14 @@ pub struct Member {
     rank: usize,
     /// The last step begun.
     seq: u64,
+    /// `seq % buffers` and `seq % small_buffers`: the slot and the small
+    /// slot of the last step begun, kept as the steps go (no division
+    /// per step).
+    slot: usize,
+    small_slot: usize,
+    /// The segment's slots and small slots per member.
+    buffers: usize,
+    small_buffers: usize,
     /// Per member: the last step it is known to have finished.
     known: Vec<u64>,
 }
@@ -115,10 +123,14 @@ impl Member {
         assert!(rank < seg.members());
         let known = vec![0; seg.members()];
         Member {
-            seg,
             rank,
             seq: 0,
+            slot: 0,
+            small_slot: 0,
+            buffers: seg.buffers(),
+            small_buffers: seg.small_buffers(),
             known,
+            seg,
         }
     }
 
@@ -148,13 +160,28 @@ impl Member {
     }
 
     /// Begins the next step, with the members' slots.
+    #[inline]
     pub fn step(&mut self) -> Step<'_> {
-        self.seq += 1;
-        let s = self.seq;
+        self.advance();
         Step {
-            m: self,
-            s,
+            s: self.seq,
+            buffer: self.slot,
             small: false,
+            m: self,
+        }
+    }
+
+    /// Counts the next step and its slot and small slot.
+    #[inline]
+    fn advance(&mut self) {
+        self.seq += 1;
+        self.slot += 1;
+        if self.slot == self.buffers {
+            self.slot = 0;
+        }
+        self.small_slot += 1;
+        if self.small_slot == self.small_buffers {
+            self.small_slot = 0;
         }
     }
 
@@ -163,9 +190,14 @@ impl Member {
     /// fits in one ([`SMALL_DATA`] bytes), else with the slots.
     #[inline]
     pub fn step_for(&mut self, len: usize) -> Step<'_> {
-        let mut step = self.step();
-        step.small = len <= SMALL_DATA;
-        step
+        self.advance();
+        let small = len <= SMALL_DATA;
+        Step {
+            s: self.seq,
+            buffer: if small { self.small_slot } else { self.slot },
+            small,
+            m: self,
+        }
     }
 }
 
@@ -173,6 +205,8 @@ impl Member {
 pub struct Step<'m> {
     m: &'m mut Member,
     s: u64,
+    /// The slot (or small slot) of the step: `s` modulo their number.
+    buffer: usize,
     /// Whether the step uses the small slots.
     small: bool,
 }
@@ -184,16 +218,13 @@ impl Step<'_> {
     }
 
     /// The number of slots of the kind the step uses.
+    #[inline]
     fn depth(&self) -> u64 {
         if self.small {
-            self.m.seg.small_buffers() as u64
+            self.m.small_buffers as u64
         } else {
-            self.m.seg.buffers() as u64
+            self.m.buffers as u64
         }
-    }
-
-    fn buffer(&self) -> usize {
-        (self.s % self.depth()) as usize
     }
 
     /// Claims this member's slot for the step: waits until every member
@@ -204,8 +235,7 @@ impl Step<'_> {
     /// The waiter gave up.
     pub fn claim(&mut self, wait: &Waiter<'_>) -> Result<Out<'_>, String> {
         let need = self.s.saturating_sub(self.depth());
-        let buffer = self.buffer();
-        let (s, small) = (self.s, self.small);
+        let (s, buffer, small) = (self.s, self.buffer, self.small);
         let m = &mut *self.m;
         if need > 0 {
             for q in 0..m.known.len() {
@@ -275,7 +305,7 @@ impl Step<'_> {
     /// Waits for member `only`, or for every other member.
     #[inline(always)]
     fn wait_members(&mut self, only: Option<usize>, wait: &Waiter<'_>) -> Result<In<'_>, String> {
-        let at = (self.s, self.buffer(), self.small);
+        let at = (self.s, self.buffer, self.small);
         let members = match only {
             Some(q) => q..q + 1,
             None => 0..self.m.known.len(),
