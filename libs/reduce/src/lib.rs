@@ -142,39 +142,29 @@ pub fn reduce_into(
 }
 
 /// The kernel for `op` on `ty` once the buffers' lengths (role, bytes) are
-/// found consistent: one comparison per buffer and a mask on the way to
-/// the kernel, the error built apart.
-#[inline]
+/// found consistent.
 fn checked<const N: usize>(
     op: Op,
     ty: ElementType,
     lens: [(&'static str, usize); N],
 ) -> Result<Kernel, ReduceError> {
-    let Some(kernel) = kernel(op, ty) else {
-        return Err(ReduceError::NotDefined { op, ty });
-    };
-    let first_len = lens[0].1;
+    let kernel = kernel(op, ty).ok_or(ReduceError::NotDefined { op, ty })?;
+    let (first, first_len) = lens[0];
+    for &(second, second_len) in &lens[1..] {
+        if second_len != first_len {
+            return Err(ReduceError::LengthMismatch {
+                first,
+                first_len,
+                second,
+                second_len,
+            });
+        }
+    }
     // Every element size is a power of two (`ElementType::size`), so the
     // remainder is a mask, not a division.
     debug_assert!(ty.size().is_power_of_two());
-    if lens.iter().any(|&(_, len)| len != first_len) || first_len & (ty.size() - 1) != 0 {
-        return Err(inconsistent(ty, &lens));
+    if first_len & (ty.size() - 1) != 0 {
+        return Err(ReduceError::PartialElement { ty, len: first_len });
     }
     Ok(kernel)
-}
-
-/// The error of buffers whose lengths [`checked`] refused.
-#[cold]
-#[inline(never)]
-fn inconsistent(ty: ElementType, lens: &[(&'static str, usize)]) -> ReduceError {
-    let (first, first_len) = lens[0];
-    match lens[1..].iter().find(|&&(_, len)| len != first_len) {
-        Some(&(second, second_len)) => ReduceError::LengthMismatch {
-            first,
-            first_len,
-            second,
-            second_len,
-        },
-        None => ReduceError::PartialElement { ty, len: first_len },
-    }
 }

@@ -106,9 +106,6 @@ pub struct Member {
     /// per step).
     slot: usize,
     small_slot: usize,
-    /// The segment's slots and small slots per member.
-    buffers: usize,
-    small_buffers: usize,
     /// Per member: the last step it is known to have finished.
     known: Vec<u64>,
 }
@@ -127,8 +124,6 @@ impl Member {
             seq: 0,
             slot: 0,
             small_slot: 0,
-            buffers: seg.buffers(),
-            small_buffers: seg.small_buffers(),
             known,
             seg,
         }
@@ -176,11 +171,11 @@ impl Member {
     fn advance(&mut self) {
         self.seq += 1;
         self.slot += 1;
-        if self.slot == self.buffers {
+        if self.slot == self.seg.buffers() {
             self.slot = 0;
         }
         self.small_slot += 1;
-        if self.small_slot == self.small_buffers {
+        if self.small_slot == self.seg.small_buffers() {
             self.small_slot = 0;
         }
     }
@@ -221,9 +216,9 @@ impl Step<'_> {
     #[inline]
     fn depth(&self) -> u64 {
         if self.small {
-            self.m.small_buffers as u64
+            self.m.seg.small_buffers() as u64
         } else {
-            self.m.buffers as u64
+            self.m.seg.buffers() as u64
         }
     }
 

@@ -38,8 +38,30 @@ pub(crate) struct CommEntry {
     pub(crate) first: super::coll::FirstProviders,
     /// Whether a collective runs on it (a blocking one, or the start of a
     /// non-blocking one): a second one at once is refused
-    /// ([`Runtime::claim_for_collective`](super::Runtime)).
+    /// (`Runtime::claim_for_collective`).
     pub(crate) collective_running: AtomicBool,
+}
+
+impl CommEntry {
+    /// The entry of a communicator with `context`, this process's `rank`
+    /// in `group`, its `name` and the coll components chosen for it.
+    pub(crate) fn new(
+        context: u32,
+        rank: u32,
+        group: Group,
+        name: String,
+        coll: CommColl,
+    ) -> CommEntry {
+        CommEntry {
+            context,
+            rank,
+            group,
+            name,
+            first: coll.first_providers(),
+            coll: Mutex::new(coll),
+            collective_running: AtomicBool::new(false),
+        }
+    }
 }
 
 /// The communicators of this process, and the context-id pool.
@@ -248,15 +270,7 @@ impl Runtime {
                 name: RStr::from_str(&name),
             })
         };
-        let entry = Arc::new(CommEntry {
-            context,
-            rank,
-            group,
-            name,
-            first: coll.first_providers(),
-            coll: Mutex::new(coll),
-            collective_running: AtomicBool::new(false),
-        });
+        let entry = Arc::new(CommEntry::new(context, rank, group, name, coll));
         let mut t = self.comms.table.write().unwrap_or_else(|e| e.into_inner());
         let slot = match t.iter().skip(2).position(Option::is_none) {
             Some(i) => i + 2,

@@ -323,16 +323,15 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
     let (colls, world_coll, self_coll) = super::coll::start(mca, rank, size)
         .map_err(|e| init_error(format!("the coll framework could not start: {e}")))?;
     let comm_entry = |context, rank, members: Vec<u32>, name: &str, coll: super::coll::CommColl| {
-        Ok::<_, Error>(super::comms::CommEntry {
+        let group = oxmpi_groups::Group::new(members)
+            .map_err(|e| init_error(format!("internal error: {e}")))?;
+        Ok::<_, Error>(super::comms::CommEntry::new(
             context,
             rank,
-            group: oxmpi_groups::Group::new(members)
-                .map_err(|e| init_error(format!("internal error: {e}")))?,
-            name: name.to_string(),
-            first: coll.first_providers(),
-            coll: Mutex::new(coll),
-            collective_running: std::sync::atomic::AtomicBool::new(false),
-        })
+            group,
+            name.to_string(),
+            coll,
+        ))
     };
     let comms = super::comms::Comms::new(
         comm_entry(0, rank, (0..size).collect(), "MPI_COMM_WORLD", world_coll)?,
