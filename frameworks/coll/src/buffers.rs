@@ -4,7 +4,7 @@
 
 use crate::adapter::user_apply;
 use crate::module::{CollCall, CollKind, OpCode};
-use oxmpi_collectives::{CollError, ElementType, Op, RecvBuf, Reduction, SendBuf};
+use oxmpi_collectives::{CollError, ElementType, Op, RecvBuf, Reducer, Reduction, SendBuf};
 
 /// A call's buffers, by the shape of its operation.
 pub enum Buffers<'a> {
@@ -123,8 +123,8 @@ pub unsafe fn buffers<'a>(call: &CollCall<'a>, rank: u32, n: usize) -> Result<Bu
                 Buffers::SendRecv(send_side(call.send, len), recv)
             }
             CollKind::Allreduce | CollKind::Scan | CollKind::Exscan => {
-                let len = times(count, elem, "reduction")?;
-                Buffers::SendRecv(send_side(call.send, len), bytes_mut(call.recv, len))
+                let (send, recv) = vector_buffers(call)?;
+                Buffers::SendRecv(send, recv)
             }
             CollKind::Gather => {
                 let all = if is_root {
@@ -197,6 +197,27 @@ pub unsafe fn buffers<'a>(call: &CollCall<'a>, rank: u32, n: usize) -> Result<Bu
     }
 }
 
+/// The buffers of an allreduce, scan or exscan: the send side and the
+/// receive buffer, each the call's vector (`count` elements). What
+/// [`buffers`] answers for those operations, without the match on the
+/// operation.
+///
+/// # Safety
+///
+/// As [`buffers`].
+///
+/// # Errors
+///
+/// A vector size that overflows.
+#[inline]
+pub unsafe fn vector_buffers<'a>(
+    call: &CollCall<'a>,
+) -> Result<(SendBuf<'a>, &'a mut [u8]), String> {
+    let len = times(call.count, call.elem_size(), "reduction")?;
+    // SAFETY: the caller's promise for these extents.
+    unsafe { Ok((send_side(call.send, len), bytes_mut(call.recv, len))) }
+}
+
 /// A user operation as the algorithms call it (`inout = input op inout`).
 pub type Apply<'f> = dyn FnMut(&[u8], &mut [u8]) -> Result<(), CollError> + 'f;
 
@@ -230,6 +251,20 @@ pub fn reduction<'a>(
             apply,
         });
     }
+    let (op, ty) = predefined_codes(call)?;
+    if !op.applies_to(ty) {
+        return Err(not_defined(op, ty));
+    }
+    Ok(Reduction::Predefined { op, ty })
+}
+
+/// The predefined operation and element type of a call's codes.
+///
+/// # Errors
+///
+/// An unknown operation code ([`OpCode::User`] among them), an element
+/// type without predefined operations.
+fn predefined_codes(call: &CollCall<'_>) -> Result<(Op, ElementType), String> {
     let op = Op::from_code(call.op as u8)
         .ok_or_else(|| format!("unknown reduction operation code {}", call.op as u8))?;
     let ty = ElementType::from_code(call.element as u8).ok_or_else(|| {
@@ -238,14 +273,25 @@ pub fn reduction<'a>(
             call.element
         )
     })?;
-    if !op.applies_to(ty) {
-        return Err(format!(
-            "{} is not defined for {} elements",
-            op.name(),
-            ty.name()
-        ));
-    }
-    Ok(Reduction::Predefined { op, ty })
+    Ok((op, ty))
+}
+
+/// The sentence of an operation that does not apply to a type.
+#[cold]
+fn not_defined(op: Op, ty: ElementType) -> String {
+    format!("{} is not defined for {} elements", op.name(), ty.name())
+}
+
+/// The reducer of a call with a predefined operation (its loop looked up
+/// once, for the whole call).
+///
+/// # Errors
+///
+/// As [`reduction`] for a predefined operation; [`OpCode::User`] is an
+/// unknown code here.
+pub fn predefined(call: &CollCall<'_>) -> Result<Reducer, String> {
+    let (op, ty) = predefined_codes(call)?;
+    Reducer::new(op, ty).map_err(|_| not_defined(op, ty))
 }
 
 /// Whether the call's reduction is commutative (true for predefined

@@ -159,4 +159,4 @@ pub use transport::{block_on, exchange, exchange_with, recv, send, sendrecv, Req
 
 /// The reduction library's types, re-exported for the callers of
 /// [`Reduction::Predefined`] and of [`CollError::Reduce`].
-pub use oxmpi_reduce::{ElementType, Op, ReduceError};
+pub use oxmpi_reduce::{ElementType, Op, ReduceError, Reducer};

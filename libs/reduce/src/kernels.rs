@@ -281,10 +281,33 @@ impl<T: Pair> BinOp<T> for ops::MaxLoc {
     }
 }
 
+/// Every loop, by operation code and element type code ([`kernel`] of
+/// every pair, worked out at compile time).
+static KERNELS: [[Option<Kernel>; ElementType::ALL.len()]; Op::ALL.len()] = {
+    let mut table = [[None; ElementType::ALL.len()]; Op::ALL.len()];
+    let mut o = 0;
+    while o < Op::ALL.len() {
+        let mut t = 0;
+        while t < ElementType::ALL.len() {
+            table[o][t] = kernel(Op::ALL[o], ElementType::ALL[t]);
+            t += 1;
+        }
+        o += 1;
+    }
+    table
+};
+
+/// The loop for `op` on `ty` from the table: [`kernel`] without its
+/// matches.
+#[inline]
+pub(crate) fn kernel_of(op: Op, ty: ElementType) -> Option<Kernel> {
+    KERNELS[op.code() as usize][ty.code() as usize]
+}
+
 /// The loop for `op` on `ty`, or `None` when MPI does not define `op` on
 /// `ty`. This agrees with [`Op::applies_to`] (a unit test checks every
 /// pair).
-pub(crate) fn kernel(op: Op, ty: ElementType) -> Option<Kernel> {
+pub(crate) const fn kernel(op: Op, ty: ElementType) -> Option<Kernel> {
     macro_rules! k {
         ($t:ty, $o:ident) => {
             Some(run::<$t, ops::$o> as Kernel)

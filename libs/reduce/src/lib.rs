@@ -65,7 +65,7 @@ pub use error::ReduceError;
 pub use op::Op;
 pub use types::ElementType;
 
-use kernels::{kernel, Bufs, Kernel};
+use kernels::{kernel_of, Bufs, Kernel};
 
 /// `inout[i] = input[i] op inout[i]` for every element, as
 /// `MPI_Reduce_local` (the input is the left operand; see the
@@ -108,9 +108,7 @@ pub fn reduce_local(
     input: &[u8],
     inout: &mut [u8],
 ) -> Result<(), ReduceError> {
-    let kernel = checked(op, ty, [("input", input.len()), ("inout", inout.len())])?;
-    kernel(Bufs::Local { input, inout });
-    Ok(())
+    Reducer::new(op, ty)?.reduce_local(input, inout)
 }
 
 /// `out[i] = a[i] op b[i]` for every element (`a` is the left operand,
@@ -136,35 +134,98 @@ pub fn reduce_into(
     b: &[u8],
     out: &mut [u8],
 ) -> Result<(), ReduceError> {
-    let kernel = checked(op, ty, [("a", a.len()), ("b", b.len()), ("out", out.len())])?;
-    kernel(Bufs::Into { a, b, out });
-    Ok(())
+    Reducer::new(op, ty)?.reduce_into(a, b, out)
 }
 
-/// The kernel for `op` on `ty` once the buffers' lengths (role, bytes) are
-/// found consistent.
-fn checked<const N: usize>(
-    op: Op,
+/// A predefined operation on an element type, its loop looked up once:
+/// for callers that combine many buffers with the same pair (a fold over
+/// the members of a collective). [`reduce_local`] and [`reduce_into`]
+/// are one-call shorthands for [`Reducer::reduce_local`] and
+/// [`Reducer::reduce_into`].
+///
+/// ```
+/// use oxmpi_reduce::{ElementType, Op, Reducer};
+///
+/// let max = Reducer::new(Op::Max, ElementType::Int32)?;
+/// let mut acc = 3i32.to_ne_bytes();
+/// for x in [7i32, -1, 5] {
+///     max.reduce_local(&x.to_ne_bytes(), &mut acc)?;
+/// }
+/// assert_eq!(i32::from_ne_bytes(acc), 7);
+/// # Ok::<(), oxmpi_reduce::ReduceError>(())
+/// ```
+#[derive(Clone, Copy)]
+pub struct Reducer {
     ty: ElementType,
-    lens: [(&'static str, usize); N],
-) -> Result<Kernel, ReduceError> {
-    let kernel = kernel(op, ty).ok_or(ReduceError::NotDefined { op, ty })?;
-    let (first, first_len) = lens[0];
-    for &(second, second_len) in &lens[1..] {
-        if second_len != first_len {
-            return Err(ReduceError::LengthMismatch {
-                first,
-                first_len,
-                second,
-                second_len,
-            });
+    kernel: Kernel,
+}
+
+impl Reducer {
+    /// The reducer of `op` on `ty`.
+    ///
+    /// # Errors
+    ///
+    /// [`ReduceError::NotDefined`] when MPI does not define `op` on `ty`
+    /// ([`Op::applies_to`] is `false`).
+    #[inline]
+    pub fn new(op: Op, ty: ElementType) -> Result<Reducer, ReduceError> {
+        let kernel = kernel_of(op, ty).ok_or(ReduceError::NotDefined { op, ty })?;
+        Ok(Reducer { ty, kernel })
+    }
+
+    /// The element type.
+    pub fn element_type(&self) -> ElementType {
+        self.ty
+    }
+
+    /// `inout[i] = input[i] op inout[i]`, as [`reduce_local`].
+    ///
+    /// # Errors
+    ///
+    /// Writes nothing and returns [`ReduceError::LengthMismatch`] or
+    /// [`ReduceError::PartialElement`], as [`reduce_local`].
+    #[inline]
+    pub fn reduce_local(&self, input: &[u8], inout: &mut [u8]) -> Result<(), ReduceError> {
+        self.check([("input", input.len()), ("inout", inout.len())])?;
+        (self.kernel)(Bufs::Local { input, inout });
+        Ok(())
+    }
+
+    /// `out[i] = a[i] op b[i]`, as [`reduce_into`].
+    ///
+    /// # Errors
+    ///
+    /// Writes nothing and returns [`ReduceError::LengthMismatch`] or
+    /// [`ReduceError::PartialElement`], as [`reduce_into`].
+    #[inline]
+    pub fn reduce_into(&self, a: &[u8], b: &[u8], out: &mut [u8]) -> Result<(), ReduceError> {
+        self.check([("a", a.len()), ("b", b.len()), ("out", out.len())])?;
+        (self.kernel)(Bufs::Into { a, b, out });
+        Ok(())
+    }
+
+    /// Whether the buffers' lengths (role, bytes) are consistent: all
+    /// equal, and a whole number of elements.
+    #[inline]
+    fn check<const N: usize>(&self, lens: [(&'static str, usize); N]) -> Result<(), ReduceError> {
+        let (first, first_len) = lens[0];
+        for &(second, second_len) in &lens[1..] {
+            if second_len != first_len {
+                return Err(ReduceError::LengthMismatch {
+                    first,
+                    first_len,
+                    second,
+                    second_len,
+                });
+            }
         }
+        // Every element size is a power of two (`ElementType::size`), so
+        // the remainder is a mask, not a division.
+        let ty = self.ty;
+        debug_assert!(ty.size().is_power_of_two());
+        if first_len & (ty.size() - 1) != 0 {
+            return Err(ReduceError::PartialElement { ty, len: first_len });
+        }
+        Ok(())
     }
-    // Every element size is a power of two (`ElementType::size`), so the
-    // remainder is a mask, not a division.
-    debug_assert!(ty.size().is_power_of_two());
-    if first_len & (ty.size() - 1) != 0 {
-        return Err(ReduceError::PartialElement { ty, len: first_len });
-    }
-    Ok(kernel)
 }

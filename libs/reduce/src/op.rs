@@ -37,13 +37,11 @@ pub enum Op {
 }
 
 impl Op {
-    /// The operation's code: its index in [`Op::ALL`] (the coll interface
+    /// The operation's code: its index in [`Op::ALL`], which lists the
+    /// operations in the order they are declared (the coll interface
     /// carries operations as these codes).
-    pub fn code(self) -> u8 {
-        Op::ALL
-            .iter()
-            .position(|&o| o == self)
-            .map_or(u8::MAX, |i| i as u8)
+    pub const fn code(self) -> u8 {
+        self as u8
     }
 
     /// The operation with code `code`, if any.

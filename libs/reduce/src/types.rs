@@ -60,13 +60,11 @@ pub enum ElementType {
 }
 
 impl ElementType {
-    /// The type's code: its index in [`ElementType::ALL`] (the coll
-    /// interface carries element types as these codes).
-    pub fn code(self) -> u8 {
-        ElementType::ALL
-            .iter()
-            .position(|&t| t == self)
-            .map_or(u8::MAX, |i| i as u8)
+    /// The type's code: its index in [`ElementType::ALL`], which lists
+    /// the types in the order they are declared (the coll interface
+    /// carries element types as these codes).
+    pub const fn code(self) -> u8 {
+        self as u8
     }
 
     /// The type with code `code`, if any.

@@ -142,43 +142,55 @@ impl SmColl {
         })
     }
 
-    /// The segment of `comm`, made or mapped at its first call.
-    fn member<'c>(&self, comm: &'c mut SmComm) -> Result<&'c mut Member, String> {
+    /// The segment of `comm`, made or mapped at its first call, and the
+    /// communicator's scratch.
+    #[inline]
+    fn member<'c>(
+        &self,
+        comm: &'c mut SmComm,
+    ) -> Result<(&'c mut Member, &'c mut Vec<u8>), String> {
         if comm.member.is_none() {
-            let place = self.place.as_ref().map_err(Clone::clone)?;
-            let creator = comm.members[0];
-            let path = place.segment_path(comm.context, creator);
-            let core = self.core;
-            let progress = move || {
-                core.progress();
-            };
-            let patience = attach::Patience {
-                timeout: self.limits.attach_timeout,
-                progress: &progress,
-            };
-            let n = comm.members.len();
-            let seg = if comm.rank == 0 {
-                attach::create(&path, n, self.limits.slots, &patience)?
-            } else {
-                attach::attach(&path, n, creator, &patience)?
-            };
-            self.context.log(
-                verbosity::INFO,
-                &format!(
-                    "{}: shared segment {} mapped ({n} processes, {} slots of {} bytes and {} \
-                     small slots each)",
-                    comm.name,
-                    path.display(),
-                    seg.buffers(),
-                    seg.slot_size(),
-                    seg.small_buffers()
-                ),
-            );
-            comm.member = Some(Member::new(Arc::new(seg), comm.rank as usize));
+            self.attach(comm)?;
         }
-        comm.member
-            .as_mut()
-            .ok_or_else(|| "internal error: no segment after making it".to_string())
+        match &mut comm.member {
+            Some(member) => Ok((member, &mut comm.scratch)),
+            None => Err("internal error: no segment after making it".to_string()),
+        }
+    }
+
+    /// Makes or maps the segment of `comm`.
+    #[cold]
+    fn attach(&self, comm: &mut SmComm) -> Result<(), String> {
+        let place = self.place.as_ref().map_err(Clone::clone)?;
+        let creator = comm.members[0];
+        let path = place.segment_path(comm.context, creator);
+        let progress = || {
+            self.core.progress();
+        };
+        let patience = attach::Patience {
+            timeout: self.limits.attach_timeout,
+            progress: &progress,
+        };
+        let n = comm.members.len();
+        let seg = if comm.rank == 0 {
+            attach::create(&path, n, self.limits.slots, &patience)?
+        } else {
+            attach::attach(&path, n, creator, &patience)?
+        };
+        self.context.log(
+            verbosity::INFO,
+            &format!(
+                "{}: shared segment {} mapped ({n} processes, {} slots of {} bytes and {} \
+                 small slots each)",
+                comm.name,
+                path.display(),
+                seg.buffers(),
+                seg.slot_size(),
+                seg.small_buffers()
+            ),
+        );
+        comm.member = Some(Member::new(Arc::new(seg), comm.rank as usize));
+        Ok(())
     }
 }
 
@@ -228,9 +240,8 @@ impl Coll for SmColl {
         if !ops::takes(call, n, &self.limits) {
             return Ok(Served::PassedOn);
         }
-        let core = self.core;
-        let progress = move || {
-            core.progress();
+        let progress = || {
+            self.core.progress();
         };
         let wait = Waiter {
             spins: self.limits.spin_count,
@@ -238,14 +249,12 @@ impl Coll for SmColl {
             progress: &progress,
             give_up: None,
         };
-        let mut scratch = std::mem::take(&mut comm.scratch);
-        let member = self.member(comm)?;
+        let (member, scratch) = self.member(comm)?;
         // SAFETY: the MPI layer's promise for a call (`CollHandle::run`):
         // its buffers are valid for what its fields say, and every member
         // makes the same call.
-        let outcome = unsafe { ops::run(member, &wait, &mut scratch, call) };
-        comm.scratch = scratch;
-        outcome.map(|()| Served::Done)
+        unsafe { ops::run(member, &wait, scratch, call) }?;
+        Ok(Served::Done)
     }
 }
 

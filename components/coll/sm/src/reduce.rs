@@ -13,12 +13,11 @@
 //!   that share into its slot in a second step, and copies every share
 //!   out: each member reads about 2 pieces instead of n.
 
-use crate::member::{Member, Waiter};
+use crate::member::{In, Member, Step, Waiter};
 use crate::ops::{in_place_refused, pieces};
-use oxmpi_collectives::{Reduction, SendBuf};
-use oxmpi_framework_coll::buffers::{reduction, user_closure, Apply};
-use oxmpi_framework_coll::module::CollCall;
-use oxmpi_reduce::{reduce_into, reduce_local};
+use oxmpi_collectives::{Reducer, Reduction, SendBuf};
+use oxmpi_framework_coll::buffers::{predefined, reduction, user_closure, vector_buffers, Apply};
+use oxmpi_framework_coll::module::{CollCall, OpCode};
 
 /// Pieces of at least this many bytes are allreduced in two steps, each
 /// member folding its share (on 3 or more members).
@@ -29,9 +28,39 @@ pub const SPLIT_MIN: usize = 2048;
 ///
 /// # Errors
 ///
-/// The operation's error (a user operation that failed).
+/// The operation's error (one that does not apply, a user operation that
+/// failed).
 pub fn fold<'s>(
     red: &mut Reduction<'_>,
+    n: usize,
+    src: impl Fn(usize) -> &'s [u8],
+    dest: &mut [u8],
+) -> Result<(), String> {
+    match red {
+        Reduction::Predefined { op, ty } => {
+            let reducer = Reducer::new(*op, *ty).map_err(|e| e.to_string())?;
+            fold_predefined(&reducer, n, src, dest)
+        }
+        Reduction::User { .. } => {
+            let len = dest.len();
+            dest.copy_from_slice(&src(n - 1)[..len]);
+            for q in (0..n - 1).rev() {
+                red.combine(&src(q)[..len], dest)
+                    .map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// [`fold`] with a predefined operation's reducer.
+///
+/// # Errors
+///
+/// Buffers the reducer refuses (not a whole number of elements).
+#[inline]
+pub fn fold_predefined<'s>(
+    reducer: &Reducer,
     n: usize,
     src: impl Fn(usize) -> &'s [u8],
     dest: &mut [u8],
@@ -41,22 +70,13 @@ pub fn fold<'s>(
         dest.copy_from_slice(&src(0)[..len]);
         return Ok(());
     }
-    match red {
-        Reduction::Predefined { op, ty } => {
-            let (op, ty) = (*op, *ty);
-            reduce_into(op, ty, &src(n - 2)[..len], &src(n - 1)[..len], dest)
-                .map_err(|e| e.to_string())?;
-            for q in (0..n - 2).rev() {
-                reduce_local(op, ty, &src(q)[..len], dest).map_err(|e| e.to_string())?;
-            }
-        }
-        Reduction::User { .. } => {
-            dest.copy_from_slice(&src(n - 1)[..len]);
-            for q in (0..n - 1).rev() {
-                red.combine(&src(q)[..len], dest)
-                    .map_err(|e| e.to_string())?;
-            }
-        }
+    reducer
+        .reduce_into(&src(n - 2)[..len], &src(n - 1)[..len], dest)
+        .map_err(|e| e.to_string())?;
+    for q in (0..n - 2).rev() {
+        reducer
+            .reduce_local(&src(q)[..len], dest)
+            .map_err(|e| e.to_string())?;
     }
     Ok(())
 }
@@ -165,13 +185,83 @@ pub fn reduce(
     Ok(())
 }
 
-/// Allreduce.
+/// Allreduce of `call`: a vector that fits in a slot, with a predefined
+/// operation, in one step ([`allreduce_in_one_step`]); any other in
+/// pieces.
+///
+/// # Safety
+///
+/// The call's buffers are valid for its vector (read for `send`, written
+/// for `recv`) during the call.
 ///
 /// # Errors
 ///
 /// An operation that does not apply, a failed user operation, a waiter
 /// that gave up.
-pub fn allreduce(
+pub unsafe fn allreduce(
+    m: &mut Member,
+    wait: &Waiter<'_>,
+    scratch: &mut Vec<u8>,
+    call: &CollCall<'_>,
+) -> Result<(), String> {
+    // SAFETY: the caller's promise.
+    let (send, recv) = unsafe { vector_buffers(call) }?;
+    // One piece below `SPLIT_MIN` (or on 2 members) is not split.
+    if call.op != OpCode::User
+        && recv.len() <= m.slot_size()
+        && (m.size() == 2 || recv.len() < SPLIT_MIN)
+    {
+        return allreduce_in_one_step(m, wait, &predefined(call)?, send, recv);
+    }
+    allreduce_in_pieces(m, wait, scratch, call, send, recv)
+}
+
+/// Allreduce of a vector that fits in a slot with a predefined operation:
+/// every member writes its input into its slot and folds every slot into
+/// its receive buffer.
+///
+/// # Errors
+///
+/// Buffers the reducer refuses, a waiter that gave up.
+fn allreduce_in_one_step(
+    m: &mut Member,
+    wait: &Waiter<'_>,
+    reducer: &Reducer,
+    send: SendBuf<'_>,
+    recv: &mut [u8],
+) -> Result<(), String> {
+    let n = m.size();
+    let mut step = m.step();
+    let input = match send {
+        SendBuf::Buf(mine) => mine,
+        SendBuf::InPlace => &*recv,
+    };
+    let arrived = publish_and_wait(&mut step, wait, input)?;
+    fold_predefined(reducer, n, |q| arrived.slot(q), recv)
+}
+
+/// Writes `input` at the start of this member's slot for `step`,
+/// publishes it and waits for every other member's.
+#[inline(always)]
+fn publish_and_wait<'s>(
+    step: &'s mut Step<'_>,
+    wait: &Waiter<'_>,
+    input: &[u8],
+) -> Result<In<'s>, String> {
+    let mut out = step.claim(wait)?;
+    out.data()[..input.len()].copy_from_slice(input);
+    out.publish();
+    step.wait_all(wait)
+}
+
+/// Allreduce in pieces of at most a slot; pieces of [`SPLIT_MIN`] bytes
+/// or more on 3 or more members in two steps, each member folding its
+/// share.
+///
+/// # Errors
+///
+/// As [`allreduce`].
+fn allreduce_in_pieces(
     m: &mut Member,
     wait: &Waiter<'_>,
     scratch: &mut Vec<u8>,
@@ -190,14 +280,11 @@ pub fn allreduce(
     for (o, len) in pieces(total, piece) {
         let split = n > 2 && len >= SPLIT_MIN && len / elem >= n;
         let mut step = m.step();
-        let mut out = step.claim(wait)?;
         let input = match &send {
             SendBuf::Buf(mine) => &mine[o..o + len],
             SendBuf::InPlace => &recv[o..o + len],
         };
-        out.data()[..len].copy_from_slice(input);
-        out.publish();
-        let arrived = step.wait_all(wait)?;
+        let arrived = publish_and_wait(&mut step, wait, input)?;
         if !split {
             fold(&mut red, n, |q| arrived.slot(q), &mut recv[o..o + len])?;
             continue;

@@ -7,7 +7,7 @@ mod semantics;
 
 use reference::{apply, assert_same, defined, kind, operands, Rng};
 
-use crate::{reduce_into, reduce_local, ElementType, Op, ReduceError};
+use crate::{reduce_into, reduce_local, ElementType, Op, ReduceError, Reducer};
 
 /// Element counts every pair is tried with.
 const COUNTS: [usize; 5] = [0, 1, 3, 17, 1000];
@@ -238,6 +238,44 @@ fn length_mismatch_is_refused() {
         })
     );
     assert_eq!(out, [7u8; 8]);
+}
+
+#[test]
+fn a_reducer_is_refused_for_an_undefined_pair_and_checks_every_call() {
+    assert_eq!(
+        Reducer::new(Op::Sum, ElementType::Byte).err(),
+        Some(ReduceError::NotDefined {
+            op: Op::Sum,
+            ty: ElementType::Byte
+        })
+    );
+    let sum = Reducer::new(Op::Sum, ElementType::Int64).unwrap();
+    assert_eq!(sum.element_type(), ElementType::Int64);
+    let bytes = |v: &[i64]| -> Vec<u8> { v.iter().flat_map(|x| x.to_ne_bytes()).collect() };
+    let (a, b) = (bytes(&[1, -2]), bytes(&[10, 20]));
+    let mut out = vec![0u8; 16];
+    sum.reduce_into(&a, &b, &mut out).unwrap();
+    assert_eq!(out, bytes(&[11, 18]));
+    // The same reducer again, on other buffers: every call is checked.
+    sum.reduce_local(&a, &mut out).unwrap();
+    assert_eq!(out, bytes(&[12, 16]));
+    assert_eq!(
+        sum.reduce_local(&a[..8], &mut out),
+        Err(ReduceError::LengthMismatch {
+            first: "input",
+            first_len: 8,
+            second: "inout",
+            second_len: 16,
+        })
+    );
+    assert_eq!(
+        sum.reduce_into(&a[..4], &b[..4], &mut out[..4]),
+        Err(ReduceError::PartialElement {
+            ty: ElementType::Int64,
+            len: 4
+        })
+    );
+    assert_eq!(out, bytes(&[12, 16]));
 }
 
 #[test]
