@@ -62,6 +62,17 @@ fn install_hook() {
 /// Runs `f`, converting a panic into `Err(ComponentError { kind: Panicked, .. })`.
 #[inline]
 pub fn call<T>(f: impl FnOnce() -> Result<T, ComponentError>) -> RResult<T, ComponentError> {
+    match catch(f) {
+        Ok(Ok(value)) => RResult::ROk(value),
+        Ok(Err(error)) | Err(error) => RResult::RErr(error),
+    }
+}
+
+/// Runs `f` and returns its value, or its panic as a [`ComponentError`]
+/// of kind `Panicked` (what [`call`] does, for an entry point whose
+/// answer is not a `Result` of a [`ComponentError`]).
+#[inline]
+pub fn catch<T>(f: impl FnOnce() -> T) -> Result<T, ComponentError> {
     if !HOOKED.load(Ordering::Acquire) {
         install_hook();
     }
@@ -72,27 +83,35 @@ pub fn call<T>(f: impl FnOnce() -> Result<T, ComponentError>) -> RResult<T, Comp
     GUARDED_CALLS.store(depth + 1, Ordering::Relaxed);
     let outcome = panic::catch_unwind(AssertUnwindSafe(f));
     GUARDED_CALLS.store(depth, Ordering::Relaxed);
-    match outcome {
-        Ok(Ok(value)) => RResult::ROk(value),
-        Ok(Err(error)) => RResult::RErr(error),
-        Err(_) => panicked(),
-    }
+    outcome.map_err(|_| panicked())
 }
 
 #[cold]
-fn panicked<T>() -> RResult<T, ComponentError> {
+fn panicked() -> ComponentError {
     let message = LAST_PANIC
         .with(|p| p.borrow_mut().take())
         .unwrap_or_else(|| "panic with no message".to_string());
-    RResult::RErr(ComponentError {
+    ComponentError {
         kind: ErrorKind::Panicked,
         message: RString::from(message),
-    })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn catch_answers_the_value_or_the_panic() {
+        assert_eq!(catch(|| 5).unwrap(), 5);
+        let err = catch(|| -> u8 { panic!("caught {}", 8) }).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Panicked);
+        assert!(
+            err.message.as_str().starts_with("'caught 8' at "),
+            "{}",
+            err.message
+        );
+    }
 
     #[test]
     fn ok_and_err_pass_through() {

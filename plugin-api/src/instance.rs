@@ -95,7 +95,7 @@ impl<T: Send> Instance<T> {
             if slot.is_some() {
                 return Err(EntryError::AlreadyInitialized);
             }
-            match guard::call(|| Ok(make())).into_result() {
+            match guard::catch(make) {
                 Ok(Ok(value)) => {
                     *slot = Some(Installed {
                         value,

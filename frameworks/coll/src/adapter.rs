@@ -447,7 +447,7 @@ unsafe extern "C" fn init<C: Exported>(
         .into();
         return false;
     }
-    match guard::call(|| Ok(C::init(context, Core::new(core)))).into_result() {
+    match guard::catch(|| C::init(context, Core::new(core))) {
         Ok(Ok(value)) => {
             *slot = Some((Arc::new(value), *context));
             true
@@ -485,7 +485,7 @@ unsafe extern "C" fn comm_query<C: Exported>(
         members: comm.members.as_slice(),
         name: comm.name.as_str(),
     };
-    match guard::call(|| Ok(coll.comm_query(&info))).into_result() {
+    match guard::catch(|| coll.comm_query(&info)) {
         Ok(Ok(offer)) => {
             let entry = Box::new(Entry::<C> {
                 coll,
@@ -598,7 +598,7 @@ unsafe fn with_comm<C: Exported, R>(
     // SAFETY: the caller's promise: no other call uses the state until
     // this one returns.
     let comm = unsafe { &mut *entry.comm.get() };
-    let outcome = guard::call(|| Ok(f(&entry.coll, comm))).into_result();
+    let outcome = guard::catch(|| f(&entry.coll, comm));
     match outcome {
         Ok(result) => result,
         Err(panic) => {
@@ -658,7 +658,7 @@ unsafe extern "C" fn poll<C: Exported>(op: u64, error: &mut RString) -> PollOutc
     // SAFETY: the interface contract: a live handle from `start`, polled
     // by one thread at a time.
     let entry = unsafe { &mut *(op as *mut OpEntry) };
-    let polled = guard::call(|| Ok(entry.operation.poll())).into_result();
+    let polled = guard::catch(|| entry.operation.poll());
     let outcome = match polled {
         Ok(Poll::Pending) => return PollOutcome::Pending,
         Ok(Poll::Ready(Ok(()))) => PollOutcome::Done,

@@ -80,6 +80,7 @@ fn extent(counts: &[usize], displs: &[usize]) -> Result<usize, String> {
 }
 
 /// Multiplies, or says what overflowed.
+#[inline]
 fn times(a: usize, b: usize, what: &str) -> Result<usize, String> {
     a.checked_mul(b)
         .ok_or_else(|| format!("the {what} size overflows"))
@@ -289,6 +290,7 @@ fn not_defined(op: Op, ty: ElementType) -> String {
 ///
 /// As [`reduction`] for a predefined operation; [`OpCode::User`] is an
 /// unknown code here.
+#[inline]
 pub fn predefined(call: &CollCall<'_>) -> Result<Reducer, String> {
     let (op, ty) = predefined_codes(call)?;
     Reducer::new(op, ty).map_err(|_| not_defined(op, ty))

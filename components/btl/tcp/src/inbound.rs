@@ -225,7 +225,7 @@ impl Inbound {
         src: &mut S,
         pml: &Pml<'_>,
     ) -> Result<usize, (usize, Ended)> {
-        match oxmpi_plugin_api::guard::call(|| Ok(self.service_from(src, pml))).into_result() {
+        match oxmpi_plugin_api::guard::catch(|| self.service_from(src, pml)) {
             Ok(outcome) => outcome,
             Err(e) => Err((
                 0,

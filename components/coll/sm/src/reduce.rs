@@ -223,6 +223,7 @@ pub unsafe fn allreduce(
 /// # Errors
 ///
 /// Buffers the reducer refuses, a waiter that gave up.
+#[inline(never)]
 fn allreduce_in_one_step(
     m: &mut Member,
     wait: &Waiter<'_>,
@@ -261,6 +262,7 @@ fn publish_and_wait<'s>(
 /// # Errors
 ///
 /// As [`allreduce`].
+#[inline(never)]
 fn allreduce_in_pieces(
     m: &mut Member,
     wait: &Waiter<'_>,
