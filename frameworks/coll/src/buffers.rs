@@ -117,14 +117,13 @@ pub unsafe fn buffers<'a>(call: &CollCall<'a>, rank: u32, n: usize) -> Result<Bu
     unsafe {
         Ok(match call.kind {
             CollKind::Barrier => Buffers::None,
-            CollKind::Bcast => Buffers::One(bytes_mut(call.recv, count)),
+            CollKind::Bcast => Buffers::One(bcast_buffer(call)),
             CollKind::Reduce => {
-                let len = times(count, elem, "reduction")?;
-                let recv = bytes_mut(call.recv, if is_root { len } else { 0 });
-                Buffers::SendRecv(send_side(call.send, len), recv)
+                let (send, recv) = vector_buffers(call, is_root)?;
+                Buffers::SendRecv(send, recv)
             }
             CollKind::Allreduce | CollKind::Scan | CollKind::Exscan => {
-                let (send, recv) = vector_buffers(call)?;
+                let (send, recv) = vector_buffers(call, true)?;
                 Buffers::SendRecv(send, recv)
             }
             CollKind::Gather => {
@@ -198,10 +197,11 @@ pub unsafe fn buffers<'a>(call: &CollCall<'a>, rank: u32, n: usize) -> Result<Bu
     }
 }
 
-/// The buffers of an allreduce, scan or exscan: the send side and the
-/// receive buffer, each the call's vector (`count` elements). What
-/// [`buffers`] answers for those operations, without the match on the
-/// operation.
+/// The buffers of a reduce, allreduce, scan or exscan: the send side and
+/// the receive buffer, each the call's vector (`count` elements), the
+/// receive buffer empty where this rank gets no result (`receives`
+/// false: a reduce off the root). What [`buffers`] answers for those
+/// operations, without the match on the operation.
 ///
 /// # Safety
 ///
@@ -213,10 +213,24 @@ pub unsafe fn buffers<'a>(call: &CollCall<'a>, rank: u32, n: usize) -> Result<Bu
 #[inline]
 pub unsafe fn vector_buffers<'a>(
     call: &CollCall<'a>,
+    receives: bool,
 ) -> Result<(SendBuf<'a>, &'a mut [u8]), String> {
     let len = times(call.count, call.elem_size(), "reduction")?;
+    let recv_len = if receives { len } else { 0 };
     // SAFETY: the caller's promise for these extents.
-    unsafe { Ok((send_side(call.send, len), bytes_mut(call.recv, len))) }
+    unsafe { Ok((send_side(call.send, len), bytes_mut(call.recv, recv_len))) }
+}
+
+/// The one buffer of a bcast (`count` bytes). What [`buffers`] answers
+/// for a bcast, without the match on the operation.
+///
+/// # Safety
+///
+/// As [`buffers`].
+#[inline]
+pub unsafe fn bcast_buffer<'a>(call: &CollCall<'a>) -> &'a mut [u8] {
+    // SAFETY: the caller's promise for this extent.
+    unsafe { bytes_mut(call.recv, call.count) }
 }
 
 /// A user operation as the algorithms call it (`inout = input op inout`).

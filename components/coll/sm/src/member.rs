@@ -212,6 +212,11 @@ impl Step<'_> {
         self.s
     }
 
+    /// The number of members.
+    pub fn members(&self) -> usize {
+        self.m.size()
+    }
+
     /// The number of slots of the kind the step uses.
     #[inline]
     fn depth(&self) -> u64 {

@@ -26,7 +26,7 @@ use crate::member::{Member, Waiter};
 use crate::params::Limits;
 use crate::reduce;
 use oxmpi_collectives::{RecvBuf, SendBuf};
-use oxmpi_framework_coll::buffers::{buffers, message_bytes, Buffers};
+use oxmpi_framework_coll::buffers::{bcast_buffer, buffers, message_bytes, Buffers};
 use oxmpi_framework_coll::module::{CollCall, CollKind, OpSet};
 
 /// The operations sm provides.
@@ -86,14 +86,6 @@ pub unsafe fn run(
     scratch: &mut Vec<u8>,
     call: &CollCall<'_>,
 ) -> Result<(), String> {
-    // The two calls where the time per call is the figure of merit go
-    // first, without the other operations' buffer shapes.
-    match call.kind {
-        CollKind::Barrier => return barrier(m, wait),
-        // SAFETY: the caller's promise.
-        CollKind::Allreduce => return unsafe { reduce::allreduce(m, wait, scratch, call) },
-        _ => {}
-    }
     let (rank, n) = (m.rank(), m.size());
     if call.kind.rooted() && call.root as usize >= n {
         return Err(format!(
@@ -102,10 +94,22 @@ pub unsafe fn run(
         ));
     }
     let root = call.root as usize;
+    // The calls whose small sizes are timed per call take their buffers
+    // straight from the call, without the match on every operation's
+    // buffer shapes.
+    match call.kind {
+        CollKind::Barrier => return barrier(m, wait),
+        // SAFETY: the caller's promise.
+        CollKind::Allreduce => return unsafe { reduce::allreduce(m, wait, scratch, call) },
+        // SAFETY: the caller's promise.
+        CollKind::Reduce => return unsafe { reduce::reduce(m, wait, call, root) },
+        // SAFETY: the caller's promise.
+        CollKind::Bcast => return bcast(m, wait, unsafe { bcast_buffer(call) }, root),
+        _ => {}
+    }
     // SAFETY: the caller's promise.
     let bufs = unsafe { buffers(call, rank as u32, n) }?;
     match (call.kind, bufs) {
-        (CollKind::Bcast, Buffers::One(buf)) => bcast(m, wait, buf, root),
         (CollKind::Gather, Buffers::SendRecv(send, recv)) => {
             gather(m, wait, send, recv, root, call.count)
         }
@@ -117,9 +121,6 @@ pub unsafe fn run(
         }
         (CollKind::Alltoall, Buffers::SendRecv(send, recv)) => {
             alltoall(m, wait, send, recv, call.count)
-        }
-        (CollKind::Reduce, Buffers::SendRecv(send, recv)) => {
-            reduce::reduce(m, wait, call, send, recv, root)
         }
         (kind, _) => Err(format!(
             "internal error: coll sm does not run {} (or got buffers of another shape)",

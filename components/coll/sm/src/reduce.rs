@@ -81,6 +81,49 @@ pub fn fold_predefined<'s>(
     Ok(())
 }
 
+/// How a piece is folded: with a predefined operation's [`Reducer`] (its
+/// loop looked up once per call) or with any [`Reduction`].
+trait Fold {
+    /// `dest = src(0) op … op src(n − 1)`, as [`fold`].
+    fn fold<'s>(
+        &mut self,
+        n: usize,
+        src: impl Fn(usize) -> &'s [u8],
+        dest: &mut [u8],
+    ) -> Result<(), String>;
+}
+
+impl Fold for Reducer {
+    #[inline]
+    fn fold<'s>(
+        &mut self,
+        n: usize,
+        src: impl Fn(usize) -> &'s [u8],
+        dest: &mut [u8],
+    ) -> Result<(), String> {
+        fold_predefined(self, n, src, dest)
+    }
+}
+
+impl Fold for Reduction<'_> {
+    fn fold<'s>(
+        &mut self,
+        n: usize,
+        src: impl Fn(usize) -> &'s [u8],
+        dest: &mut [u8],
+    ) -> Result<(), String> {
+        fold(self, n, src, dest)
+    }
+}
+
+/// Whether a call of `total` bytes runs in one step with its predefined
+/// operation's [`Reducer`]: it fits in a slot, and (`split`) an allreduce
+/// would not split it.
+#[inline(always)]
+fn in_one_step(m: &Member, call: &CollCall<'_>, total: usize, split: bool) -> bool {
+    call.op != OpCode::User && total <= m.slot_size() && !split
+}
+
 /// A reduction call, checked: its operation, element size, bytes and
 /// piece.
 struct Prepared<'a> {
@@ -132,13 +175,46 @@ fn whole_elements(slot: usize, elem: usize) -> Result<usize, String> {
     Ok(piece)
 }
 
-/// Reduce to `root`.
+/// Reduce of `call` to `root` (a rank of the communicator): a vector
+/// that fits in a slot, with a predefined operation, in one step; any
+/// other in pieces.
+///
+/// # Safety
+///
+/// The call's buffers are valid for its vector (read for `send`, written
+/// for `recv` at the root) during the call.
 ///
 /// # Errors
 ///
 /// An operation that does not apply, `MPI_IN_PLACE` off the root, a
 /// failed user operation, a waiter that gave up.
-pub fn reduce(
+pub unsafe fn reduce(
+    m: &mut Member,
+    wait: &Waiter<'_>,
+    call: &CollCall<'_>,
+    root: usize,
+) -> Result<(), String> {
+    let me = m.rank();
+    // SAFETY: the caller's promise.
+    let (send, recv) = unsafe { vector_buffers(call, me == root) }?;
+    if me != root && matches!(send, SendBuf::InPlace) {
+        return Err(in_place_refused("reduce at a rank other than the root"));
+    }
+    let total = call.count.saturating_mul(call.elem_size());
+    if in_one_step(m, call, total, false) {
+        let mut reducer = predefined(call)?;
+        return reduce_piece(m, wait, &mut reducer, &send, recv, root, (0, total));
+    }
+    reduce_in_pieces(m, wait, call, send, recv, root)
+}
+
+/// Reduce in pieces of at most a slot.
+///
+/// # Errors
+///
+/// As [`reduce`].
+#[inline(never)]
+fn reduce_in_pieces(
     m: &mut Member,
     wait: &Waiter<'_>,
     call: &CollCall<'_>,
@@ -153,36 +229,52 @@ pub fn reduce(
         piece,
         ..
     } = prepare(m, call, &mut apply)?;
+    for at in pieces(total, piece) {
+        reduce_piece(m, wait, &mut red, &send, recv, root, at)?;
+    }
+    Ok(())
+}
+
+/// One step of a reduce: the piece `(offset, len)` of the vector. The
+/// other members write their input piece into their slots; the root
+/// folds the slots (and its own input) into its receive buffer.
+///
+/// # Errors
+///
+/// A failed fold, a waiter that gave up.
+#[inline(always)]
+fn reduce_piece(
+    m: &mut Member,
+    wait: &Waiter<'_>,
+    red: &mut impl Fold,
+    send: &SendBuf<'_>,
+    recv: &mut [u8],
+    root: usize,
+    (o, len): (usize, usize),
+) -> Result<(), String> {
     let (me, n) = (m.rank(), m.size());
+    let mut step = m.step_for(len);
     if me != root {
-        let SendBuf::Buf(mine) = send else {
-            return Err(in_place_refused("reduce at a rank other than the root"));
-        };
-        for (o, len) in pieces(total, piece) {
-            let mut step = m.step_for(len);
+        if let SendBuf::Buf(mine) = send {
             let mut out = step.claim(wait)?;
             out.data()[..len].copy_from_slice(&mine[o..o + len]);
             out.publish();
         }
         return Ok(());
     }
-    for (o, len) in pieces(total, piece) {
-        let mut step = m.step_for(len);
-        if matches!(send, SendBuf::InPlace) {
-            // The root's input is in `recv`, which the result overwrites:
-            // it goes to the root's own slot first.
-            let mut out = step.claim(wait)?;
-            out.data()[..len].copy_from_slice(&recv[o..o + len]);
-            out.publish();
-        }
-        let arrived = step.wait_all(wait)?;
-        let src = |q: usize| match (&send, q == me) {
-            (SendBuf::Buf(mine), true) => &mine[o..o + len],
-            _ => arrived.slot(q),
-        };
-        fold(&mut red, n, src, &mut recv[o..o + len])?;
+    if matches!(send, SendBuf::InPlace) {
+        // The root's input is in `recv`, which the result overwrites: it
+        // goes to the root's own slot first.
+        let mut out = step.claim(wait)?;
+        out.data()[..len].copy_from_slice(&recv[o..o + len]);
+        out.publish();
     }
-    Ok(())
+    let arrived = step.wait_all(wait)?;
+    let src = |q: usize| match (send, q == me) {
+        (SendBuf::Buf(mine), true) => &mine[o..o + len],
+        _ => arrived.slot(q),
+    };
+    red.fold(n, src, &mut recv[o..o + len])
 }
 
 /// Allreduce of `call`: a vector that fits in a slot, with a predefined
@@ -205,40 +297,38 @@ pub unsafe fn allreduce(
     call: &CollCall<'_>,
 ) -> Result<(), String> {
     // SAFETY: the caller's promise.
-    let (send, recv) = unsafe { vector_buffers(call) }?;
+    let (send, recv) = unsafe { vector_buffers(call, true) }?;
     // One piece below `SPLIT_MIN` (or on 2 members) is not split.
-    if call.op != OpCode::User
-        && recv.len() <= m.slot_size()
-        && (m.size() == 2 || recv.len() < SPLIT_MIN)
-    {
-        return allreduce_in_one_step(m, wait, &predefined(call)?, send, recv);
+    let total = recv.len();
+    if in_one_step(m, call, total, m.size() > 2 && total >= SPLIT_MIN) {
+        let mut reducer = predefined(call)?;
+        let mut step = m.step();
+        return allreduce_piece(&mut step, wait, &mut reducer, &send, recv);
     }
     allreduce_in_pieces(m, wait, scratch, call, send, recv)
 }
 
-/// Allreduce of a vector that fits in a slot with a predefined operation:
-/// every member writes its input into its slot and folds every slot into
-/// its receive buffer.
+/// One step of an allreduce that does not split: every member writes its
+/// input into its slot and folds every slot into `recv`.
 ///
 /// # Errors
 ///
-/// Buffers the reducer refuses, a waiter that gave up.
-#[inline(never)]
-fn allreduce_in_one_step(
-    m: &mut Member,
+/// A failed fold, a waiter that gave up.
+#[inline(always)]
+fn allreduce_piece(
+    step: &mut Step<'_>,
     wait: &Waiter<'_>,
-    reducer: &Reducer,
-    send: SendBuf<'_>,
+    red: &mut impl Fold,
+    send: &SendBuf<'_>,
     recv: &mut [u8],
 ) -> Result<(), String> {
-    let n = m.size();
-    let mut step = m.step();
     let input = match send {
         SendBuf::Buf(mine) => mine,
         SendBuf::InPlace => &*recv,
     };
-    let arrived = publish_and_wait(&mut step, wait, input)?;
-    fold_predefined(reducer, n, |q| arrived.slot(q), recv)
+    let n = step.members();
+    let arrived = publish_and_wait(step, wait, input)?;
+    red.fold(n, |q| arrived.slot(q), recv)
 }
 
 /// Writes `input` at the start of this member's slot for `step`,
@@ -282,15 +372,25 @@ fn allreduce_in_pieces(
     for (o, len) in pieces(total, piece) {
         let split = n > 2 && len >= SPLIT_MIN && len / elem >= n;
         let mut step = m.step();
-        let input = match &send {
-            SendBuf::Buf(mine) => &mine[o..o + len],
+        let send_piece = match &send {
+            SendBuf::Buf(mine) => SendBuf::Buf(&mine[o..o + len]),
+            SendBuf::InPlace => SendBuf::InPlace,
+        };
+        if !split {
+            allreduce_piece(
+                &mut step,
+                wait,
+                &mut red,
+                &send_piece,
+                &mut recv[o..o + len],
+            )?;
+            continue;
+        }
+        let input = match send_piece {
+            SendBuf::Buf(mine) => mine,
             SendBuf::InPlace => &recv[o..o + len],
         };
         let arrived = publish_and_wait(&mut step, wait, input)?;
-        if !split {
-            fold(&mut red, n, |q| arrived.slot(q), &mut recv[o..o + len])?;
-            continue;
-        }
         // This member's share of the piece, in whole elements.
         let share = |q: usize| {
             let k = len / elem;

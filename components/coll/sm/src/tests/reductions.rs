@@ -260,6 +260,31 @@ fn an_operation_that_does_not_apply_is_refused_before_any_step() {
 }
 
 #[test]
+fn a_reduce_in_place_off_the_root_is_refused_before_any_step() {
+    // A predefined operation (one step) and a user one (in pieces); only
+    // rank 1 calls (the root would wait for its contribution).
+    for kind in [Kind::SumI64, Kind::Compose] {
+        let results = ranks(2, 4096, |m, w| {
+            if m.rank() == 0 {
+                return (None, 0);
+            }
+            let mut buf = kind.input(1, 2, 1);
+            let mut c = call(CollKind::Reduce, None, Some(&mut buf), 2, 0);
+            kind.set(&mut c);
+            (run(m, w, &c).err(), m.seq())
+        });
+        assert_eq!(
+            results[1],
+            (
+                Some("MPI_IN_PLACE is not allowed for reduce at a rank other than the root".into()),
+                0
+            ),
+            "{kind:?}"
+        );
+    }
+}
+
+#[test]
 fn a_failed_user_operation_fails_the_call_and_the_others_go_on() {
     unsafe extern "C" fn refuse(_: *mut c_void, _: *const u8, _: *mut u8, _: usize) -> bool {
         false
