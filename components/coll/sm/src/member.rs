@@ -284,6 +284,18 @@ impl Step<'_> {
         Ok(())
     }
 
+    /// Asks the processor for the lines of every other member's slot for
+    /// the step that hold data past the flag's line, up to `len` bytes
+    /// ([`Segment::prefetch_data`]); for a reader whose writers run
+    /// ahead.
+    #[inline]
+    pub fn prefetch_others(&self, len: usize) {
+        let m = &*self.m;
+        for q in (0..m.size()).filter(|&q| q != m.rank) {
+            m.seg.prefetch_data(q, self.buffer, self.small, len);
+        }
+    }
+
     /// Waits until member `q` published its slot for the step.
     ///
     /// # Errors

@@ -269,6 +269,8 @@ fn reduce_piece(
         out.data()[..len].copy_from_slice(&recv[o..o + len]);
         out.publish();
     }
+    // The senders run ahead: their slots are usually full already.
+    step.prefetch_others(len);
     let arrived = step.wait_all(wait)?;
     let src = |q: usize| match (send, q == me) {
         (SendBuf::Buf(mine), true) => &mine[o..o + len],

@@ -378,6 +378,24 @@ impl Segment {
         self.u64_at(self.area(q, buffer, small).0)
     }
 
+    /// Asks the processor for the lines of member `q`'s slot `buffer`
+    /// (`small`: of its small slot) that hold its first `len` data bytes,
+    /// but for the line of its `arrived` word: a reader about to wait for
+    /// a slot its writer has probably filled already then fetches those
+    /// lines together with the flag's, not one after another once it
+    /// sees the flag. A hint only: it reads and writes nothing.
+    #[inline]
+    pub fn prefetch_data(&self, q: usize, buffer: usize, small: bool, len: usize) {
+        let (at, size) = self.area(q, buffer, small);
+        // Slots start on a line (their stride is a multiple of CONTROL).
+        let end = at + SLOT_HEADER + len.min(size);
+        let mut line = at + LINE;
+        while line < end {
+            prefetch_line(self.map.as_ptr().wrapping_add(line));
+            line += LINE;
+        }
+    }
+
     /// The data of member `q`'s slot `buffer`, for reading.
     ///
     /// # Safety
@@ -435,6 +453,24 @@ pub fn slots(size: usize, buffers: usize, small_buffers: usize) -> Slots {
         buffers,
         small_buffers,
     }
+}
+
+/// Asks the processor to fetch the cache line at `p` for reading (a hint:
+/// no memory is read or written, whatever `p` is).
+#[inline(always)]
+fn prefetch_line(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: PREFETCHT0 only hints the cache; it faults on no address.
+    unsafe {
+        std::arch::asm!("prefetcht0 [{0}]", in(reg) p, options(nostack, preserves_flags, readonly));
+    }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: PRFM only hints the cache; it faults on no address.
+    unsafe {
+        std::arch::asm!("prfm pldl1keep, [{0}]", in(reg) p, options(nostack, preserves_flags, readonly));
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    let _ = p;
 }
 
 #[cfg(test)]
