@@ -1,7 +1,10 @@
 //! Shared-memory segment files: [`create`] makes a new file of a given
 //! size and maps it shared, for a component (btl sm, coll sm) whose
 //! processes then map the same file. On failure after the file was made,
-//! the file is removed, so nothing is left behind.
+//! the file is removed, so nothing is left behind. [`prefetch`] holds the
+//! cache hints both components give for a segment's lines.
+
+pub mod prefetch;
 
 use memmap2::MmapRaw;
 use std::fs::OpenOptions;

@@ -347,20 +347,7 @@ impl Segment {
         let at = self.fbox_base(i) + LINE + offset;
         debug_assert!(offset < self.layout.sizes.fbox_size as usize);
         let line = self.map.as_ptr().wrapping_add(at);
-        // SAFETY: a prefetch only hints the cache: it reads and writes no
-        // memory visible to the program, changes no register or flag, and
-        // never faults (the address is inside the mapping anyway).
-        #[cfg(target_arch = "x86_64")]
-        unsafe {
-            std::arch::asm!("prefetchw [{0}]", in(reg) line, options(nostack, preserves_flags, readonly));
-        }
-        // SAFETY: as above.
-        #[cfg(target_arch = "aarch64")]
-        unsafe {
-            std::arch::asm!("prfm pstl1keep, [{0}]", in(reg) line, options(nostack, preserves_flags, readonly));
-        }
-        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-        let _ = line;
+        oxmpi_shmfile::prefetch::for_write(line);
     }
 
     /// Copies `bytes` into fast box `i`'s ring at `offset`.

@@ -391,7 +391,7 @@ impl Segment {
         let end = at + SLOT_HEADER + len.min(size);
         let mut line = at + LINE;
         while line < end {
-            prefetch_line(self.map.as_ptr().wrapping_add(line));
+            oxmpi_shmfile::prefetch::for_read(self.map.as_ptr().wrapping_add(line));
             line += LINE;
         }
     }
@@ -453,24 +453,6 @@ pub fn slots(size: usize, buffers: usize, small_buffers: usize) -> Slots {
         buffers,
         small_buffers,
     }
-}
-
-/// Asks the processor to fetch the cache line at `p` for reading (a hint:
-/// no memory is read or written, whatever `p` is).
-#[inline(always)]
-fn prefetch_line(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: PREFETCHT0 only hints the cache; it faults on no address.
-    unsafe {
-        std::arch::asm!("prefetcht0 [{0}]", in(reg) p, options(nostack, preserves_flags, readonly));
-    }
-    #[cfg(target_arch = "aarch64")]
-    // SAFETY: PRFM only hints the cache; it faults on no address.
-    unsafe {
-        std::arch::asm!("prfm pldl1keep, [{0}]", in(reg) p, options(nostack, preserves_flags, readonly));
-    }
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    let _ = p;
 }
 
 #[cfg(test)]
