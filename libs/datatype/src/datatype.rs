@@ -30,6 +30,8 @@ pub enum Combiner {
     Struct,
     /// `MPI_Type_create_subarray`.
     Subarray,
+    /// `MPI_Type_create_darray`.
+    Darray,
     /// `MPI_Type_create_resized`.
     Resized,
 }

@@ -1,7 +1,8 @@
 //! MPI datatypes for oxmpi: the predefined types ([`Primitive`], the
 //! [`Pair`] types of `MPI_MINLOC`/`MPI_MAXLOC`), the derived-type
 //! constructors (contiguous, vector, hvector, indexed, hindexed,
-//! indexed block, hindexed block, struct, subarray, resized, dup), their
+//! indexed block, hindexed block, struct, subarray, darray, resized,
+//! dup), their
 //! bounds, sizes and extents, their envelopes and contents, and packing,
 //! natively and in external32. Pure code, shared by the MPI layer and
 //! any component that moves typed data.
@@ -12,6 +13,7 @@
 //! the packed stream (`skip`, length) can be packed or unpacked on its
 //! own, for transports that move a message in pieces.
 
+mod darray;
 mod datatype;
 mod desc;
 mod error;
@@ -20,6 +22,7 @@ mod pack;
 mod primitive;
 mod subarray;
 
+pub use darray::Distribution;
 pub use datatype::{Combiner, Contents, Datatype, Order, Pair};
 pub use error::{DatatypeError, ErrorKind};
 pub use external32::EXTERNAL32;
