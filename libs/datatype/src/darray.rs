@@ -2,6 +2,7 @@
 //! array distributed over a grid of processes.
 
 use crate::datatype::{Combiner, Contents, Order};
+use crate::subarray::{dimensions, fastest_first};
 use crate::{Datatype, DatatypeError};
 
 const NAME: &str = "MPI_Type_create_darray";
@@ -118,22 +119,11 @@ impl Datatype {
         old: &Datatype,
     ) -> Result<Datatype, DatatypeError> {
         let n = gsizes.len();
-        if n == 0 {
-            return Err(argument(
-                "ndims is 0; a distributed array has at least one dimension".into(),
-            ));
-        }
-        for (what, len) in [("distribs", distribs.len()), ("psizes", psizes.len())] {
-            if len != n {
-                return Err(DatatypeError::LengthMismatch {
-                    name: NAME,
-                    first: "gsizes",
-                    first_len: n,
-                    second: what,
-                    second_len: len,
-                });
-            }
-        }
+        dimensions(
+            NAME,
+            ("gsizes", n),
+            [("distribs", distribs.len()), ("psizes", psizes.len())],
+        )?;
         if rank >= size {
             return Err(argument(format!("rank {rank} is not below size {size}")));
         }
@@ -154,10 +144,7 @@ impl Datatype {
             coords[d] = r % psizes[d];
             r /= psizes[d];
         }
-        let dims: Vec<usize> = match order {
-            Order::C => (0..n).rev().collect(),
-            Order::Fortran => (0..n).collect(),
-        };
+        let dims = fastest_first(order, n);
         let overflow = || DatatypeError::Overflow {
             name: NAME,
             what: "extent",
@@ -187,10 +174,7 @@ impl Datatype {
         integers.extend(distribs.iter().map(|d| d.code()));
         integers.extend(distribs.iter().map(|d| d.darg_code()));
         integers.extend(psizes.iter().map(|&p| p as isize));
-        integers.push(match order {
-            Order::C => 0,
-            Order::Fortran => 1,
-        });
+        integers.push(order.code());
         let contents = Contents {
             integers,
             types: vec![old.clone()],

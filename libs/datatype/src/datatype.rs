@@ -62,6 +62,17 @@ pub enum Order {
     Fortran,
 }
 
+impl Order {
+    /// The code [`Contents::integers`] holds for it (0 for C, 1 for
+    /// Fortran).
+    pub const fn code(self) -> isize {
+        match self {
+            Order::C => 0,
+            Order::Fortran => 1,
+        }
+    }
+}
+
 /// A predefined pair type for `MPI_MINLOC` and `MPI_MAXLOC`: a value and
 /// an `int` index, laid out as the C struct `{ value; int index; }`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -256,6 +267,22 @@ impl Builder {
             block_size,
         );
         Ok(())
+    }
+
+    /// A builder holding blocks `(length, displacement)` of `old`, the
+    /// displacements in units of `scale` bytes.
+    fn placed(
+        name: &'static str,
+        blocks: impl Iterator<Item = (isize, isize)>,
+        scale: isize,
+        old: &Datatype,
+    ) -> Result<Builder, DatatypeError> {
+        let mut b = Builder::new(name);
+        for (len, d) in blocks {
+            let len = count_of(name, "a blocklength", len)?;
+            b.blocks(scaled(name, d, scale)?, 1, 0, len, old)?;
+        }
+        Ok(b)
     }
 
     fn finish(self, combiner: Combiner, contents: Contents, pad: bool) -> Datatype {
@@ -529,26 +556,7 @@ impl Datatype {
         displs: &[isize],
         old: &Datatype,
     ) -> Result<Datatype, DatatypeError> {
-        const NAME: &str = "MPI_Type_indexed";
-        same_len(
-            NAME,
-            ("blocklengths", blocklens.len()),
-            ("displacements", displs.len()),
-        )?;
-        let mut b = Builder::new(NAME);
-        for (&len, &d) in blocklens.iter().zip(displs) {
-            let len = count_of(NAME, "a blocklength", len)?;
-            b.blocks(scaled(NAME, d, old.extent())?, 1, 0, len, old)?;
-        }
-        let mut integers = vec![blocklens.len() as isize];
-        integers.extend_from_slice(blocklens);
-        integers.extend_from_slice(displs);
-        let contents = Contents {
-            integers,
-            types: vec![old.clone()],
-            ..Contents::default()
-        };
-        Ok(b.finish(Combiner::Indexed, contents, false))
+        Datatype::indexed_in("MPI_Type_indexed", blocklens, displs, false, old)
     }
 
     /// Blocks of `blocklens[i]` copies of `old` at `displs[i]` bytes
@@ -562,24 +570,44 @@ impl Datatype {
         displs: &[isize],
         old: &Datatype,
     ) -> Result<Datatype, DatatypeError> {
-        const NAME: &str = "MPI_Type_create_hindexed";
+        Datatype::indexed_in("MPI_Type_create_hindexed", blocklens, displs, true, old)
+    }
+
+    /// [`Datatype::indexed`] (`bytes` false: displacements in extents of
+    /// `old`) or [`Datatype::hindexed`] (in bytes).
+    fn indexed_in(
+        name: &'static str,
+        blocklens: &[isize],
+        displs: &[isize],
+        bytes: bool,
+        old: &Datatype,
+    ) -> Result<Datatype, DatatypeError> {
         same_len(
-            NAME,
+            name,
             ("blocklengths", blocklens.len()),
             ("displacements", displs.len()),
         )?;
-        let mut b = Builder::new(NAME);
-        for (&len, &d) in blocklens.iter().zip(displs) {
-            b.blocks(d, 1, 0, count_of(NAME, "a blocklength", len)?, old)?;
-        }
+        let scale = if bytes { 1 } else { old.extent() };
+        let blocks = blocklens.iter().copied().zip(displs.iter().copied());
+        let b = Builder::placed(name, blocks, scale, old)?;
         let mut integers = vec![blocklens.len() as isize];
         integers.extend_from_slice(blocklens);
-        let contents = Contents {
-            integers,
-            addresses: displs.to_vec(),
+        let mut contents = Contents {
             types: vec![old.clone()],
+            ..Contents::default()
         };
-        Ok(b.finish(Combiner::Hindexed, contents, false))
+        if bytes {
+            contents.addresses = displs.to_vec();
+        } else {
+            integers.extend_from_slice(displs);
+        }
+        contents.integers = integers;
+        let combiner = if bytes {
+            Combiner::Hindexed
+        } else {
+            Combiner::Indexed
+        };
+        Ok(b.finish(combiner, contents, false))
     }
 
     /// Blocks of `blocklen` copies of `old` at `displs[i]` extents of
@@ -593,20 +621,13 @@ impl Datatype {
         displs: &[isize],
         old: &Datatype,
     ) -> Result<Datatype, DatatypeError> {
-        const NAME: &str = "MPI_Type_create_indexed_block";
-        let len = count_of(NAME, "blocklength", blocklen)?;
-        let mut b = Builder::new(NAME);
-        for &d in displs {
-            b.blocks(scaled(NAME, d, old.extent())?, 1, 0, len, old)?;
-        }
-        let mut integers = vec![displs.len() as isize, blocklen];
-        integers.extend_from_slice(displs);
-        let contents = Contents {
-            integers,
-            types: vec![old.clone()],
-            ..Contents::default()
-        };
-        Ok(b.finish(Combiner::IndexedBlock, contents, false))
+        Datatype::block_in(
+            "MPI_Type_create_indexed_block",
+            blocklen,
+            displs,
+            false,
+            old,
+        )
     }
 
     /// Blocks of `blocklen` copies of `old` at `displs[i]` bytes
@@ -620,18 +641,43 @@ impl Datatype {
         displs: &[isize],
         old: &Datatype,
     ) -> Result<Datatype, DatatypeError> {
-        const NAME: &str = "MPI_Type_create_hindexed_block";
-        let len = count_of(NAME, "blocklength", blocklen)?;
-        let mut b = Builder::new(NAME);
-        for &d in displs {
-            b.blocks(d, 1, 0, len, old)?;
-        }
-        let contents = Contents {
+        Datatype::block_in(
+            "MPI_Type_create_hindexed_block",
+            blocklen,
+            displs,
+            true,
+            old,
+        )
+    }
+
+    /// [`Datatype::indexed_block`] (`bytes` false: displacements in
+    /// extents of `old`) or [`Datatype::hindexed_block`] (in bytes).
+    fn block_in(
+        name: &'static str,
+        blocklen: isize,
+        displs: &[isize],
+        bytes: bool,
+        old: &Datatype,
+    ) -> Result<Datatype, DatatypeError> {
+        count_of(name, "blocklength", blocklen)?;
+        let scale = if bytes { 1 } else { old.extent() };
+        let b = Builder::placed(name, displs.iter().map(|&d| (blocklen, d)), scale, old)?;
+        let mut contents = Contents {
             integers: vec![displs.len() as isize, blocklen],
-            addresses: displs.to_vec(),
             types: vec![old.clone()],
+            ..Contents::default()
         };
-        Ok(b.finish(Combiner::HindexedBlock, contents, false))
+        if bytes {
+            contents.addresses = displs.to_vec();
+        } else {
+            contents.integers.extend_from_slice(displs);
+        }
+        let combiner = if bytes {
+            Combiner::HindexedBlock
+        } else {
+            Combiner::IndexedBlock
+        };
+        Ok(b.finish(combiner, contents, false))
     }
 
     /// Blocks of `blocklens[i]` copies of `types[i]` at `displs[i]` bytes

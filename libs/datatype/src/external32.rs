@@ -2,6 +2,7 @@
 //! bytes, `wchar_t` in 2), for `MPI_Pack_external` and its kin.
 
 use crate::desc::{walk, Window};
+use crate::pack::span;
 use crate::{Datatype, DatatypeError, Primitive};
 
 /// The one portable representation MPI names.
@@ -186,15 +187,8 @@ impl Datatype {
         self.external_ready(NAME)?;
         self.check_reach(NAME, count, origin, buf.len())?;
         let needed = self.external_size(datarep, count)?;
-        let available = out.len();
-        let Some(room) = out.get_mut(*position..).filter(|r| r.len() >= needed) else {
-            return Err(DatatypeError::Truncate {
-                name: NAME,
-                needed,
-                position: *position,
-                available,
-            });
-        };
+        let range = span(NAME, out.len(), *position, needed)?;
+        let room = &mut out[range];
         let mut at = 0;
         self.each_value(count, |disp, prim| {
             let from = (origin as isize + disp) as usize;
@@ -235,14 +229,7 @@ impl Datatype {
         self.external_ready(NAME)?;
         self.check_reach(NAME, count, origin, buf.len())?;
         let needed = self.external_size(datarep, count)?;
-        let Some(data) = input.get(*position..).filter(|r| r.len() >= needed) else {
-            return Err(DatatypeError::Truncate {
-                name: NAME,
-                needed,
-                position: *position,
-                available: input.len(),
-            });
-        };
+        let data = &input[span(NAME, input.len(), *position, needed)?];
         let mut at = 0;
         self.each_value(count, |disp, prim| {
             let to = (origin as isize + disp) as usize;

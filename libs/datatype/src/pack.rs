@@ -6,6 +6,29 @@
 use crate::desc::{walk, Window};
 use crate::{Datatype, DatatypeError};
 
+/// The bytes `position .. position + needed` of a pack buffer of `len`
+/// bytes.
+///
+/// # Errors
+///
+/// `Truncate` when they pass its end.
+pub(crate) fn span(
+    name: &'static str,
+    len: usize,
+    position: usize,
+    needed: usize,
+) -> Result<std::ops::Range<usize>, DatatypeError> {
+    match position.checked_add(needed) {
+        Some(end) if end <= len => Ok(position..end),
+        _ => Err(DatatypeError::Truncate {
+            name,
+            needed,
+            position,
+            available: len,
+        }),
+    }
+}
+
 impl Datatype {
     /// Data bytes of `count` elements (`MPI_Pack_size`: packing adds
     /// nothing).
@@ -175,25 +198,11 @@ impl Datatype {
         const NAME: &str = "MPI_Pack";
         self.check_reach(NAME, count, origin, buf.len())?;
         let needed = self.packed_size(count)?;
-        let room = out.get_mut(*position..).filter(|r| r.len() >= needed);
-        let Some(room) = room else {
-            return Err(DatatypeError::Truncate {
-                name: NAME,
-                needed,
-                position: *position,
-                available: out.len(),
-            });
-        };
+        let range = span(NAME, out.len(), *position, needed)?;
+        let room = &mut out[range];
         // SAFETY: the reach is inside `buf` (checked); `out` is another
         // slice, so they do not overlap.
-        let n = unsafe {
-            self.pack_raw(
-                buf.as_ptr().wrapping_add(origin),
-                count,
-                0,
-                &mut room[..needed],
-            )
-        };
+        let n = unsafe { self.pack_raw(buf.as_ptr().wrapping_add(origin), count, 0, room) };
         *position += n;
         Ok(())
     }
@@ -217,25 +226,10 @@ impl Datatype {
         const NAME: &str = "MPI_Unpack";
         self.check_reach(NAME, count, origin, buf.len())?;
         let needed = self.packed_size(count)?;
-        let data = input.get(*position..).filter(|r| r.len() >= needed);
-        let Some(data) = data else {
-            return Err(DatatypeError::Truncate {
-                name: NAME,
-                needed,
-                position: *position,
-                available: input.len(),
-            });
-        };
+        let data = &input[span(NAME, input.len(), *position, needed)?];
         // SAFETY: the reach is inside `buf` (checked), which the `&mut`
         // borrow makes exclusive; `input` is another slice.
-        let n = unsafe {
-            self.unpack_raw(
-                &data[..needed],
-                buf.as_mut_ptr().wrapping_add(origin),
-                count,
-                0,
-            )
-        };
+        let n = unsafe { self.unpack_raw(data, buf.as_mut_ptr().wrapping_add(origin), count, 0) };
         *position += n;
         Ok(())
     }

@@ -9,6 +9,43 @@ fn argument(why: String) -> DatatypeError {
     DatatypeError::Argument { name: NAME, why }
 }
 
+/// Checks that an array type has a dimension and that each of `others`
+/// has an entry per dimension (`first` names the array that counts
+/// them).
+pub(crate) fn dimensions(
+    name: &'static str,
+    (first, n): (&'static str, usize),
+    others: [(&'static str, usize); 2],
+) -> Result<(), DatatypeError> {
+    if n == 0 {
+        return Err(DatatypeError::Argument {
+            name,
+            why: format!("ndims is 0 ({first} is empty); give at least one dimension"),
+        });
+    }
+    for (second, len) in others {
+        if len != n {
+            return Err(DatatypeError::LengthMismatch {
+                name,
+                first,
+                first_len: n,
+                second,
+                second_len: len,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The dimensions of an `n`-dimensional array stored in `order`, from
+/// the fastest-varying to the slowest.
+pub(crate) fn fastest_first(order: Order, n: usize) -> Vec<usize> {
+    match order {
+        Order::C => (0..n).rev().collect(),
+        Order::Fortran => (0..n).collect(),
+    }
+}
+
 impl Datatype {
     /// The block `starts[d] .. starts[d] + subsizes[d]` of each dimension
     /// `d` of an array of `sizes[d]` elements of `old` per dimension,
@@ -29,22 +66,11 @@ impl Datatype {
         old: &Datatype,
     ) -> Result<Datatype, DatatypeError> {
         let n = sizes.len();
-        if n == 0 {
-            return Err(argument(
-                "ndims is 0; a subarray has at least one dimension".into(),
-            ));
-        }
-        for (what, len) in [("subsizes", subsizes.len()), ("starts", starts.len())] {
-            if len != n {
-                return Err(DatatypeError::LengthMismatch {
-                    name: NAME,
-                    first: "sizes",
-                    first_len: n,
-                    second: what,
-                    second_len: len,
-                });
-            }
-        }
+        dimensions(
+            NAME,
+            ("sizes", n),
+            [("subsizes", subsizes.len()), ("starts", starts.len())],
+        )?;
         for d in 0..n {
             let (size, sub, start) = (sizes[d], subsizes[d], starts[d]);
             if size < 1 {
@@ -65,11 +91,7 @@ impl Datatype {
                 )));
             }
         }
-        // Dimensions from the fastest-varying to the slowest.
-        let dims: Vec<usize> = match order {
-            Order::C => (0..n).rev().collect(),
-            Order::Fortran => (0..n).collect(),
-        };
+        let dims = fastest_first(order, n);
         let overflow = || DatatypeError::Overflow {
             name: NAME,
             what: "extent",
@@ -90,10 +112,7 @@ impl Datatype {
         integers.extend_from_slice(sizes);
         integers.extend_from_slice(subsizes);
         integers.extend_from_slice(starts);
-        integers.push(match order {
-            Order::C => 0,
-            Order::Fortran => 1,
-        });
+        integers.push(order.code());
         let contents = Contents {
             integers,
             types: vec![old.clone()],
