@@ -5,7 +5,8 @@
 //! Each workspace crate has a [`Layer`], from where its manifest is:
 //! `plugin-api/…`, `core/<c>`, `frameworks/<fw>`, `libs/<l>`,
 //! `components/<fw>/<c>` and `tests/fixtures/<f>` (test components),
-//! `tools/<t>`, `oxmpi`, `bench/<b>`, `tests/<t>` (programs and tests). A
+//! `tools/<t>`, `oxmpi`, `capi`, `bench/<b>`, `tests/<t>` (programs, the
+//! Rust and C APIs, and tests). A
 //! crate anywhere else is a violation until it is given a layer here.
 //!
 //! The rules, over normal and build dependencies (dev-dependencies only
@@ -44,8 +45,8 @@ pub enum Layer {
     Lib,
     /// `components/<fw>/<c>`, and the test components of `tests/fixtures/`.
     Component,
-    /// Programs, the Rust API, benchmarks and test crates: `tools/`,
-    /// `oxmpi`, `bench/`, `tests/<t>`.
+    /// Programs, the Rust and C APIs, benchmarks and test crates:
+    /// `tools/`, `oxmpi`, `capi`, `bench/`, `tests/<t>`.
     Program,
 }
 
@@ -69,7 +70,7 @@ pub fn layer_of(relative: &str) -> Option<Layer> {
         ["frameworks", _] => Some(Layer::Framework),
         ["libs", _] => Some(Layer::Lib),
         ["components", _, _] | ["tests", "fixtures", _] => Some(Layer::Component),
-        ["tools", _] | ["oxmpi"] | ["bench", _] | ["tests", _] => Some(Layer::Program),
+        ["tools", _] | ["oxmpi"] | ["capi"] | ["bench", _] | ["tests", _] => Some(Layer::Program),
         _ => None,
     }
 }

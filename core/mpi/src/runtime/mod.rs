@@ -91,6 +91,19 @@ impl Comm {
     pub const World: Comm = Comm(0);
     /// `MPI_COMM_SELF`: this process alone (context id 1).
     pub const SelfComm: Comm = Comm(1);
+
+    /// The handle's number (`World` 0, `SelfComm` 1, then the ones the
+    /// runtime made), for an API that passes communicators as integers.
+    pub const fn raw(self) -> u32 {
+        self.0
+    }
+
+    /// The communicator whose number is `raw` ([`Comm::raw`]); one that
+    /// does not exist or was freed is refused (class `Comm`) by every
+    /// call that takes it.
+    pub const fn from_raw(raw: u32) -> Comm {
+        Comm(raw)
+    }
 }
 
 /// The outcome of a receive or probe (`MPI_Status`); sends report zeros.
@@ -398,6 +411,12 @@ impl Runtime {
     /// The thread level in effect.
     pub fn thread_level(&self) -> ThreadLevel {
         self.level
+    }
+
+    /// Whether the calling thread is the one that initialized
+    /// (`MPI_Is_thread_main`).
+    pub fn is_main_thread(&self) -> bool {
+        IS_MAIN_THREAD.with(Cell::get)
     }
 
     /// The pml in use.

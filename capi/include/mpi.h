@@ -1,0 +1,274 @@
+/* mpi.h of oxmpi: the MPI 3.1 C interface this library provides.
+ *
+ * Handles are integers: MPI_Comm, MPI_Datatype, MPI_Op, MPI_Request,
+ * MPI_Errhandler are int, with 0 as the null handle, so MPI_Comm_c2f and
+ * its kin are the identity. The values of the constants are oxmpi's own
+ * (docs/c-api.md lists them); a program must use the names. */
+#ifndef OXMPI_MPI_H
+#define OXMPI_MPI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MPI_VERSION 3
+#define MPI_SUBVERSION 1
+#define OXMPI_VERSION_STRING "oxmpi 2.1"
+
+typedef int MPI_Comm;
+typedef int MPI_Datatype;
+typedef int MPI_Op;
+typedef int MPI_Request;
+typedef int MPI_Errhandler;
+typedef int MPI_Fint;
+typedef intptr_t MPI_Aint;
+typedef long long MPI_Offset;
+typedef long long MPI_Count;
+
+typedef struct MPI_Status {
+    int MPI_SOURCE;
+    int MPI_TAG;
+    int MPI_ERROR;
+    int oxmpi_cancelled;
+    long long oxmpi_count; /* bytes received */
+} MPI_Status;
+
+#define MPI_STATUS_IGNORE ((MPI_Status *)0)
+#define MPI_STATUSES_IGNORE ((MPI_Status *)0)
+#define MPI_IN_PLACE ((void *)1)
+#define MPI_BOTTOM ((void *)0)
+
+/* Communicators. */
+#define MPI_COMM_NULL 0
+#define MPI_COMM_WORLD 1
+#define MPI_COMM_SELF 2
+#define MPI_IDENT 0
+#define MPI_CONGRUENT 1
+#define MPI_SIMILAR 2
+#define MPI_UNEQUAL 3
+
+/* Datatypes. */
+#define MPI_DATATYPE_NULL 0
+#define MPI_CHAR 1
+#define MPI_SIGNED_CHAR 2
+#define MPI_UNSIGNED_CHAR 3
+#define MPI_BYTE 4
+#define MPI_PACKED 5
+#define MPI_SHORT 6
+#define MPI_UNSIGNED_SHORT 7
+#define MPI_INT 8
+#define MPI_UNSIGNED 9
+#define MPI_LONG 10
+#define MPI_UNSIGNED_LONG 11
+#define MPI_LONG_LONG 12
+#define MPI_LONG_LONG_INT MPI_LONG_LONG
+#define MPI_UNSIGNED_LONG_LONG 13
+#define MPI_FLOAT 14
+#define MPI_DOUBLE 15
+#define MPI_LONG_DOUBLE 16
+#define MPI_WCHAR 17
+#define MPI_C_BOOL 18
+#define MPI_INT8_T 19
+#define MPI_INT16_T 20
+#define MPI_INT32_T 21
+#define MPI_INT64_T 22
+#define MPI_UINT8_T 23
+#define MPI_UINT16_T 24
+#define MPI_UINT32_T 25
+#define MPI_UINT64_T 26
+#define MPI_AINT 27
+#define MPI_OFFSET 28
+#define MPI_COUNT 29
+#define MPI_C_FLOAT_COMPLEX 30
+#define MPI_C_COMPLEX MPI_C_FLOAT_COMPLEX
+#define MPI_C_DOUBLE_COMPLEX 31
+#define MPI_C_LONG_DOUBLE_COMPLEX 32
+#define MPI_FLOAT_INT 33
+#define MPI_DOUBLE_INT 34
+#define MPI_LONG_INT 35
+#define MPI_2INT 36
+#define MPI_SHORT_INT 37
+#define MPI_LONG_DOUBLE_INT 38
+
+/* Reduction operations. */
+#define MPI_OP_NULL 0
+#define MPI_MAX 1
+#define MPI_MIN 2
+#define MPI_SUM 3
+#define MPI_PROD 4
+#define MPI_LAND 5
+#define MPI_LOR 6
+#define MPI_LXOR 7
+#define MPI_BAND 8
+#define MPI_BOR 9
+#define MPI_BXOR 10
+#define MPI_MINLOC 11
+#define MPI_MAXLOC 12
+
+/* Requests and error handlers. */
+#define MPI_REQUEST_NULL 0
+#define MPI_ERRHANDLER_NULL 0
+#define MPI_ERRORS_ARE_FATAL 1
+#define MPI_ERRORS_RETURN 2
+
+/* Special ranks, tags and values. */
+#define MPI_ANY_SOURCE (-1)
+#define MPI_ANY_TAG (-1)
+#define MPI_PROC_NULL (-2)
+#define MPI_ROOT (-3)
+#define MPI_UNDEFINED (-32766)
+#define MPI_MAX_PROCESSOR_NAME 256
+#define MPI_MAX_ERROR_STRING 512
+#define MPI_MAX_LIBRARY_VERSION_STRING 256
+
+/* Thread levels. */
+#define MPI_THREAD_SINGLE 0
+#define MPI_THREAD_FUNNELED 1
+#define MPI_THREAD_SERIALIZED 2
+#define MPI_THREAD_MULTIPLE 3
+
+/* Error classes. An error code is its class plus a multiple of 1024 that
+ * names the message MPI_Error_string returns. */
+#define MPI_SUCCESS 0
+#define MPI_ERR_BUFFER 1
+#define MPI_ERR_COUNT 2
+#define MPI_ERR_TYPE 3
+#define MPI_ERR_TAG 4
+#define MPI_ERR_COMM 5
+#define MPI_ERR_RANK 6
+#define MPI_ERR_REQUEST 7
+#define MPI_ERR_ROOT 8
+#define MPI_ERR_GROUP 9
+#define MPI_ERR_OP 10
+#define MPI_ERR_TOPOLOGY 11
+#define MPI_ERR_DIMS 12
+#define MPI_ERR_ARG 13
+#define MPI_ERR_UNKNOWN 14
+#define MPI_ERR_TRUNCATE 15
+#define MPI_ERR_OTHER 16
+#define MPI_ERR_INTERN 17
+#define MPI_ERR_IN_STATUS 18
+#define MPI_ERR_PENDING 19
+#define MPI_ERR_PROC_FAILED 20
+#define MPI_ERR_UNSUPPORTED_OPERATION 21
+#define MPI_ERR_CONVERSION 22
+#define MPI_ERR_LASTCODE 1023
+
+/* Environment. */
+int MPI_Init(int *argc, char ***argv);
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided);
+int MPI_Initialized(int *flag);
+int MPI_Finalized(int *flag);
+int MPI_Finalize(void);
+int MPI_Query_thread(int *provided);
+int MPI_Is_thread_main(int *flag);
+int MPI_Abort(MPI_Comm comm, int errorcode);
+double MPI_Wtime(void);
+double MPI_Wtick(void);
+int MPI_Get_processor_name(char *name, int *resultlen);
+int MPI_Get_version(int *version, int *subversion);
+int MPI_Get_library_version(char *version, int *resultlen);
+
+/* Errors. */
+int MPI_Error_string(int errorcode, char *string, int *resultlen);
+int MPI_Error_class(int errorcode, int *errorclass);
+int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
+int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
+
+/* Communicators. */
+int MPI_Comm_rank(MPI_Comm comm, int *rank);
+int MPI_Comm_size(MPI_Comm comm, int *size);
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
+int MPI_Comm_free(MPI_Comm *comm);
+int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
+MPI_Fint MPI_Comm_c2f(MPI_Comm comm);
+MPI_Comm MPI_Comm_f2c(MPI_Fint comm);
+
+/* Point-to-point. */
+int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+             MPI_Status *status);
+int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+              MPI_Request *request);
+int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request *request);
+int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+              MPI_Request *request);
+int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                 void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                 MPI_Comm comm, MPI_Status *status);
+int MPI_Wait(MPI_Request *request, MPI_Status *status);
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]);
+int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status);
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status);
+int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]);
+int MPI_Request_free(MPI_Request *request);
+int MPI_Cancel(MPI_Request *request);
+int MPI_Test_cancelled(const MPI_Status *status, int *flag);
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
+int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
+int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count);
+
+/* Collectives. */
+int MPI_Barrier(MPI_Comm comm);
+int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               int root, MPI_Comm comm);
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                  MPI_Comm comm);
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+
+/* Datatypes. */
+int MPI_Type_size(MPI_Datatype datatype, int *size);
+int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
+int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent);
+int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
+                    MPI_Datatype *newtype);
+int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
+                            MPI_Datatype *newtype);
+int MPI_Type_indexed(int count, const int blocklengths[], const int displacements[],
+                     MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_create_struct(int count, const int blocklengths[], const MPI_Aint displacements[],
+                           const MPI_Datatype types[], MPI_Datatype *newtype);
+int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
+                            MPI_Datatype *newtype);
+int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_commit(MPI_Datatype *datatype);
+int MPI_Type_free(MPI_Datatype *datatype);
+int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize,
+             int *position, MPI_Comm comm);
+int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
+               MPI_Datatype datatype, MPI_Comm comm);
+int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size);
+int MPI_Get_address(const void *location, MPI_Aint *address);
+
+/* The profiling interface: every MPI_ function above is a weak alias of
+ * its PMPI_ twin. */
+int PMPI_Init(int *argc, char ***argv);
+int PMPI_Finalize(void);
+int PMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int PMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+              MPI_Status *status);
+int PMPI_Barrier(MPI_Comm comm);
+int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                   MPI_Op op, MPI_Comm comm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OXMPI_MPI_H */

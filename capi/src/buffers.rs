@@ -1,0 +1,119 @@
+//! Typed buffers as the MPI layer takes them: the user's memory itself
+//! when the type is contiguous, else a packed copy (sends) or a staging
+//! buffer unpacked when the receive completes.
+
+use crate::errors::Fail;
+use crate::handles::TypeEntry;
+use oxmpi_datatype::Datatype;
+use std::ffi::c_void;
+
+/// A send's data.
+pub enum Outgoing {
+    /// The user's bytes.
+    Direct(*const u8, usize),
+    /// A packed copy of a non-contiguous type.
+    Packed(Vec<u8>),
+}
+
+impl Outgoing {
+    /// `count` elements of `ty` at `buf`.
+    ///
+    /// # Safety
+    ///
+    /// The elements' bytes are readable.
+    ///
+    /// # Errors
+    ///
+    /// The size overflows.
+    pub unsafe fn new(buf: *const c_void, count: usize, ty: &TypeEntry) -> Result<Outgoing, Fail> {
+        let len = ty.dt.packed_size(count)?;
+        if ty.dt.is_contiguous() || len == 0 {
+            return Ok(Outgoing::Direct(buf.cast(), len));
+        }
+        let mut packed = vec![0u8; len];
+        // SAFETY: the elements are readable (the caller's promise); the
+        // copy is a new vector.
+        unsafe { ty.dt.pack_raw(buf.cast(), count, 0, &mut packed) };
+        Ok(Outgoing::Packed(packed))
+    }
+
+    /// The bytes to send.
+    pub fn bytes(&self) -> (*const u8, usize) {
+        match self {
+            Outgoing::Direct(p, n) => (*p, *n),
+            Outgoing::Packed(v) => (v.as_ptr(), v.len()),
+        }
+    }
+}
+
+/// A receive's destination.
+pub enum Incoming {
+    /// The user's bytes.
+    Direct(*mut u8, usize),
+    /// A staging buffer, unpacked into `count` elements of `dt` at `buf`
+    /// when the receive completes.
+    Staged {
+        /// The received bytes.
+        staging: Vec<u8>,
+        /// The receive's type.
+        dt: Datatype,
+        /// The user's buffer.
+        buf: *mut u8,
+        /// Its elements.
+        count: usize,
+    },
+}
+
+// SAFETY: the raw pointers are the user's buffers, which MPI lets any
+// thread complete a request on; nothing here dereferences them without the
+// caller's promise.
+unsafe impl Send for Incoming {}
+// SAFETY: as above.
+unsafe impl Send for Outgoing {}
+
+impl Incoming {
+    /// `count` elements of `ty` at `buf`.
+    ///
+    /// # Errors
+    ///
+    /// The size overflows.
+    pub fn new(buf: *mut c_void, count: usize, ty: &TypeEntry) -> Result<Incoming, Fail> {
+        let len = ty.dt.packed_size(count)?;
+        if ty.dt.is_contiguous() || len == 0 {
+            return Ok(Incoming::Direct(buf.cast(), len));
+        }
+        Ok(Incoming::Staged {
+            staging: vec![0u8; len],
+            dt: ty.dt.clone(),
+            buf: buf.cast(),
+            count,
+        })
+    }
+
+    /// Where the bytes go.
+    pub fn bytes(&mut self) -> (*mut u8, usize) {
+        match self {
+            Incoming::Direct(p, n) => (*p, *n),
+            Incoming::Staged { staging, .. } => (staging.as_mut_ptr(), staging.len()),
+        }
+    }
+
+    /// Puts the first `received` bytes where the user wants them.
+    ///
+    /// # Safety
+    ///
+    /// The user's elements are writable and nothing else uses them.
+    pub unsafe fn finish(&self, received: usize) {
+        if let Incoming::Staged {
+            staging,
+            dt,
+            buf,
+            count,
+        } = self
+        {
+            let n = received.min(staging.len());
+            // SAFETY: the caller's promise.
+            unsafe { dt.unpack_raw(&staging[..n], *buf, *count, 0) };
+        }
+    }
+}

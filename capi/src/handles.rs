@@ -1,0 +1,282 @@
+//! The integer handles of `mpi.h`: communicators, datatypes, operations.
+//! (Requests are in [`crate::requests`].)
+
+use crate::errors::{Fail, ERR_ARG, ERR_COMM, ERR_OP, ERR_TYPE};
+use oxmpi_datatype::{Datatype, Pair, Primitive};
+use oxmpi_mpi_core::coll::{ElementCode, OpCode};
+use oxmpi_mpi_core::Comm;
+use std::borrow::Cow;
+use std::ffi::c_int;
+use std::sync::{OnceLock, RwLock};
+
+/// `MPI_COMM_NULL`.
+pub const COMM_NULL: c_int = 0;
+
+/// The communicator of handle `h` (`MPI_COMM_WORLD` is 1, `MPI_COMM_SELF`
+/// 2; the runtime's communicator `n` is `n + 1`).
+///
+/// # Errors
+///
+/// `MPI_ERR_COMM` for `MPI_COMM_NULL` or a negative handle (a freed one is
+/// refused by the runtime when used).
+#[inline]
+pub fn comm(h: c_int) -> Result<Comm, Fail> {
+    match u32::try_from(h) {
+        Ok(n) if n > 0 => Ok(Comm::from_raw(n - 1)),
+        _ => Err(Fail::new(
+            ERR_COMM,
+            format!("communicator handle {h} is not a communicator (MPI_COMM_NULL is 0)"),
+        )),
+    }
+}
+
+/// The handle of communicator `c`.
+pub fn comm_handle(c: Comm) -> c_int {
+    c.raw() as c_int + 1
+}
+
+/// A datatype as the C interface holds it.
+#[derive(Clone, Debug)]
+pub struct TypeEntry {
+    /// The type.
+    pub dt: Datatype,
+    /// Whether it may be used for communication (predefined, or
+    /// committed).
+    pub committed: bool,
+    /// The element type reductions see, for the predefined types they
+    /// take.
+    pub element: Option<ElementCode>,
+}
+
+/// The predefined types, in handle order from 1 (`MPI_CHAR`) as `mpi.h`
+/// numbers them, with the element type reductions see.
+const PREDEFINED: &[(Primitive, Option<ElementCode>)] = &[
+    (Primitive::Char, None),
+    (Primitive::SignedChar, Some(ElementCode::Int8)),
+    (Primitive::UnsignedChar, Some(ElementCode::UInt8)),
+    (Primitive::Byte, Some(ElementCode::Byte)),
+    (Primitive::Packed, None),
+    (Primitive::Short, Some(ElementCode::Int16)),
+    (Primitive::UnsignedShort, Some(ElementCode::UInt16)),
+    (Primitive::Int, Some(ElementCode::Int32)),
+    (Primitive::Unsigned, Some(ElementCode::UInt32)),
+    (Primitive::Long, Some(ElementCode::Int64)),
+    (Primitive::UnsignedLong, Some(ElementCode::UInt64)),
+    (Primitive::LongLong, Some(ElementCode::Int64)),
+    (Primitive::UnsignedLongLong, Some(ElementCode::UInt64)),
+    (Primitive::Float, Some(ElementCode::Float32)),
+    (Primitive::Double, Some(ElementCode::Float64)),
+    (Primitive::LongDouble, None),
+    (Primitive::WChar, None),
+    (Primitive::CBool, Some(ElementCode::Bool)),
+    (Primitive::Int8, Some(ElementCode::Int8)),
+    (Primitive::Int16, Some(ElementCode::Int16)),
+    (Primitive::Int32, Some(ElementCode::Int32)),
+    (Primitive::Int64, Some(ElementCode::Int64)),
+    (Primitive::UInt8, Some(ElementCode::UInt8)),
+    (Primitive::UInt16, Some(ElementCode::UInt16)),
+    (Primitive::UInt32, Some(ElementCode::UInt32)),
+    (Primitive::UInt64, Some(ElementCode::UInt64)),
+    (Primitive::Aint, Some(ElementCode::Int64)),
+    (Primitive::Offset, Some(ElementCode::Int64)),
+    (Primitive::Count, Some(ElementCode::Int64)),
+    (Primitive::FloatComplex, None),
+    (Primitive::DoubleComplex, None),
+    (Primitive::LongDoubleComplex, None),
+];
+
+/// The pair types, from handle `PREDEFINED.len() + 1` (`MPI_FLOAT_INT`).
+const PAIRS: &[(Pair, Option<ElementCode>)] = &[
+    (Pair::FloatInt, Some(ElementCode::FloatInt)),
+    (Pair::DoubleInt, Some(ElementCode::DoubleInt)),
+    (Pair::LongInt, Some(ElementCode::LongInt)),
+    (Pair::TwoInt, Some(ElementCode::TwoInt)),
+    (Pair::ShortInt, Some(ElementCode::ShortInt)),
+    (Pair::LongDoubleInt, None),
+];
+
+/// Handles of derived types start here.
+pub const FIRST_DERIVED: c_int = 1024;
+
+fn predefined() -> &'static [TypeEntry] {
+    static TABLE: OnceLock<Vec<TypeEntry>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let singles = PREDEFINED.iter().map(|&(p, element)| TypeEntry {
+            dt: Datatype::predefined(p),
+            committed: true,
+            element,
+        });
+        let pairs = PAIRS.iter().map(|&(p, element)| TypeEntry {
+            dt: Datatype::pair(p),
+            committed: true,
+            element,
+        });
+        singles.chain(pairs).collect()
+    })
+}
+
+/// The derived types, by `handle − FIRST_DERIVED` (`None`: freed).
+static DERIVED: RwLock<Vec<Option<TypeEntry>>> = RwLock::new(Vec::new());
+
+fn type_error(h: c_int, why: &str) -> Fail {
+    Fail::new(ERR_TYPE, format!("datatype handle {h} {why}"))
+}
+
+/// The datatype of handle `h`, committed or not.
+///
+/// # Errors
+///
+/// `MPI_ERR_TYPE` for `MPI_DATATYPE_NULL`, an unknown handle or a freed
+/// type.
+#[inline]
+pub fn any_type(h: c_int) -> Result<Cow<'static, TypeEntry>, Fail> {
+    if h >= 1 && (h as usize) <= predefined().len() {
+        return Ok(Cow::Borrowed(&predefined()[h as usize - 1]));
+    }
+    if h < FIRST_DERIVED {
+        return Err(type_error(h, "is not a datatype (MPI_DATATYPE_NULL is 0)"));
+    }
+    let table = DERIVED.read().unwrap_or_else(|e| e.into_inner());
+    match table.get((h - FIRST_DERIVED) as usize) {
+        Some(Some(e)) => Ok(Cow::Owned(e.clone())),
+        Some(None) => Err(type_error(h, "was freed")),
+        None => Err(type_error(h, "is not a datatype")),
+    }
+}
+
+/// The datatype of handle `h`, for communication.
+///
+/// # Errors
+///
+/// As [`any_type`], and `MPI_ERR_TYPE` for a type not committed.
+#[inline]
+pub fn datatype(h: c_int) -> Result<Cow<'static, TypeEntry>, Fail> {
+    let t = any_type(h)?;
+    if !t.committed {
+        return Err(type_error(
+            h,
+            "is not committed; call MPI_Type_commit before using it",
+        ));
+    }
+    Ok(t)
+}
+
+/// Registers a new derived type and answers its handle.
+pub fn new_type(dt: Datatype) -> c_int {
+    let mut table = DERIVED.write().unwrap_or_else(|e| e.into_inner());
+    let entry = TypeEntry {
+        dt,
+        committed: false,
+        element: None,
+    };
+    let index = match table.iter().position(Option::is_none) {
+        Some(i) => {
+            table[i] = Some(entry);
+            i
+        }
+        None => {
+            table.push(Some(entry));
+            table.len() - 1
+        }
+    };
+    FIRST_DERIVED + index as c_int
+}
+
+/// Applies `f` to the derived type of handle `h`; `free` removes it.
+///
+/// # Errors
+///
+/// `MPI_ERR_TYPE` for a predefined type (which cannot be committed again
+/// or freed: `MPI_Type_commit` on one is allowed and does nothing) or a
+/// handle that is not a live derived type.
+pub fn update_type(h: c_int, free: bool, f: impl FnOnce(&mut TypeEntry)) -> Result<(), Fail> {
+    if h >= 1 && (h as usize) <= predefined().len() {
+        if free {
+            return Err(type_error(h, "is predefined and cannot be freed"));
+        }
+        return Ok(());
+    }
+    let mut table = DERIVED.write().unwrap_or_else(|e| e.into_inner());
+    let slot = usize::try_from(h - FIRST_DERIVED)
+        .ok()
+        .and_then(|i| table.get_mut(i));
+    match slot {
+        Some(slot @ Some(_)) => {
+            if free {
+                *slot = None;
+            } else if let Some(e) = slot.as_mut() {
+                f(e);
+            }
+            Ok(())
+        }
+        Some(None) => Err(type_error(h, "was freed")),
+        None => Err(type_error(h, "is not a datatype")),
+    }
+}
+
+/// The reduction operation of handle `h` (`MPI_MAX` is 1 … `MPI_MAXLOC`
+/// 12).
+///
+/// # Errors
+///
+/// `MPI_ERR_OP` for `MPI_OP_NULL` or an unknown handle.
+pub fn op(h: c_int) -> Result<OpCode, Fail> {
+    const OPS: [OpCode; 12] = [
+        OpCode::Max,
+        OpCode::Min,
+        OpCode::Sum,
+        OpCode::Prod,
+        OpCode::Land,
+        OpCode::Lor,
+        OpCode::Lxor,
+        OpCode::Band,
+        OpCode::Bor,
+        OpCode::Bxor,
+        OpCode::MinLoc,
+        OpCode::MaxLoc,
+    ];
+    usize::try_from(h)
+        .ok()
+        .and_then(|i| i.checked_sub(1))
+        .and_then(|i| OPS.get(i).copied())
+        .ok_or_else(|| {
+            Fail::new(
+                ERR_OP,
+                format!("operation handle {h} is not an operation (MPI_OP_NULL is 0)"),
+            )
+        })
+}
+
+/// A count argument as a `usize`.
+///
+/// # Errors
+///
+/// `MPI_ERR_COUNT` for a negative count.
+#[inline]
+pub fn count(what: &str, n: c_int) -> Result<usize, Fail> {
+    usize::try_from(n).map_err(|_| {
+        Fail::new(
+            crate::errors::ERR_COUNT,
+            format!("{what} is {n}; it must be 0 or more"),
+        )
+    })
+}
+
+/// Writes `value` through an output pointer.
+///
+/// # Errors
+///
+/// `MPI_ERR_ARG` for a null pointer.
+///
+/// # Safety
+///
+/// `out` is null or valid for a write of `T`.
+#[inline]
+pub unsafe fn put<T>(what: &str, out: *mut T, value: T) -> Result<(), Fail> {
+    if out.is_null() {
+        return Err(Fail::new(ERR_ARG, format!("{what} is a null pointer")));
+    }
+    // SAFETY: not null; valid for a write (the caller's promise).
+    unsafe { out.write(value) };
+    Ok(())
+}

@@ -1,0 +1,159 @@
+//! libmpi: MPI's C interface, `mpi.h` (in `include/`), over oxmpi's MPI
+//! layer. Every function is defined as `PMPI_<name>`, and `MPI_<name>` is
+//! a weak alias of it (the profiling interface: a tool that defines
+//! `MPI_Send` and calls `PMPI_Send` takes its place).
+//!
+//! Handles are integers (see `mpi.h` and docs/c-api.md). Errors go through
+//! each communicator's error handler ([`errors`]); nothing unwinds into C.
+
+mod buffers;
+mod coll;
+mod comm;
+mod env;
+pub mod errors;
+mod handles;
+mod p2p;
+mod requests;
+mod status;
+mod types;
+
+use errors::{Fail, ERR_OTHER};
+use oxmpi_mpi_core::Runtime;
+use std::ffi::{c_int, c_void};
+
+/// `MPI_COMM_WORLD`.
+pub const COMM_WORLD: c_int = 1;
+/// `MPI_COMM_SELF`.
+pub const COMM_SELF: c_int = 2;
+/// `MPI_ANY_SOURCE`.
+pub const ANY_SOURCE: c_int = -1;
+/// `MPI_PROC_NULL`.
+pub const PROC_NULL: c_int = -2;
+/// `MPI_UNDEFINED`.
+pub const UNDEFINED: c_int = -32766;
+/// `MPI_MAX_PROCESSOR_NAME`.
+pub const MAX_PROCESSOR_NAME: usize = 256;
+/// `MPI_MAX_ERROR_STRING`.
+pub const MAX_ERROR_STRING: usize = 512;
+/// `MPI_MAX_LIBRARY_VERSION_STRING`.
+pub const MAX_LIBRARY_VERSION_STRING: usize = 256;
+/// `MPI_IN_PLACE`: the address 1, as `mpi.h` defines it.
+#[allow(clippy::manual_dangling_ptr)]
+pub const IN_PLACE: *const c_void = 1 as *const c_void;
+
+/// The runtime of an initialized, not finalized process.
+///
+/// # Errors
+///
+/// `MPI_ERR_OTHER` before `MPI_Init` or after `MPI_Finalize`.
+#[inline]
+fn runtime() -> Result<&'static Runtime, Fail> {
+    oxmpi_mpi_core::runtime().ok_or_else(|| {
+        Fail::new(
+            ERR_OTHER,
+            "MPI is not initialized in this process (call MPI_Init first), or was finalized",
+        )
+    })
+}
+
+/// Defines `MPI_<name>` for each name: a weak function that jumps to
+/// `PMPI_<name>` (in assembly, as Rust has no weak definitions; a plain
+/// symbol alias would not do, as the `PMPI_` function may sit in another
+/// object file of the crate).
+macro_rules! weak_aliases {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[cfg(target_arch = "x86_64")]
+            std::arch::global_asm!(
+                ".text",
+                concat!(".weak MPI_", stringify!($name)),
+                concat!(".type MPI_", stringify!($name), ", @function"),
+                concat!("MPI_", stringify!($name), ":"),
+                concat!("jmp PMPI_", stringify!($name), "@PLT"),
+                concat!(".size MPI_", stringify!($name), ", . - MPI_", stringify!($name)),
+            );
+            #[cfg(target_arch = "aarch64")]
+            std::arch::global_asm!(
+                ".text",
+                concat!(".weak MPI_", stringify!($name)),
+                concat!(".type MPI_", stringify!($name), ", %function"),
+                concat!("MPI_", stringify!($name), ":"),
+                concat!("b PMPI_", stringify!($name)),
+                concat!(".size MPI_", stringify!($name), ", . - MPI_", stringify!($name)),
+            );
+        )*
+        /// The names (without `MPI_`) of every function, for the tests.
+        pub const FUNCTIONS: &[&str] = &[$(stringify!($name)),*];
+    };
+}
+
+weak_aliases!(
+    Init,
+    Init_thread,
+    Initialized,
+    Finalized,
+    Finalize,
+    Query_thread,
+    Is_thread_main,
+    Abort,
+    Wtime,
+    Wtick,
+    Get_processor_name,
+    Get_version,
+    Get_library_version,
+    Error_string,
+    Error_class,
+    Comm_set_errhandler,
+    Comm_get_errhandler,
+    Comm_rank,
+    Comm_size,
+    Comm_dup,
+    Comm_split,
+    Comm_free,
+    Comm_compare,
+    Comm_c2f,
+    Comm_f2c,
+    Send,
+    Ssend,
+    Recv,
+    Isend,
+    Issend,
+    Irecv,
+    Sendrecv,
+    Wait,
+    Waitall,
+    Waitany,
+    Test,
+    Testall,
+    Request_free,
+    Cancel,
+    Test_cancelled,
+    Probe,
+    Iprobe,
+    Get_count,
+    Get_elements,
+    Barrier,
+    Bcast,
+    Reduce,
+    Allreduce,
+    Gather,
+    Scatter,
+    Allgather,
+    Alltoall,
+    Type_size,
+    Type_get_extent,
+    Type_get_true_extent,
+    Type_contiguous,
+    Type_vector,
+    Type_create_hvector,
+    Type_indexed,
+    Type_create_struct,
+    Type_create_resized,
+    Type_dup,
+    Type_commit,
+    Type_free,
+    Pack,
+    Unpack,
+    Pack_size,
+    Get_address,
+);

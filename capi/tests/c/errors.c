@@ -1,0 +1,65 @@
+/* Error paths under MPI_ERRORS_RETURN: each bad argument gives its class,
+ * and MPI_Error_string says what was wrong. Prints "errors: ok". */
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+static int rank, failures = 0;
+
+static void expect(const char *what, int rc, int want_class, const char *want_text) {
+    int cls = -1, len = 0;
+    char text[MPI_MAX_ERROR_STRING];
+    MPI_Error_class(rc, &cls);
+    MPI_Error_string(rc, text, &len);
+    if (cls != want_class || strstr(text, want_text) == NULL) {
+        fprintf(stderr, "rank %d: %s: class %d (want %d), text '%s' (want '%s')\n", rank, what, cls,
+                want_class, text, want_text);
+        failures++;
+    }
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Errhandler eh = -1;
+    MPI_Comm_get_errhandler(MPI_COMM_WORLD, &eh);
+    if (eh != MPI_ERRORS_ARE_FATAL) { fprintf(stderr, "default handler %d\n", eh); failures++; }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int x[4] = {0};
+    expect("bad rank", MPI_Send(x, 1, MPI_INT, size + 5, 0, MPI_COMM_WORLD), MPI_ERR_RANK, "rank");
+    expect("bad tag", MPI_Send(x, 1, MPI_INT, 0, -5, MPI_COMM_WORLD), MPI_ERR_TAG, "tag -5");
+    expect("bad count", MPI_Send(x, -1, MPI_INT, 0, 0, MPI_COMM_WORLD), MPI_ERR_COUNT, "count is -1");
+    expect("bad type", MPI_Send(x, 1, 999, 0, 0, MPI_COMM_WORLD), MPI_ERR_TYPE, "datatype handle 999");
+    MPI_Datatype raw;
+    MPI_Type_contiguous(2, MPI_INT, &raw);
+    expect("uncommitted type", MPI_Send(x, 1, raw, 0, 0, MPI_COMM_WORLD), MPI_ERR_TYPE, "MPI_Type_commit");
+    MPI_Type_free(&raw);
+    expect("bad op", MPI_Allreduce(x, x + 1, 1, MPI_INT, 99, MPI_COMM_WORLD), MPI_ERR_OP, "operation handle 99");
+    expect("op on a type it does not take", MPI_Allreduce(x, x + 1, 1, MPI_LONG_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
+           MPI_ERR_TYPE, "MPI_LONG_DOUBLE");
+    expect("bad root", MPI_Bcast(x, 1, MPI_INT, -4, MPI_COMM_WORLD), MPI_ERR_ROOT, "root -4");
+    expect("null comm", MPI_Barrier(MPI_COMM_NULL), MPI_ERR_COMM, "MPI_COMM_NULL");
+    expect("free world", MPI_Comm_free(&(MPI_Comm){MPI_COMM_WORLD}), MPI_ERR_COMM, "cannot be freed");
+    expect("null request wait", MPI_Wait(NULL, MPI_STATUS_IGNORE), MPI_ERR_ARG, "null pointer");
+    MPI_Request bogus = 12345;
+    expect("unknown request", MPI_Wait(&bogus, MPI_STATUS_IGNORE), MPI_ERR_REQUEST, "not an active request");
+    /* Truncation: rank 1 sends 4 ints, rank 0 receives room for 2. */
+    if (rank == 1) MPI_Send(x, 4, MPI_INT, 0, 9, MPI_COMM_WORLD);
+    if (rank == 0)
+        expect("truncate", MPI_Recv(x, 2, MPI_INT, 1, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE), MPI_ERR_TRUNCATE, "");
+    /* A pack buffer too small. */
+    char small[4];
+    int pos = 0;
+    expect("pack", MPI_Pack(x, 2, MPI_INT, small, 4, &pos, MPI_COMM_WORLD), MPI_ERR_TRUNCATE, "8 bytes");
+    int len;
+    char text[MPI_MAX_ERROR_STRING];
+    MPI_Error_string(MPI_ERR_TAG, text, &len);
+    if (strcmp(text, "MPI_ERR_TAG: invalid tag") != 0) { fprintf(stderr, "class string '%s'\n", text); failures++; }
+    int all = 0;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Finalize();
+    if (rank == 0 && all == 0) printf("errors: ok\n");
+    return failures ? 1 : 0;
+}

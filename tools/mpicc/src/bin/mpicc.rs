@@ -1,0 +1,5 @@
+//! `mpicc`: see the crate documentation.
+
+fn main() {
+    std::process::exit(oxmpi_mpicc::main(oxmpi_mpicc::Language::C));
+}

@@ -1,0 +1,131 @@
+//! C programs built with our mpicc against libmpi (capi/tests/c/*.c) and
+//! run with our mpirun: point-to-point, collectives, communicators,
+//! datatypes and packing; the error classes and strings under
+//! MPI_ERRORS_RETURN; the default fatal handler; the profiling interface;
+//! a C++ program through mpicxx; every MPI_ function exported as a weak
+//! alias of its PMPI_ twin.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn source(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../capi/tests/c")
+        .join(name)
+}
+
+/// Compiles `name` (a file of capi/tests/c) with our mpicc (mpicxx for
+/// C++) into `dir`.
+fn compile(dir: &Path, name: &str) -> String {
+    let wrapper = if name.ends_with(".cc") {
+        "mpicxx"
+    } else {
+        "mpicc"
+    };
+    let mpicc = oxmpi_test_support::build_workspace().program(wrapper);
+    let out = dir.join(Path::new(name).file_stem().unwrap());
+    let result = Command::new(&mpicc)
+        .args(["-Wall", "-Werror", "-o"])
+        .arg(&out)
+        .arg(source(name))
+        .output()
+        .unwrap();
+    assert!(
+        result.status.success(),
+        "{wrapper} failed on {name}: {}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    out.display().to_string()
+}
+
+#[test]
+fn the_basic_program_passes_on_2_3_and_4_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = compile(dir.path(), "basic.c");
+    for n in ["2", "3", "4"] {
+        let run = mpirun(&["-n", n, "--oversubscribe", &program]);
+        assert_eq!(run.code(), 0, "-n {n}: {}{}", run.stdout, run.stderr);
+        assert_eq!(run.stdout.trim(), "basic: ok", "-n {n}: {}", run.stderr);
+    }
+}
+
+#[test]
+fn errors_return_their_class_and_say_what_was_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = compile(dir.path(), "errors.c");
+    let run = mpirun(&["-n", "2", &program]);
+    assert_eq!(run.code(), 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.stdout.trim(), "errors: ok", "{}", run.stderr);
+}
+
+#[test]
+fn an_error_under_the_default_handler_ends_the_job_with_its_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = compile(dir.path(), "fatal.c");
+    let run = mpirun(&["-n", "2", &program]);
+    assert_eq!(
+        run.code(),
+        6,
+        "the exit code is the class (MPI_ERR_RANK): {}",
+        run.stderr
+    );
+    assert!(!run.stdout.contains("still running"), "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains("MPI_Send: destination rank 1000 is not in MPI_COMM_WORLD")
+            && run
+                .stderr
+                .contains("MPI_ERR_RANK; the communicator's error handler is MPI_ERRORS_ARE_FATAL"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_tool_that_defines_mpi_functions_takes_their_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = compile(dir.path(), "profile.c");
+    let run = mpirun(&["-n", "2", &program]);
+    assert_eq!(run.code(), 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.stdout.trim(), "profile: ok", "{}", run.stderr);
+}
+
+#[test]
+fn a_cxx_program_builds_with_mpicxx_and_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = compile(dir.path(), "hello.cc");
+    let run = mpirun(&["-n", "2", &program]);
+    assert_eq!(run.code(), 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.stdout.trim(), "hello.cc: ok", "{}", run.stderr);
+}
+
+#[test]
+fn every_function_is_exported_as_a_weak_alias_of_its_pmpi_twin() {
+    let lib = oxmpi_test_support::build_workspace().library("libmpi.so");
+    let out = Command::new("nm").arg("-D").arg(&lib).output().unwrap();
+    assert!(out.status.success(), "nm -D failed");
+    let symbols = String::from_utf8_lossy(&out.stdout);
+    let has = |kind: &str, name: &str| {
+        symbols
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>()[1..] == [kind, name])
+    };
+    for f in mpi::FUNCTIONS {
+        assert!(has("T", &format!("PMPI_{f}")), "PMPI_{f} is not exported");
+        assert!(
+            has("W", &format!("MPI_{f}")),
+            "MPI_{f} is not a weak export"
+        );
+    }
+    // And mpi.h declares each of them.
+    let header = std::fs::read_to_string(source("../../include/mpi.h")).unwrap();
+    for f in mpi::FUNCTIONS {
+        assert!(
+            header.contains(&format!(" MPI_{f}(")),
+            "mpi.h does not declare MPI_{f}"
+        );
+    }
+}
