@@ -3,7 +3,7 @@
 //! buffer unpacked when the receive completes.
 
 use crate::errors::Fail;
-use crate::handles::TypeEntry;
+use crate::handles::Typed;
 use oxmpi_datatype::Datatype;
 use std::ffi::c_void;
 
@@ -25,15 +25,18 @@ impl Outgoing {
     /// # Errors
     ///
     /// The size overflows.
-    pub unsafe fn new(buf: *const c_void, count: usize, ty: &TypeEntry) -> Result<Outgoing, Fail> {
-        let len = ty.dt.packed_size(count)?;
-        if ty.dt.is_contiguous() || len == 0 {
+    #[inline]
+    pub unsafe fn new(buf: *const c_void, count: usize, ty: &Typed) -> Result<Outgoing, Fail> {
+        if let Some(len) = ty.contiguous_bytes(count)? {
             return Ok(Outgoing::Direct(buf.cast(), len));
         }
-        let mut packed = vec![0u8; len];
+        let Typed::General(t) = ty else {
+            return Ok(Outgoing::Direct(buf.cast(), 0));
+        };
+        let mut packed = vec![0u8; t.dt.packed_size(count)?];
         // SAFETY: the elements are readable (the caller's promise); the
         // copy is a new vector.
-        unsafe { ty.dt.pack_raw(buf.cast(), count, 0, &mut packed) };
+        unsafe { t.dt.pack_raw(buf.cast(), count, 0, &mut packed) };
         Ok(Outgoing::Packed(packed))
     }
 
@@ -77,14 +80,17 @@ impl Incoming {
     /// # Errors
     ///
     /// The size overflows.
-    pub fn new(buf: *mut c_void, count: usize, ty: &TypeEntry) -> Result<Incoming, Fail> {
-        let len = ty.dt.packed_size(count)?;
-        if ty.dt.is_contiguous() || len == 0 {
+    #[inline]
+    pub fn new(buf: *mut c_void, count: usize, ty: &Typed) -> Result<Incoming, Fail> {
+        if let Some(len) = ty.contiguous_bytes(count)? {
             return Ok(Incoming::Direct(buf.cast(), len));
         }
+        let Typed::General(t) = ty else {
+            return Ok(Incoming::Direct(buf.cast(), 0));
+        };
         Ok(Incoming::Staged {
-            staging: vec![0u8; len],
-            dt: ty.dt.clone(),
+            staging: vec![0u8; t.dt.packed_size(count)?],
+            dt: t.dt.clone(),
             buf: buf.cast(),
             count,
         })

@@ -6,22 +6,21 @@
 //! the predefined types the reduction kernels know.
 
 use crate::errors::{run, Fail, ERR_TYPE};
-use crate::handles::{comm, count, datatype, op, TypeEntry};
+use crate::handles::{comm, count, op, typed, Typed};
 use crate::{runtime, IN_PLACE};
 use oxmpi_mpi_core::coll::{CollCall, CollKind};
 use std::ffi::{c_int, c_void};
 
 /// The bytes of `n` elements of the contiguous type `t`.
-fn bytes(what: &str, n: c_int, t: &TypeEntry) -> Result<usize, Fail> {
-    let n = count(what, n)?;
-    if !t.dt.is_contiguous() && t.dt.size() > 0 {
-        return Err(Fail::new(
+#[inline]
+fn bytes(what: &str, n: c_int, t: &Typed) -> Result<usize, Fail> {
+    t.contiguous_bytes(count(what, n)?)?.ok_or_else(|| {
+        Fail::new(
             ERR_TYPE,
             "collectives over a non-contiguous datatype are not supported by oxmpi yet; pack the \
              data (MPI_Pack) or use a contiguous type",
-        ));
-    }
-    Ok(t.dt.packed_size(n)?)
+        )
+    })
 }
 
 /// A user buffer, or null for `MPI_IN_PLACE` where `in_place` allows it.
@@ -73,7 +72,7 @@ pub unsafe extern "C" fn PMPI_Bcast(
     comm_: c_int,
 ) -> c_int {
     run("MPI_Bcast", comm_, || {
-        let t = datatype(datatype_)?;
+        let t = typed(datatype_)?;
         let mut call = CollCall::new(CollKind::Bcast);
         call.send = buffer_.cast();
         call.recv = buffer_.cast();
@@ -93,30 +92,39 @@ fn root_of(root: c_int) -> Result<u32, Fail> {
     })
 }
 
-/// A reduction call: `count` elements of the predefined type `datatype_`
-/// with `op_`.
+/// The refusal of a reduction over a type the kernels do not take.
+#[cold]
+fn no_reduction(datatype_: c_int) -> Fail {
+    let name = crate::handles::any_type(datatype_)
+        .map(|t| t.dt.name())
+        .ok()
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "a derived type".into());
+    Fail::new(
+        ERR_TYPE,
+        format!(
+            "reductions in oxmpi take the predefined integer, floating-point, logical, byte and \
+             pair types; datatype {datatype_} ({name}) is not one of them"
+        ),
+    )
+}
+
+/// Fills in a reduction's `count` elements of the predefined type
+/// `datatype_` and its operation `op_`.
+#[inline]
 fn reduction(
-    kind: CollKind,
+    call: &mut CollCall<'_>,
     count_: c_int,
     datatype_: c_int,
     op_: c_int,
-) -> Result<CollCall<'static>, Fail> {
-    let t = datatype(datatype_)?;
-    let Some(element) = t.element else {
-        return Err(Fail::new(
-            ERR_TYPE,
-            format!(
-                "reductions in oxmpi take the predefined integer, floating-point, logical, byte and \
-                 pair types; datatype {datatype_} ({}) is not one of them",
-                if t.dt.name().is_empty() { "a derived type".to_string() } else { t.dt.name() }
-            ),
-        ));
+) -> Result<(), Fail> {
+    let Some(element) = typed(datatype_)?.element() else {
+        return Err(no_reduction(datatype_));
     };
-    let mut call = CollCall::new(kind);
     call.count = count("count", count_)?;
     call.element = element;
     call.op = op(op_)?;
-    Ok(call)
+    Ok(())
 }
 
 /// `MPI_Reduce`.
@@ -135,7 +143,8 @@ pub unsafe extern "C" fn PMPI_Reduce(
     comm_: c_int,
 ) -> c_int {
     run("MPI_Reduce", comm_, || {
-        let mut call = reduction(CollKind::Reduce, count_, datatype_, op_)?;
+        let mut call = CollCall::new(CollKind::Reduce);
+        reduction(&mut call, count_, datatype_, op_)?;
         call.send = buffer(sendbuf);
         call.recv = recvbuf.cast();
         call.root = root_of(root)?;
@@ -159,7 +168,8 @@ pub unsafe extern "C" fn PMPI_Allreduce(
     comm_: c_int,
 ) -> c_int {
     run("MPI_Allreduce", comm_, || {
-        let mut call = reduction(CollKind::Allreduce, count_, datatype_, op_)?;
+        let mut call = CollCall::new(CollKind::Allreduce);
+        reduction(&mut call, count_, datatype_, op_)?;
         call.send = buffer(sendbuf);
         call.recv = recvbuf.cast();
         // SAFETY: the buffers hold `count` elements (the caller's promise).
@@ -170,10 +180,8 @@ pub unsafe extern "C" fn PMPI_Allreduce(
 /// The bytes per rank of a data-moving collective, from whichever side
 /// the caller's rank gives (both must agree where both count).
 fn per_rank(send: Option<(c_int, c_int)>, recv: Option<(c_int, c_int)>) -> Result<usize, Fail> {
-    let side = |(n, t): (c_int, c_int), what: &str| -> Result<usize, Fail> {
-        let entry = datatype(t)?;
-        bytes(what, n, &entry)
-    };
+    let side =
+        |(n, t): (c_int, c_int), what: &str| -> Result<usize, Fail> { bytes(what, n, &typed(t)?) };
     let s = send.map(|x| side(x, "sendcount")).transpose()?;
     let r = recv.map(|x| side(x, "recvcount")).transpose()?;
     match (s, r) {

@@ -108,9 +108,15 @@ pub fn class_text(class: c_int) -> Option<(&'static str, &'static str)> {
         .map(|&(_, name, meaning)| (name, meaning))
 }
 
-/// A failed call: its class and what went wrong.
+/// A failed call: its class and what went wrong. Boxed, so that a
+/// call's `Result<(), Fail>` is one word and its success costs nothing to
+/// pass back.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fail {
+pub struct Fail(Box<Failure>);
+
+/// What a [`Fail`] holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
     /// The error class.
     pub class: c_int,
     /// The sentence(s) saying what went wrong and what to do.
@@ -119,11 +125,20 @@ pub struct Fail {
 
 impl Fail {
     /// A failure of `class` with `message`.
+    #[cold]
     pub fn new(class: c_int, message: impl Into<String>) -> Fail {
-        Fail {
+        Fail(Box::new(Failure {
             class,
             message: message.into(),
-        }
+        }))
+    }
+}
+
+impl std::ops::Deref for Fail {
+    type Target = Failure;
+
+    fn deref(&self) -> &Failure {
+        &self.0
     }
 }
 

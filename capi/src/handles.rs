@@ -144,6 +144,87 @@ pub fn any_type(h: c_int) -> Result<Cow<'static, TypeEntry>, Fail> {
     }
 }
 
+/// What the data paths need of a datatype handle: a predefined single
+/// value is looked up in a constant table (no lock, no reference count);
+/// any other type through [`datatype`].
+pub enum Typed {
+    /// A predefined type of one value: contiguous, `size` bytes each.
+    Plain {
+        /// Bytes per element.
+        size: usize,
+        /// The element type reductions see.
+        element: Option<ElementCode>,
+    },
+    /// A pair type or a derived type.
+    General(Cow<'static, TypeEntry>),
+}
+
+impl Typed {
+    /// The element type reductions see, if the type has one.
+    #[inline]
+    pub fn element(&self) -> Option<ElementCode> {
+        match self {
+            Typed::Plain { element, .. } => *element,
+            Typed::General(t) => t.element,
+        }
+    }
+
+    /// The bytes of `count` elements when they lie one after another from
+    /// the buffer's start (`None`: the type must be packed).
+    ///
+    /// # Errors
+    ///
+    /// `MPI_ERR_COUNT` when the size overflows.
+    #[inline]
+    pub fn contiguous_bytes(&self, count: usize) -> Result<Option<usize>, Fail> {
+        match self {
+            Typed::Plain { size, .. } => size.checked_mul(count).map(Some).ok_or_else(|| {
+                Fail::new(
+                    crate::errors::ERR_COUNT,
+                    format!("{count} elements of {size} bytes pass the address space"),
+                )
+            }),
+            Typed::General(t) => {
+                let bytes = t.dt.packed_size(count)?;
+                Ok((t.dt.is_contiguous() || bytes == 0).then_some(bytes))
+            }
+        }
+    }
+}
+
+/// The datatype of handle `h` for a data path ([`Typed`]).
+///
+/// # Errors
+///
+/// As [`datatype`].
+#[inline(always)]
+pub fn typed(h: c_int) -> Result<Typed, Fail> {
+    let i = (h as usize).wrapping_sub(1);
+    if i < PLAIN.len() {
+        let (size, element) = PLAIN[i];
+        return Ok(Typed::Plain { size, element });
+    }
+    typed_general(h)
+}
+
+/// [`typed`] for a pair or derived type.
+#[inline(never)]
+fn typed_general(h: c_int) -> Result<Typed, Fail> {
+    datatype(h).map(Typed::General)
+}
+
+/// The size and reduction element of each predefined single-value type,
+/// by handle − 1.
+const PLAIN: [(usize, Option<ElementCode>); PREDEFINED.len()] = {
+    let mut t = [(0, None); PREDEFINED.len()];
+    let mut i = 0;
+    while i < t.len() {
+        t[i] = (PREDEFINED[i].0.size(), PREDEFINED[i].1);
+        i += 1;
+    }
+    t
+};
+
 /// The datatype of handle `h`, for communication.
 ///
 /// # Errors
@@ -220,6 +301,7 @@ pub fn update_type(h: c_int, free: bool, f: impl FnOnce(&mut TypeEntry)) -> Resu
 /// # Errors
 ///
 /// `MPI_ERR_OP` for `MPI_OP_NULL` or an unknown handle.
+#[inline]
 pub fn op(h: c_int) -> Result<OpCode, Fail> {
     const OPS: [OpCode; 12] = [
         OpCode::Max,

@@ -3,7 +3,7 @@
 
 use crate::buffers::{Incoming, Outgoing};
 use crate::errors::{run, Fail, ERR_ARG, ERR_IN_STATUS};
-use crate::handles::{any_type, comm, count, datatype, put};
+use crate::handles::{self, any_type, comm, count, put, typed};
 use crate::requests::{self, Pending, REQUEST_NULL};
 use crate::status::{store, MpiStatus};
 use crate::{runtime, PROC_NULL, UNDEFINED};
@@ -38,7 +38,7 @@ unsafe fn start_send(
     let rt = runtime()?;
     let c = comm(comm_)?;
     let n = count("count", count_)?;
-    let ty = datatype(datatype_)?;
+    let ty = typed(datatype_)?;
     if dest == PROC_NULL {
         return Ok(Pending::Done(proc_null_status()));
     }
@@ -68,7 +68,7 @@ unsafe fn start_recv(
     let rt = runtime()?;
     let c = comm(comm_)?;
     let n = count("count", count_)?;
-    let ty = datatype(datatype_)?;
+    let ty = typed(datatype_)?;
     if source == PROC_NULL {
         return Ok(Pending::Done(proc_null_status()));
     }
@@ -79,6 +79,62 @@ unsafe fn start_recv(
     // does not move its heap bytes).
     let id = unsafe { rt.irecv(c, source, tag, p, len) }?;
     Ok(Pending::Recv(id, inc))
+}
+
+/// A blocking send: a contiguous type goes straight from the user's
+/// buffer, with nothing built on the way; another is packed first.
+///
+/// # Safety
+///
+/// `buf` holds `count` elements of `datatype`.
+#[inline(always)]
+unsafe fn blocking_send(
+    buf: *const c_void,
+    count_: c_int,
+    datatype_: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm_: c_int,
+    mode: SendMode,
+) -> Result<(), Fail> {
+    let rt = runtime()?;
+    let c = comm(comm_)?;
+    let n = count("count", count_)?;
+    let ty = typed(datatype_)?;
+    if dest == PROC_NULL {
+        return Ok(());
+    }
+    match ty.contiguous_bytes(n)? {
+        Some(len) => {
+            // SAFETY: the user's buffer holds `len` bytes (the caller's
+            // promise) and stays untouched until the wait returns.
+            let id = unsafe { rt.isend(c, dest, tag, buf.cast(), len, mode) }?;
+            rt.wait(id)?;
+            Ok(())
+        }
+        // SAFETY: the caller's promise.
+        None => unsafe { packed_send(buf, count_, datatype_, dest, tag, comm_, mode) },
+    }
+}
+
+/// [`blocking_send`] of a type that is packed first.
+///
+/// # Safety
+///
+/// As [`blocking_send`].
+#[inline(never)]
+unsafe fn packed_send(
+    buf: *const c_void,
+    count_: c_int,
+    datatype_: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm_: c_int,
+    mode: SendMode,
+) -> Result<(), Fail> {
+    // SAFETY: the caller's promise; the call waits for the send.
+    let p = unsafe { start_send(buf, count_, datatype_, dest, tag, comm_, mode) }?;
+    requests::wait(runtime()?, p).map(drop)
 }
 
 macro_rules! blocking_send {
@@ -97,10 +153,9 @@ macro_rules! blocking_send {
             tag: c_int,
             comm: c_int,
         ) -> c_int {
-            run($text, comm, || {
-                // SAFETY: the caller's promise; the call waits for the send.
-                let p = unsafe { start_send(buf, count, datatype, dest, tag, comm, $mode) }?;
-                requests::wait(runtime()?, p).map(drop)
+            // SAFETY: the caller's promise.
+            run($text, comm, || unsafe {
+                blocking_send(buf, count, datatype, dest, tag, comm, $mode)
             })
         }
     };
@@ -157,9 +212,24 @@ pub unsafe extern "C" fn PMPI_Recv(
     status: *mut MpiStatus,
 ) -> c_int {
     run("MPI_Recv", comm, || {
-        // SAFETY: the caller's promise; the call waits for the receive.
-        let p = unsafe { start_recv(buf, count, datatype, source, tag, comm) }?;
-        let s = requests::wait(runtime()?, p)?;
+        let rt = runtime()?;
+        let c = handles::comm(comm)?;
+        let n = handles::count("count", count)?;
+        let ty = typed(datatype)?;
+        let s = match ty.contiguous_bytes(n)? {
+            _ if source == PROC_NULL => proc_null_status(),
+            Some(len) => {
+                // SAFETY: the user's buffer holds `len` bytes (the
+                // caller's promise), untouched until the wait returns.
+                let id = unsafe { rt.irecv(c, source, tag, buf.cast(), len) }?;
+                rt.wait(id)?
+            }
+            None => {
+                // SAFETY: the caller's promise; the call waits for it.
+                let p = unsafe { start_recv(buf, count, datatype, source, tag, comm) }?;
+                requests::wait(rt, p)?
+            }
+        };
         // SAFETY: the caller's promise.
         unsafe { store(status, MpiStatus::of(&s)) };
         Ok(())
