@@ -8,6 +8,7 @@
 
 mod buffers;
 mod coll;
+mod coll_calls;
 mod comm;
 mod env;
 pub mod errors;
@@ -140,6 +141,30 @@ weak_aliases!(
     Scatter,
     Allgather,
     Alltoall,
+    Reduce_scatter_block,
+    Reduce_scatter,
+    Scan,
+    Exscan,
+    Gatherv,
+    Scatterv,
+    Allgatherv,
+    Alltoallv,
+    Ibarrier,
+    Ibcast,
+    Ireduce,
+    Iallreduce,
+    Ireduce_scatter_block,
+    Ireduce_scatter,
+    Iscan,
+    Iexscan,
+    Igather,
+    Iscatter,
+    Iallgather,
+    Ialltoall,
+    Igatherv,
+    Iscatterv,
+    Iallgatherv,
+    Ialltoallv,
     Type_size,
     Type_get_extent,
     Type_get_true_extent,

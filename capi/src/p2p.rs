@@ -630,9 +630,9 @@ pub unsafe extern "C" fn PMPI_Request_free(request: *mut c_int) -> c_int {
         let h = unsafe { *request };
         let rt = runtime()?;
         match requests::take_freeable(h)? {
-            Pending::Send(id, out) => {
+            p @ (Pending::Send(id, _) | Pending::Coll(id, _)) => {
                 rt.free(id);
-                requests::detach(out);
+                requests::detach(p);
             }
             Pending::Done(_) | Pending::Recv(..) => {}
         }

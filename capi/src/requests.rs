@@ -17,15 +17,19 @@ pub enum Pending {
     Send(RequestId, Outgoing),
     /// A receive; a staged one is unpacked when it completes.
     Recv(RequestId, Incoming),
+    /// A non-blocking collective, with the count and displacement arrays
+    /// its call borrows.
+    Coll(RequestId, Vec<Box<[usize]>>),
     /// An operation already complete (with `MPI_PROC_NULL`).
     Done(Status),
 }
 
 static TABLE: Mutex<Slab<Pending>> = Mutex::new(Slab::new());
 
-/// Sends freed by `MPI_Request_free` before they completed: their packed
-/// copies stay here until finalize has waited for them.
-static DETACHED: Mutex<Vec<Outgoing>> = Mutex::new(Vec::new());
+/// Sends and collectives freed by `MPI_Request_free` before they
+/// completed: their packed copies and arrays stay here until finalize has
+/// waited for them.
+static DETACHED: Mutex<Vec<Pending>> = Mutex::new(Vec::new());
 
 /// Registers `p` and answers its handle.
 pub fn insert(p: Pending) -> c_int {
@@ -81,7 +85,7 @@ pub fn id_of(h: c_int) -> Result<Option<RequestId>, Fail> {
     let key = usize::try_from(h - 1).map_err(|_| bad(h))?;
     let t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
     match t.get(key) {
-        Some(Pending::Send(id, _) | Pending::Recv(id, _)) => Ok(Some(*id)),
+        Some(Pending::Send(id, _) | Pending::Recv(id, _) | Pending::Coll(id, _)) => Ok(Some(*id)),
         Some(Pending::Done(_)) => Ok(None),
         None => Err(bad(h)),
     }
@@ -101,6 +105,11 @@ pub fn wait(rt: &Runtime, p: Pending) -> Result<Status, Fail> {
             drop(out);
             Ok(s?)
         }
+        Pending::Coll(id, keep) => {
+            let s = rt.wait(id);
+            drop(keep);
+            Ok(s?)
+        }
         Pending::Recv(id, inc) => {
             let s = rt.wait(id)?;
             // SAFETY: the receive completed, so the user's buffer is the
@@ -111,9 +120,9 @@ pub fn wait(rt: &Runtime, p: Pending) -> Result<Status, Fail> {
     }
 }
 
-/// Keeps a freed send's packed copy until finalize.
-pub fn detach(out: Outgoing) {
-    DETACHED.lock().unwrap_or_else(|e| e.into_inner()).push(out);
+/// Keeps what a freed send or collective borrows until finalize.
+pub fn detach(p: Pending) {
+    DETACHED.lock().unwrap_or_else(|e| e.into_inner()).push(p);
 }
 
 /// Drops the detached copies (after finalize waited for their sends).

@@ -1,5 +1,6 @@
 //! C programs built with our mpicc against libmpi (capi/tests/c/*.c) and
-//! run with our mpirun: point-to-point, collectives, communicators,
+//! run with our mpirun: point-to-point, collectives (blocking, `v` and
+//! non-blocking), communicators,
 //! datatypes and packing; the error classes and strings under
 //! MPI_ERRORS_RETURN; the default fatal handler; the profiling interface;
 //! a C++ program through mpicxx; every MPI_ function exported as a weak
@@ -49,6 +50,17 @@ fn the_basic_program_passes_on_2_3_and_4_ranks() {
         let run = mpirun(&["-n", n, "--oversubscribe", &program]);
         assert_eq!(run.code(), 0, "-n {n}: {}{}", run.stdout, run.stderr);
         assert_eq!(run.stdout.trim(), "basic: ok", "-n {n}: {}", run.stderr);
+    }
+}
+
+#[test]
+fn every_collective_blocking_and_not_passes_on_1_to_4_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = compile(dir.path(), "collv.c");
+    for n in ["1", "2", "3", "4"] {
+        let run = mpirun(&["-n", n, "--oversubscribe", &program]);
+        assert_eq!(run.code(), 0, "-n {n}: {}{}", run.stdout, run.stderr);
+        assert_eq!(run.stdout.trim(), "collv: ok", "-n {n}: {}", run.stderr);
     }
 }
 
