@@ -177,7 +177,7 @@ pub extern "C" fn PMPI_Wtick() -> f64 {
 /// # Safety
 ///
 /// `out` holds `capacity` bytes; `len` is valid for a write.
-unsafe fn copy_out(
+pub(crate) unsafe fn copy_out(
     text: &str,
     out: *mut c_char,
     capacity: usize,

@@ -362,3 +362,12 @@ pub unsafe fn put<T>(what: &str, out: *mut T, value: T) -> Result<(), Fail> {
     unsafe { out.write(value) };
     Ok(())
 }
+
+/// A handle for `dt`: a predefined type's own handle, else a new handle
+/// (uncommitted) of the same type, as `MPI_Type_get_contents` gives.
+pub fn handle_of(dt: &Datatype) -> c_int {
+    match predefined().iter().position(|e| e.dt.same(dt)) {
+        Some(i) => i as c_int + 1,
+        None => new_type(dt.clone()),
+    }
+}

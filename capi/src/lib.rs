@@ -10,6 +10,7 @@ mod buffers;
 mod coll;
 mod coll_calls;
 mod comm;
+mod constructors;
 mod env;
 pub mod errors;
 mod handles;
@@ -36,6 +37,8 @@ pub const UNDEFINED: c_int = -32766;
 pub const MAX_PROCESSOR_NAME: usize = 256;
 /// `MPI_MAX_ERROR_STRING`.
 pub const MAX_ERROR_STRING: usize = 512;
+/// `MPI_MAX_OBJECT_NAME`.
+pub const MAX_OBJECT_NAME: usize = 128;
 /// `MPI_MAX_LIBRARY_VERSION_STRING`.
 pub const MAX_LIBRARY_VERSION_STRING: usize = 256;
 /// `MPI_IN_PLACE`: the address 1, as `mpi.h` defines it.
@@ -181,4 +184,16 @@ weak_aliases!(
     Unpack,
     Pack_size,
     Get_address,
+    Type_create_hindexed,
+    Type_create_indexed_block,
+    Type_create_hindexed_block,
+    Type_create_subarray,
+    Type_create_darray,
+    Type_get_envelope,
+    Type_get_contents,
+    Type_set_name,
+    Type_get_name,
+    Pack_external,
+    Unpack_external,
+    Pack_external_size,
 );

@@ -1,45 +1,11 @@
-//! Datatypes: sizes and extents, the constructors, commit and free,
-//! packing, addresses.
+//! Datatypes: sizes and extents, envelopes and contents, names, commit
+//! and free, packing (native and external32), addresses. The
+//! constructors are in `constructors.rs`.
 
 use crate::errors::{run, Fail, ERR_ARG, ERR_TRUNCATE};
-use crate::handles::{any_type, count, datatype, new_type, put, update_type};
-use oxmpi_datatype::Datatype;
-use std::ffi::{c_int, c_void};
-
-/// Reads `n` values of an input array.
-///
-/// # Safety
-///
-/// `p` holds `n` values (or `n` is 0).
-unsafe fn array<'a, T>(what: &str, p: *const T, n: usize) -> Result<&'a [T], Fail> {
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() {
-        return Err(Fail::new(ERR_ARG, format!("{what} is a null pointer")));
-    }
-    // SAFETY: not null, `n` values (the caller's promise).
-    Ok(unsafe { std::slice::from_raw_parts(p, n) })
-}
-
-/// Registers `made` and writes its handle to `out`.
-///
-/// # Safety
-///
-/// `out` is valid for a write.
-unsafe fn made(out: *mut c_int, made: Datatype) -> Result<(), Fail> {
-    if out.is_null() {
-        return Err(Fail::new(ERR_ARG, "newtype is a null pointer"));
-    }
-    let h = new_type(made);
-    // SAFETY: not null; the caller's promise.
-    unsafe { out.write(h) };
-    Ok(())
-}
-
-fn wide(v: &[c_int]) -> Vec<isize> {
-    v.iter().map(|&x| x as isize).collect()
-}
+use crate::handles::{any_type, count, datatype, put, update_type};
+use oxmpi_datatype::Combiner;
+use std::ffi::{c_char, c_int, c_void, CStr};
 
 /// `MPI_Type_size`.
 ///
@@ -95,166 +61,6 @@ pub unsafe extern "C" fn PMPI_Type_get_true_extent(
             put("true_lb", lb, e.dt.true_lb())?;
             put("true_extent", extent, e.dt.true_extent())
         }
-    })
-}
-
-/// `MPI_Type_contiguous`.
-///
-/// # Safety
-///
-/// As MPI requires of its arguments.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_contiguous(n: c_int, old: c_int, out: *mut c_int) -> c_int {
-    run("MPI_Type_contiguous", 1, || {
-        let t = Datatype::contiguous(n as isize, &any_type(old)?.dt)?;
-        // SAFETY: the caller's promise.
-        unsafe { made(out, t) }
-    })
-}
-
-/// `MPI_Type_vector`.
-///
-/// # Safety
-///
-/// As MPI requires of its arguments.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_vector(
-    n: c_int,
-    blocklen: c_int,
-    stride: c_int,
-    old: c_int,
-    out: *mut c_int,
-) -> c_int {
-    run("MPI_Type_vector", 1, || {
-        let t = Datatype::vector(
-            n as isize,
-            blocklen as isize,
-            stride as isize,
-            &any_type(old)?.dt,
-        )?;
-        // SAFETY: the caller's promise.
-        unsafe { made(out, t) }
-    })
-}
-
-/// `MPI_Type_create_hvector`.
-///
-/// # Safety
-///
-/// As MPI requires of its arguments.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_hvector(
-    n: c_int,
-    blocklen: c_int,
-    stride: isize,
-    old: c_int,
-    out: *mut c_int,
-) -> c_int {
-    run("MPI_Type_create_hvector", 1, || {
-        let t = Datatype::hvector(n as isize, blocklen as isize, stride, &any_type(old)?.dt)?;
-        // SAFETY: the caller's promise.
-        unsafe { made(out, t) }
-    })
-}
-
-/// `MPI_Type_indexed`.
-///
-/// # Safety
-///
-/// As MPI requires of its arguments.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_indexed(
-    n: c_int,
-    blocklens: *const c_int,
-    displs: *const c_int,
-    old: c_int,
-    out: *mut c_int,
-) -> c_int {
-    run("MPI_Type_indexed", 1, || {
-        let n = count("count", n)?;
-        // SAFETY: the caller's promise: `count` entries each.
-        let (b, d) = unsafe {
-            (
-                array("blocklengths", blocklens, n)?,
-                array("displacements", displs, n)?,
-            )
-        };
-        let t = Datatype::indexed(&wide(b), &wide(d), &any_type(old)?.dt)?;
-        // SAFETY: the caller's promise.
-        unsafe { made(out, t) }
-    })
-}
-
-/// `MPI_Type_create_struct`.
-///
-/// # Safety
-///
-/// As MPI requires of its arguments.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_struct(
-    n: c_int,
-    blocklens: *const c_int,
-    displs: *const isize,
-    types: *const c_int,
-    out: *mut c_int,
-) -> c_int {
-    run("MPI_Type_create_struct", 1, || {
-        let n = count("count", n)?;
-        // SAFETY: the caller's promise: `count` entries each.
-        let (b, d, t) = unsafe {
-            (
-                array("blocklengths", blocklens, n)?,
-                array("displacements", displs, n)?,
-                array("types", types, n)?,
-            )
-        };
-        let children = t
-            .iter()
-            .map(|&h| any_type(h).map(|e| e.dt.clone()))
-            .collect::<Result<Vec<_>, _>>()?;
-        let made_type = Datatype::structure(&wide(b), d, &children)?;
-        // SAFETY: the caller's promise.
-        unsafe { made(out, made_type) }
-    })
-}
-
-/// `MPI_Type_create_resized`.
-///
-/// # Safety
-///
-/// As MPI requires of its arguments.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_create_resized(
-    old: c_int,
-    lb: isize,
-    extent: isize,
-    out: *mut c_int,
-) -> c_int {
-    run("MPI_Type_create_resized", 1, || {
-        let t = Datatype::resized(&any_type(old)?.dt, lb, extent)?;
-        // SAFETY: the caller's promise.
-        unsafe { made(out, t) }
-    })
-}
-
-/// `MPI_Type_dup`: the copy is committed when the original is.
-///
-/// # Safety
-///
-/// As MPI requires of its arguments.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Type_dup(old: c_int, out: *mut c_int) -> c_int {
-    run("MPI_Type_dup", 1, || {
-        let e = any_type(old)?;
-        // SAFETY: the caller's promise.
-        unsafe { made(out, e.dt.dup()) }?;
-        // SAFETY: just written.
-        let h = unsafe { *out };
-        let (committed, element) = (e.committed, e.element);
-        update_type(h, false, |n| {
-            n.committed = committed;
-            n.element = element;
-        })
     })
 }
 
@@ -425,5 +231,290 @@ pub unsafe extern "C" fn PMPI_Get_address(location: *const c_void, address: *mut
     run("MPI_Get_address", 1, || {
         // SAFETY: the caller's promise.
         unsafe { put("address", address, location as isize) }
+    })
+}
+
+/// The `MPI_COMBINER_*` code of `c` (`mpi.h`'s values).
+fn combiner_code(c: Combiner) -> c_int {
+    match c {
+        Combiner::Named => 1,
+        Combiner::Dup => 2,
+        Combiner::Contiguous => 3,
+        Combiner::Vector => 4,
+        Combiner::Hvector => 5,
+        Combiner::Indexed => 6,
+        Combiner::Hindexed => 7,
+        Combiner::IndexedBlock => 8,
+        Combiner::HindexedBlock => 9,
+        Combiner::Struct => 10,
+        Combiner::Subarray => 11,
+        Combiner::Darray => 12,
+        Combiner::Resized => 13,
+    }
+}
+
+/// `MPI_Type_get_envelope`.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_envelope(
+    t: c_int,
+    num_integers: *mut c_int,
+    num_addresses: *mut c_int,
+    num_datatypes: *mut c_int,
+    combiner: *mut c_int,
+) -> c_int {
+    run("MPI_Type_get_envelope", 1, || {
+        let e = any_type(t)?;
+        let c = e.dt.contents();
+        // SAFETY: the caller's promise.
+        unsafe {
+            put("num_integers", num_integers, c.integers.len() as c_int)?;
+            put("num_addresses", num_addresses, c.addresses.len() as c_int)?;
+            put("num_datatypes", num_datatypes, c.types.len() as c_int)?;
+            put("combiner", combiner, combiner_code(e.dt.combiner()))
+        }
+    })
+}
+
+/// `MPI_Type_get_contents`: the types it gives are new handles of the
+/// types the constructor took (free them with `MPI_Type_free`); a
+/// predefined type has no contents (`MPI_ERR_TYPE`, as MPI says).
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_contents(
+    t: c_int,
+    max_integers: c_int,
+    max_addresses: c_int,
+    max_datatypes: c_int,
+    integers: *mut c_int,
+    addresses: *mut isize,
+    datatypes: *mut c_int,
+) -> c_int {
+    run("MPI_Type_get_contents", 1, || {
+        let e = any_type(t)?;
+        if e.dt.combiner() == Combiner::Named {
+            return Err(Fail::new(crate::errors::ERR_TYPE, format!("datatype {t} is predefined and has no contents (its combiner is MPI_COMBINER_NAMED)")));
+        }
+        let c = e.dt.contents();
+        let room = |what: &str, max: c_int, need: usize| -> Result<(), Fail> {
+            if (max as i64) < need as i64 {
+                return Err(Fail::new(ERR_ARG, format!("{what} is {max} but the type has {need}; MPI_Type_get_envelope says how many")));
+            }
+            Ok(())
+        };
+        room("max_integers", max_integers, c.integers.len())?;
+        room("max_addresses", max_addresses, c.addresses.len())?;
+        room("max_datatypes", max_datatypes, c.types.len())?;
+        for (i, &v) in c.integers.iter().enumerate() {
+            // SAFETY: `max_integers` entries (the caller's promise).
+            unsafe { put("array_of_integers", integers.add(i), v as c_int)? };
+        }
+        for (i, &v) in c.addresses.iter().enumerate() {
+            // SAFETY: `max_addresses` entries (the caller's promise).
+            unsafe { put("array_of_addresses", addresses.add(i), v)? };
+        }
+        for (i, ty) in c.types.iter().enumerate() {
+            let h = crate::handles::handle_of(ty);
+            // SAFETY: `max_datatypes` entries (the caller's promise).
+            unsafe { put("array_of_datatypes", datatypes.add(i), h)? };
+        }
+        Ok(())
+    })
+}
+
+/// `MPI_Type_set_name`.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_set_name(t: c_int, name: *const c_char) -> c_int {
+    run("MPI_Type_set_name", 1, || {
+        if name.is_null() {
+            return Err(Fail::new(ERR_ARG, "type_name is a null pointer"));
+        }
+        // SAFETY: a NUL-terminated string (the caller's promise).
+        let text = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+        any_type(t)?.dt.set_name(&text);
+        Ok(())
+    })
+}
+
+/// `MPI_Type_get_name`.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments (`name` holds
+/// `MPI_MAX_OBJECT_NAME` bytes).
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_name(
+    t: c_int,
+    name: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
+    run("MPI_Type_get_name", 1, || {
+        let text = any_type(t)?.dt.name();
+        // SAFETY: the caller's promise.
+        unsafe { crate::env::copy_out(&text, name, crate::MAX_OBJECT_NAME, resultlen) }
+    })
+}
+
+/// A data representation argument.
+///
+/// # Safety
+///
+/// `datarep` is null or NUL-terminated.
+unsafe fn datarep(datarep: *const c_char) -> Result<String, Fail> {
+    if datarep.is_null() {
+        return Err(Fail::new(ERR_ARG, "datarep is a null pointer"));
+    }
+    // SAFETY: NUL-terminated (the caller's promise).
+    Ok(unsafe { CStr::from_ptr(datarep) }
+        .to_string_lossy()
+        .into_owned())
+}
+
+/// The bytes `count` elements of `t` reach from their buffer's origin,
+/// as a slice starting at the lowest (with the origin's offset in it).
+///
+/// # Safety
+///
+/// The elements' bytes are readable.
+unsafe fn reach<'a>(
+    dt: &oxmpi_datatype::Datatype,
+    origin: *const u8,
+    count: usize,
+) -> (&'a [u8], usize) {
+    match dt.reach(count) {
+        // SAFETY: the elements occupy `lo..hi` from the origin (the
+        // caller's promise).
+        Some((lo, hi)) => unsafe {
+            (
+                std::slice::from_raw_parts(origin.wrapping_offset(lo), (hi - lo) as usize),
+                (-lo) as usize,
+            )
+        },
+        None => (&[], 0),
+    }
+}
+
+/// `MPI_Pack_external`.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Pack_external(
+    rep: *const c_char,
+    inbuf: *const c_void,
+    incount: c_int,
+    t: c_int,
+    outbuf: *mut c_void,
+    outsize: isize,
+    position: *mut isize,
+) -> c_int {
+    run("MPI_Pack_external", 1, || {
+        // SAFETY: the caller's promise.
+        let rep = unsafe { datarep(rep) }?;
+        let e = datatype(t)?;
+        let n = count("incount", incount)?;
+        if position.is_null() || outsize < 0 {
+            return Err(Fail::new(
+                ERR_ARG,
+                "position is a null pointer, or outsize is negative",
+            ));
+        }
+        // SAFETY: the caller's promise: the elements are readable and
+        // `outbuf` holds `outsize` bytes.
+        let (buf, origin, out) = unsafe {
+            let (buf, origin) = reach(&e.dt, inbuf.cast(), n);
+            (
+                buf,
+                origin,
+                std::slice::from_raw_parts_mut(outbuf.cast::<u8>(), outsize as usize),
+            )
+        };
+        // SAFETY: checked not null.
+        let mut at = unsafe { *position } as usize;
+        e.dt.pack_external(&rep, buf, origin, n, out, &mut at)?;
+        // SAFETY: as above.
+        unsafe { *position = at as isize };
+        Ok(())
+    })
+}
+
+/// `MPI_Unpack_external`.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Unpack_external(
+    rep: *const c_char,
+    inbuf: *const c_void,
+    insize: isize,
+    position: *mut isize,
+    outbuf: *mut c_void,
+    outcount: c_int,
+    t: c_int,
+) -> c_int {
+    run("MPI_Unpack_external", 1, || {
+        // SAFETY: the caller's promise.
+        let rep = unsafe { datarep(rep) }?;
+        let e = datatype(t)?;
+        let n = count("outcount", outcount)?;
+        if position.is_null() || insize < 0 {
+            return Err(Fail::new(
+                ERR_ARG,
+                "position is a null pointer, or insize is negative",
+            ));
+        }
+        let (lo, hi) = e.dt.reach(n).unwrap_or((0, 0));
+        // SAFETY: the caller's promise: `inbuf` holds `insize` bytes and
+        // the elements' bytes are writable and used by nothing else.
+        let (input, buf) = unsafe {
+            (
+                std::slice::from_raw_parts(inbuf.cast::<u8>(), insize as usize),
+                std::slice::from_raw_parts_mut(
+                    outbuf.cast::<u8>().wrapping_offset(lo),
+                    (hi - lo) as usize,
+                ),
+            )
+        };
+        // SAFETY: checked not null.
+        let mut at = unsafe { *position } as usize;
+        e.dt.unpack_external(&rep, input, &mut at, buf, (-lo) as usize, n)?;
+        // SAFETY: as above.
+        unsafe { *position = at as isize };
+        Ok(())
+    })
+}
+
+/// `MPI_Pack_external_size`.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Pack_external_size(
+    rep: *const c_char,
+    incount: c_int,
+    t: c_int,
+    size: *mut isize,
+) -> c_int {
+    run("MPI_Pack_external_size", 1, || {
+        // SAFETY: the caller's promise.
+        let rep = unsafe { datarep(rep) }?;
+        let n = any_type(t)?
+            .dt
+            .external_size(&rep, count("incount", incount)?)?;
+        // SAFETY: the caller's promise.
+        unsafe { put("size", size, n as isize) }
     })
 }

@@ -65,6 +65,17 @@ fn every_collective_blocking_and_not_passes_on_1_to_4_ranks() {
 }
 
 #[test]
+fn derived_types_travel_and_describe_themselves() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = compile(dir.path(), "types.c");
+    for n in ["2", "3"] {
+        let run = mpirun(&["-n", n, "--oversubscribe", &program]);
+        assert_eq!(run.code(), 0, "-n {n}: {}{}", run.stdout, run.stderr);
+        assert_eq!(run.stdout.trim(), "types: ok", "-n {n}: {}", run.stderr);
+    }
+}
+
+#[test]
 fn errors_return_their_class_and_say_what_was_wrong() {
     let dir = tempfile::tempdir().unwrap();
     let program = compile(dir.path(), "errors.c");
