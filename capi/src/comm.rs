@@ -54,7 +54,8 @@ pub unsafe extern "C" fn PMPI_Comm_size(comm_: c_int, size: *mut c_int) -> c_int
     })
 }
 
-/// `MPI_Comm_dup`: the new communicator inherits the error handler.
+/// `MPI_Comm_dup`: the new communicator inherits the error handler, and
+/// the attributes their keyvals' copy callbacks copy.
 ///
 /// # Safety
 ///
@@ -65,6 +66,7 @@ pub unsafe extern "C" fn PMPI_Comm_dup(comm_: c_int, newcomm: *mut c_int) -> c_i
         let c = runtime()?.comm_dup(comm(comm_)?)?;
         let h = comm_handle(c);
         set_handler(h, handler_of(comm_));
+        crate::attrs::copy_all(comm_, h)?;
         // SAFETY: the caller's promise.
         unsafe { put("newcomm", newcomm, h) }
     })
@@ -96,8 +98,9 @@ pub unsafe extern "C" fn PMPI_Comm_split(
     })
 }
 
-/// `MPI_Comm_free`: sets the handle to `MPI_COMM_NULL`; the predefined
-/// communicators cannot be freed.
+/// `MPI_Comm_free`: runs the delete callbacks of its attributes and sets
+/// the handle to `MPI_COMM_NULL`; the predefined communicators cannot be
+/// freed.
 ///
 /// # Safety
 ///
@@ -121,8 +124,11 @@ pub unsafe extern "C" fn PMPI_Comm_free(comm_: *mut c_int) -> c_int {
                 "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed",
             ));
         }
-        runtime()?.comm_free(comm(h)?)?;
+        let c = comm(h)?;
+        crate::attrs::delete_all(h)?;
+        runtime()?.comm_free(c)?;
         forget_handler(h);
+        crate::groups::forget_name(h);
         // SAFETY: not null; the caller's promise.
         unsafe { *comm_ = COMM_NULL };
         Ok(())

@@ -6,6 +6,7 @@
 //! Handles are integers (see `mpi.h` and docs/c-api.md). Errors go through
 //! each communicator's error handler ([`errors`]); nothing unwinds into C.
 
+mod attrs;
 mod buffers;
 mod coll;
 mod coll_calls;
@@ -13,6 +14,7 @@ mod comm;
 mod constructors;
 mod env;
 pub mod errors;
+mod groups;
 mod handles;
 mod p2p;
 mod requests;
@@ -117,6 +119,28 @@ weak_aliases!(
     Comm_compare,
     Comm_c2f,
     Comm_f2c,
+    Comm_group,
+    Comm_create,
+    Comm_split_type,
+    Comm_set_name,
+    Comm_get_name,
+    Comm_create_keyval,
+    Comm_free_keyval,
+    Comm_set_attr,
+    Comm_get_attr,
+    Comm_delete_attr,
+    Group_size,
+    Group_rank,
+    Group_incl,
+    Group_excl,
+    Group_range_incl,
+    Group_range_excl,
+    Group_union,
+    Group_intersection,
+    Group_difference,
+    Group_translate_ranks,
+    Group_compare,
+    Group_free,
     Send,
     Ssend,
     Recv,

@@ -76,6 +76,17 @@ fn derived_types_travel_and_describe_themselves() {
 }
 
 #[test]
+fn groups_names_and_attributes_work_on_1_to_4_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = compile(dir.path(), "groups.c");
+    for n in ["1", "2", "3", "4"] {
+        let run = mpirun(&["-n", n, "--oversubscribe", &program]);
+        assert_eq!(run.code(), 0, "-n {n}: {}{}", run.stdout, run.stderr);
+        assert_eq!(run.stdout.trim(), "groups: ok", "-n {n}: {}", run.stderr);
+    }
+}
+
+#[test]
 fn errors_return_their_class_and_say_what_was_wrong() {
     let dir = tempfile::tempdir().unwrap();
     let program = compile(dir.path(), "errors.c");
