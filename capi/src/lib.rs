@@ -7,16 +7,19 @@
 //! each communicator's error handler ([`errors`]); nothing unwinds into C.
 
 mod attrs;
+mod buffered;
 mod buffers;
 mod coll;
 mod coll_calls;
 mod comm;
+mod completion;
 mod constructors;
 mod env;
 pub mod errors;
 mod groups;
 mod handles;
 mod p2p;
+mod persistent;
 mod requests;
 mod status;
 mod types;
@@ -156,6 +159,23 @@ weak_aliases!(
     Request_free,
     Cancel,
     Test_cancelled,
+    Testany,
+    Testsome,
+    Waitsome,
+    Request_get_status,
+    Send_init,
+    Ssend_init,
+    Rsend_init,
+    Bsend_init,
+    Recv_init,
+    Start,
+    Startall,
+    Buffer_attach,
+    Buffer_detach,
+    Bsend,
+    Ibsend,
+    Rsend,
+    Irsend,
     Probe,
     Iprobe,
     Get_count,

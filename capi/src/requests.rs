@@ -1,9 +1,11 @@
-//! Requests by integer handle (`MPI_REQUEST_NULL` is 0, then slab key
-//! + 1), with what each must keep alive or finish when it completes.
+//! Requests by integer handle (`MPI_REQUEST_NULL` is 0, then the slab key
+//! plus 1), with what each must keep alive or finish when it completes,
+//! and the one place that completes them ([`complete`]).
 
 use crate::buffers::{Incoming, Outgoing};
 use crate::errors::{Fail, ERR_REQUEST};
-use oxmpi_mpi_core::{RequestId, Runtime, Status};
+use crate::status::MpiStatus;
+use oxmpi_mpi_core::{RequestId, Runtime, Status, ANY_TAG};
 use slab::Slab;
 use std::ffi::c_int;
 use std::sync::Mutex;
@@ -13,15 +15,28 @@ pub const REQUEST_NULL: c_int = 0;
 
 /// A request the application holds.
 pub enum Pending {
-    /// A send; its packed copy lives until it completes.
-    Send(RequestId, Outgoing),
+    /// A send; its packed copy lives until it completes (held, never
+    /// read).
+    Send(RequestId, #[allow(dead_code)] Outgoing),
     /// A receive; a staged one is unpacked when it completes.
     Recv(RequestId, Incoming),
     /// A non-blocking collective, with the count and displacement arrays
-    /// its call borrows.
-    Coll(RequestId, Vec<Box<[usize]>>),
-    /// An operation already complete (with `MPI_PROC_NULL`).
+    /// its call borrows (held, never read).
+    Coll(RequestId, #[allow(dead_code)] Vec<Box<[usize]>>),
+    /// An operation already complete (with `MPI_PROC_NULL`, a buffered
+    /// send, or one `MPI_Request_get_status` saw complete).
     Done(Status),
+    /// A persistent request: its operation, and the run in progress
+    /// (`None`: inactive).
+    Persistent(Box<Persistent>),
+}
+
+/// A persistent request (`MPI_Send_init`, `MPI_Recv_init` and kin).
+pub struct Persistent {
+    /// What `MPI_Start` starts.
+    pub plan: crate::persistent::Plan,
+    /// The run started and not yet completed.
+    pub active: Option<Pending>,
 }
 
 static TABLE: Mutex<Slab<Pending>> = Mutex::new(Slab::new());
@@ -44,88 +59,281 @@ fn bad(h: c_int) -> Fail {
     )
 }
 
-/// Removes the request of handle `h` for `MPI_Request_free`: a send or
-/// a completed operation; a receive still pending stays.
-///
-/// # Errors
-///
-/// `MPI_ERR_REQUEST` for an unknown handle or a pending receive.
-pub fn take_freeable(h: c_int) -> Result<Pending, Fail> {
-    let key = usize::try_from(h - 1).map_err(|_| bad(h))?;
-    let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-    match t.get(key) {
-        None => Err(bad(h)),
-        Some(Pending::Recv(..)) => Err(Fail::new(
-            ERR_REQUEST,
-            "a receive still pending cannot be freed in oxmpi; wait for it, or cancel it with \
-             MPI_Cancel and then wait",
-        )),
-        Some(_) => Ok(t.remove(key)),
+fn key(h: c_int) -> Result<usize, Fail> {
+    usize::try_from(h - 1).map_err(|_| bad(h))
+}
+
+/// The status of a wait or test on `MPI_REQUEST_NULL` or an inactive
+/// persistent request (the empty status).
+pub fn empty_status() -> MpiStatus {
+    MpiStatus {
+        source: crate::ANY_SOURCE,
+        tag: ANY_TAG,
+        ..MpiStatus::default()
     }
 }
 
-/// Removes the request of handle `h`.
-///
-/// # Errors
-///
-/// `MPI_ERR_REQUEST` for an unknown handle.
-pub fn take(h: c_int) -> Result<Pending, Fail> {
-    let key = usize::try_from(h - 1).map_err(|_| bad(h))?;
-    let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-    t.try_remove(key).ok_or_else(|| bad(h))
+/// The runtime's id of a started, incomplete request.
+fn id_in(p: &Pending) -> Option<RequestId> {
+    match p {
+        Pending::Send(id, _) | Pending::Recv(id, _) | Pending::Coll(id, _) => Some(*id),
+        Pending::Persistent(q) => q.active.as_ref().and_then(id_in),
+        Pending::Done(_) => None,
+    }
 }
 
-/// The runtime's id of the request of handle `h` (`None`: complete
-/// already).
+/// What a request of handle `h` is, for the calls that look before they
+/// complete.
+pub enum Kind {
+    /// `MPI_REQUEST_NULL` or an inactive persistent request.
+    Inactive,
+    /// Complete already (nothing to wait for).
+    Ready,
+    /// In progress, with the runtime's id.
+    Running(RequestId),
+}
+
+/// The kind of the request of handle `h`.
 ///
 /// # Errors
 ///
 /// `MPI_ERR_REQUEST` for an unknown handle.
-pub fn id_of(h: c_int) -> Result<Option<RequestId>, Fail> {
-    let key = usize::try_from(h - 1).map_err(|_| bad(h))?;
+pub fn kind(h: c_int) -> Result<Kind, Fail> {
+    if h == REQUEST_NULL {
+        return Ok(Kind::Inactive);
+    }
     let t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-    match t.get(key) {
-        Some(Pending::Send(id, _) | Pending::Recv(id, _) | Pending::Coll(id, _)) => Ok(Some(*id)),
-        Some(Pending::Done(_)) => Ok(None),
+    let p = t.get(key(h)?).ok_or_else(|| bad(h))?;
+    Ok(match (p, id_in(p)) {
+        (_, Some(id)) => Kind::Running(id),
+        (Pending::Persistent(q), None) if q.active.is_none() => Kind::Inactive,
+        _ => Kind::Ready,
+    })
+}
+
+/// Takes the run out of the request of handle `h`: a one-shot request is
+/// removed (and the handle is to become `MPI_REQUEST_NULL`), a persistent
+/// one goes inactive. `None` for `MPI_REQUEST_NULL` or an inactive
+/// persistent request.
+fn take_run(h: c_int) -> Result<Option<(Pending, bool)>, Fail> {
+    if h == REQUEST_NULL {
+        return Ok(None);
+    }
+    let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+    let k = key(h)?;
+    match t.get_mut(k) {
         None => Err(bad(h)),
+        Some(Pending::Persistent(q)) => Ok(q.active.take().map(|run| (run, false))),
+        Some(_) => Ok(Some((t.remove(k), true))),
     }
 }
 
-/// Waits for the request `p` and finishes it (a staged receive is
-/// unpacked).
+/// Finishes the run `p` whose runtime request completed with `outcome`
+/// (a staged receive is unpacked; kept buffers go).
+fn finish(p: Pending, outcome: Result<Status, oxmpi_mpi_core::Error>) -> Result<Status, Fail> {
+    let s = outcome?;
+    if let Pending::Recv(_, inc) = &p {
+        // SAFETY: the receive completed, so the user's buffer is the
+        // application's again and the staging bytes are final.
+        unsafe { inc.finish(s.count) };
+    }
+    Ok(s)
+}
+
+/// Waits for the run `p` and finishes it.
 ///
 /// # Errors
 ///
 /// The request's error.
 pub fn wait(rt: &Runtime, p: Pending) -> Result<Status, Fail> {
-    match p {
-        Pending::Done(s) => Ok(s),
-        Pending::Send(id, out) => {
-            let s = rt.wait(id);
-            drop(out);
-            Ok(s?)
+    match id_in(&p) {
+        Some(id) => {
+            let outcome = rt.wait(id);
+            finish(p, outcome)
         }
-        Pending::Coll(id, keep) => {
-            let s = rt.wait(id);
-            drop(keep);
-            Ok(s?)
-        }
-        Pending::Recv(id, inc) => {
-            let s = rt.wait(id)?;
-            // SAFETY: the receive completed, so the user's buffer is the
-            // application's again and the staging bytes are final.
-            unsafe { inc.finish(s.count) };
-            Ok(s)
-        }
+        None => match p {
+            Pending::Done(s) => Ok(s),
+            _ => Ok(done_status(empty_status())),
+        },
     }
 }
 
-/// Keeps what a freed send or collective borrows until finalize.
-pub fn detach(p: Pending) {
-    DETACHED.lock().unwrap_or_else(|e| e.into_inner()).push(p);
+/// Completes the request of handle `h`, waiting when `block`: its status
+/// and whether the handle is to become `MPI_REQUEST_NULL` (a one-shot
+/// request; a persistent one goes inactive and keeps its handle), or
+/// `None` when it has not completed (only without `block`).
+///
+/// # Errors
+///
+/// `MPI_ERR_REQUEST` for an unknown handle; the request's error (the
+/// request is then complete and released all the same).
+pub fn complete(rt: &Runtime, h: c_int, block: bool) -> Result<Option<(MpiStatus, bool)>, Fail> {
+    if !block {
+        if let Kind::Running(id) = kind(h)? {
+            let Some(outcome) = rt.test(id) else {
+                return Ok(None);
+            };
+            let (run, null) = take_run(h)?.ok_or_else(|| bad(h))?;
+            return finish(run, outcome).map(|s| Some((MpiStatus::of(&s), null)));
+        }
+    }
+    match take_run(h)? {
+        None => Ok(Some((empty_status(), false))),
+        Some((run, null)) => wait(rt, run).map(|s| Some((MpiStatus::of(&s), null))),
+    }
 }
 
-/// Drops the detached copies (after finalize waited for their sends).
+/// Completes the request of handle `h` whose runtime request `wait_any`
+/// reported done with `outcome`.
+///
+/// # Errors
+///
+/// As [`complete`].
+pub fn completed_by_any(
+    h: c_int,
+    outcome: Result<Status, oxmpi_mpi_core::Error>,
+) -> Result<(MpiStatus, bool), Fail> {
+    let (run, null) = take_run(h)?.ok_or_else(|| bad(h))?;
+    finish(run, outcome).map(|s| (MpiStatus::of(&s), null))
+}
+
+/// The status of the complete request of handle `h`, leaving it as it is.
+///
+/// # Errors
+///
+/// `MPI_ERR_REQUEST` for an unknown handle.
+pub fn peek(h: c_int) -> Result<MpiStatus, Fail> {
+    let t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+    match t.get(key(h)?) {
+        Some(Pending::Done(s)) => Ok(MpiStatus::of(s)),
+        Some(Pending::Persistent(q)) => match &q.active {
+            Some(Pending::Done(s)) => Ok(MpiStatus::of(s)),
+            _ => Ok(empty_status()),
+        },
+        Some(_) => Ok(empty_status()),
+        None => Err(bad(h)),
+    }
+}
+
+/// Finishes the run of handle `h`, whose runtime request a test reported
+/// complete with `outcome`, and keeps the request, complete, under its
+/// handle (for `MPI_Testall` and `MPI_Request_get_status`, which must
+/// not release it yet).
+///
+/// # Errors
+///
+/// `MPI_ERR_REQUEST` for an unknown handle; the request's error (the
+/// request is then released).
+pub fn complete_in_place(
+    h: c_int,
+    outcome: Result<Status, oxmpi_mpi_core::Error>,
+) -> Result<Status, Fail> {
+    let k = key(h)?;
+    let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+    let entry = t.get_mut(k).ok_or_else(|| bad(h))?;
+    let slot = match entry {
+        Pending::Persistent(q) => &mut q.active,
+        _ => {
+            // A one-shot request: its run is the entry itself.
+            let run = std::mem::replace(entry, Pending::Done(Status::default()));
+            return match finish(run, outcome) {
+                Ok(s) => {
+                    *entry = Pending::Done(s);
+                    Ok(s)
+                }
+                Err(f) => {
+                    t.remove(k);
+                    Err(f)
+                }
+            };
+        }
+    };
+    let run = slot.take().ok_or_else(|| bad(h))?;
+    let s = finish(run, outcome)?;
+    *slot = Some(Pending::Done(s));
+    Ok(s)
+}
+
+/// Starts the persistent request of handle `h` with `start` (which makes
+/// its run from its plan).
+///
+/// # Errors
+///
+/// `MPI_ERR_REQUEST` for a handle that is no persistent request, or one
+/// already active; `start`'s error.
+pub fn start_persistent(
+    h: c_int,
+    start: impl FnOnce(&crate::persistent::Plan) -> Result<Pending, Fail>,
+) -> Result<(), Fail> {
+    let plan = {
+        let t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+        match t.get(key(h)?) {
+            Some(Pending::Persistent(q)) if q.active.is_none() => q.plan,
+            Some(Pending::Persistent(_)) => {
+                return Err(Fail::new(ERR_REQUEST, format!("request {h} is already active; complete it before starting it again")))
+            }
+            Some(_) => return Err(Fail::new(ERR_REQUEST, format!("request {h} is not persistent (MPI_Start takes those of MPI_Send_init and kin)"))),
+            None => return Err(bad(h)),
+        }
+    };
+    let run = start(&plan)?;
+    let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(Pending::Persistent(q)) = t.get_mut(key(h)?) {
+        q.active = Some(run);
+    }
+    Ok(())
+}
+
+/// Removes the request of handle `h` for `MPI_Request_free`: a send or a
+/// collective goes on (finalize waits for it), anything complete or
+/// inactive goes; a receive still pending stays.
+///
+/// # Errors
+///
+/// `MPI_ERR_REQUEST` for an unknown handle or a pending receive.
+pub fn free(rt: &Runtime, h: c_int) -> Result<(), Fail> {
+    let k = key(h)?;
+    let p = {
+        let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+        let pending_recv = match t.get(k) {
+            None => return Err(bad(h)),
+            Some(Pending::Recv(..)) => true,
+            Some(Pending::Persistent(q)) => matches!(q.active, Some(Pending::Recv(..))),
+            Some(_) => false,
+        };
+        if pending_recv {
+            return Err(Fail::new(
+                ERR_REQUEST,
+                "a receive still pending cannot be freed in oxmpi; wait for it, or cancel it with \
+                 MPI_Cancel and then wait",
+            ));
+        }
+        t.remove(k)
+    };
+    let run = match p {
+        Pending::Persistent(q) => q.active,
+        p => Some(p),
+    };
+    if let Some(run) = run {
+        if let Some(id) = id_in(&run) {
+            rt.free(id);
+            DETACHED.lock().unwrap_or_else(|e| e.into_inner()).push(run);
+        }
+    }
+    Ok(())
+}
+
+/// Drops the detached buffers (after finalize waited for their requests).
 pub fn clear_detached() {
     DETACHED.lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
+
+/// The MPI layer's status of a C status.
+pub fn done_status(s: MpiStatus) -> Status {
+    Status {
+        source: s.source,
+        tag: s.tag,
+        count: s.count as usize,
+        cancelled: s.cancelled != 0,
+    }
 }

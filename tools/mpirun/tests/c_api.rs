@@ -87,6 +87,17 @@ fn groups_names_and_attributes_work_on_1_to_4_ranks() {
 }
 
 #[test]
+fn persistent_buffered_and_partial_completions_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = compile(dir.path(), "requests.c");
+    for n in ["2", "3"] {
+        let run = mpirun(&["-n", n, "--oversubscribe", &program]);
+        assert_eq!(run.code(), 0, "-n {n}: {}{}", run.stdout, run.stderr);
+        assert_eq!(run.stdout.trim(), "requests: ok", "-n {n}: {}", run.stderr);
+    }
+}
+
+#[test]
 fn errors_return_their_class_and_say_what_was_wrong() {
     let dir = tempfile::tempdir().unwrap();
     let program = compile(dir.path(), "errors.c");

@@ -1,0 +1,472 @@
+//! Completing requests: wait and test in all their forms, free, get
+//! status, cancel. Every form goes through [`requests::complete`], which
+//! knows one-shot requests (released, the handle becomes
+//! `MPI_REQUEST_NULL`) from persistent ones (inactive again, the handle
+//! stays).
+
+use crate::errors::{record, run, Fail, ERR_ARG, ERR_IN_STATUS};
+use crate::handles::{count, put};
+use crate::requests::{self, Kind, REQUEST_NULL};
+use crate::status::{store, MpiStatus};
+use crate::{runtime, UNDEFINED};
+use std::ffi::c_int;
+
+/// The requests array of a multiple-completion call.
+///
+/// # Safety
+///
+/// `p` holds `n` handles.
+unsafe fn handles<'a>(n: c_int, p: *mut c_int) -> Result<&'a mut [c_int], Fail> {
+    let n = count("count", n)?;
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(Fail::new(ERR_ARG, "the request array is a null pointer"));
+    }
+    // SAFETY: `n` handles (the caller's promise).
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
+}
+
+/// Writes status `i` of an array unless it is `MPI_STATUSES_IGNORE`.
+///
+/// # Safety
+///
+/// `statuses` is null or holds more than `i` statuses.
+unsafe fn store_at(statuses: *mut MpiStatus, i: usize, s: MpiStatus) {
+    if !statuses.is_null() {
+        // SAFETY: the caller's promise.
+        unsafe { statuses.add(i).write(s) };
+    }
+}
+
+/// Applies a completion to its handle slot.
+fn settle(slot: &mut c_int, (s, null): (MpiStatus, bool)) -> MpiStatus {
+    if null {
+        *slot = REQUEST_NULL;
+    }
+    s
+}
+
+/// `MPI_Wait`.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Wait(request: *mut c_int, status: *mut MpiStatus) -> c_int {
+    run("MPI_Wait", 1, || {
+        if request.is_null() {
+            return Err(Fail::new(ERR_ARG, "request is a null pointer"));
+        }
+        // SAFETY: not null; the caller's promise.
+        let slot = unsafe { &mut *request };
+        let done = requests::complete(runtime()?, *slot, true)?
+            .ok_or_else(|| Fail::new(ERR_ARG, "no completion"))?;
+        let s = settle(slot, done);
+        // SAFETY: the caller's promise.
+        unsafe { store(status, s) };
+        Ok(())
+    })
+}
+
+/// `MPI_Test`.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Test(
+    request: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    run("MPI_Test", 1, || {
+        if request.is_null() {
+            return Err(Fail::new(ERR_ARG, "request is a null pointer"));
+        }
+        // SAFETY: not null; the caller's promise.
+        let slot = unsafe { &mut *request };
+        match requests::complete(runtime()?, *slot, false)? {
+            Some(done) => {
+                let s = settle(slot, done);
+                // SAFETY: the caller's promise.
+                unsafe {
+                    store(status, s);
+                    put("flag", flag, 1)
+                }
+            }
+            // SAFETY: the caller's promise.
+            None => unsafe { put("flag", flag, 0) },
+        }
+    })
+}
+
+/// Completes every request of `slots` (waiting when `block`; without it,
+/// only if all are complete), writing `statuses`. When one fails, the
+/// others are still completed, each status's `MPI_ERROR` says which, and
+/// the call answers `MPI_ERR_IN_STATUS`. Answers whether all completed.
+///
+/// # Safety
+///
+/// `statuses` is null or holds one status per request.
+unsafe fn all(slots: &mut [c_int], statuses: *mut MpiStatus, block: bool) -> Result<bool, Fail> {
+    let rt = runtime()?;
+    if !block {
+        for &h in slots.iter() {
+            if let Kind::Running(id) = requests::kind(h)? {
+                // Test without consuming: a completed one stays complete.
+                if let Some(outcome) = rt.test(id) {
+                    requests::complete_in_place(h, outcome)?;
+                } else {
+                    return Ok(false);
+                }
+            }
+        }
+    }
+    let mut failed = None;
+    for (i, slot) in slots.iter_mut().enumerate() {
+        let st = match requests::complete(rt, *slot, true) {
+            Ok(Some(done)) => settle(slot, done),
+            Ok(None) => requests::empty_status(),
+            Err(f) => {
+                *slot = REQUEST_NULL;
+                let code = record(f.class, f.message.clone());
+                failed.get_or_insert((i, f));
+                MpiStatus {
+                    error: code,
+                    ..MpiStatus::default()
+                }
+            }
+        };
+        // SAFETY: the caller's promise.
+        unsafe { store_at(statuses, i, st) };
+    }
+    match failed {
+        None => Ok(true),
+        Some((i, f)) => Err(Fail::new(
+            ERR_IN_STATUS,
+            format!(
+                "request {i} failed: {} (each status's MPI_ERROR says which failed)",
+                f.message
+            ),
+        )),
+    }
+}
+
+/// `MPI_Waitall`.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Waitall(
+    n: c_int,
+    requests_: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> c_int {
+    run("MPI_Waitall", 1, || {
+        // SAFETY: the caller's promise.
+        let slots = unsafe { handles(n, requests_) }?;
+        // SAFETY: as above.
+        unsafe { all(slots, statuses, true) }.map(drop)
+    })
+}
+
+/// `MPI_Testall`: completes every request if all are complete, else none
+/// (a completed one stays complete for the next call).
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Testall(
+    n: c_int,
+    requests_: *mut c_int,
+    flag: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> c_int {
+    run("MPI_Testall", 1, || {
+        // SAFETY: the caller's promise.
+        let slots = unsafe { handles(n, requests_) }?;
+        // SAFETY: as above.
+        let done = unsafe { all(slots, statuses, false) }?;
+        // SAFETY: the caller's promise.
+        unsafe { put("flag", flag, c_int::from(done)) }
+    })
+}
+
+/// The first request of `slots` that is complete (tested once each), or
+/// `None`; `Some(None)` when every one is null or inactive.
+fn any_done(slots: &mut [c_int]) -> Result<Option<Option<(usize, MpiStatus)>>, Fail> {
+    let rt = runtime()?;
+    let mut active = false;
+    for (i, slot) in slots.iter_mut().enumerate() {
+        if matches!(requests::kind(*slot)?, Kind::Inactive) {
+            continue;
+        }
+        active = true;
+        if let Some(done) = requests::complete(rt, *slot, false)? {
+            return Ok(Some(Some((i, settle(slot, done)))));
+        }
+    }
+    Ok(if active { None } else { Some(None) })
+}
+
+/// `MPI_Waitany`.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Waitany(
+    n: c_int,
+    requests_: *mut c_int,
+    index: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    run("MPI_Waitany", 1, || {
+        // SAFETY: the caller's promise.
+        let slots = unsafe { handles(n, requests_) }?;
+        let found = match any_done(slots)? {
+            Some(found) => found,
+            None => {
+                let rt = runtime()?;
+                let mut ids = Vec::with_capacity(slots.len());
+                let mut at = Vec::with_capacity(slots.len());
+                for (i, &h) in slots.iter().enumerate() {
+                    if let Kind::Running(id) = requests::kind(h)? {
+                        ids.push(id);
+                        at.push(i);
+                    }
+                }
+                let (k, outcome) = rt.wait_any(&ids)?;
+                let i = at[k];
+                let done = requests::completed_by_any(slots[i], outcome)?;
+                Some((i, settle(&mut slots[i], done)))
+            }
+        };
+        let (i, s) = found.map_or((UNDEFINED, requests::empty_status()), |(i, s)| {
+            (i as c_int, s)
+        });
+        // SAFETY: the caller's promise.
+        unsafe {
+            put("index", index, i)?;
+            store(status, s);
+        }
+        Ok(())
+    })
+}
+
+/// `MPI_Testany`.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Testany(
+    n: c_int,
+    requests_: *mut c_int,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    run("MPI_Testany", 1, || {
+        // SAFETY: the caller's promise.
+        let slots = unsafe { handles(n, requests_) }?;
+        let (i, s, f) = match any_done(slots)? {
+            Some(Some((i, s))) => (i as c_int, s, 1),
+            Some(None) => (UNDEFINED, requests::empty_status(), 1),
+            None => (UNDEFINED, requests::empty_status(), 0),
+        };
+        // SAFETY: the caller's promise.
+        unsafe {
+            put("index", index, i)?;
+            if f == 1 {
+                store(status, s);
+            }
+            put("flag", flag, f)
+        }
+    })
+}
+
+/// Completes every request of `slots` that is complete now, writing their
+/// indices and statuses; `MPI_UNDEFINED` when all are null or inactive.
+///
+/// # Safety
+///
+/// `indices` and `statuses` (unless null) hold one entry per request.
+unsafe fn some(
+    slots: &mut [c_int],
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> Result<usize, Fail> {
+    let rt = runtime()?;
+    let (mut n, mut active) = (0, false);
+    for (i, slot) in slots.iter_mut().enumerate() {
+        if matches!(requests::kind(*slot)?, Kind::Inactive) {
+            continue;
+        }
+        active = true;
+        if let Some(done) = requests::complete(rt, *slot, false)? {
+            let s = settle(slot, done);
+            // SAFETY: the caller's promise.
+            unsafe {
+                put("array_of_indices", indices.add(n), i as c_int)?;
+                store_at(statuses, n, s);
+            }
+            n += 1;
+        }
+    }
+    let out = if active { n as c_int } else { UNDEFINED };
+    // SAFETY: the caller's promise.
+    unsafe { put("outcount", outcount, out) }?;
+    Ok(if active { n } else { usize::MAX })
+}
+
+/// `MPI_Waitsome`.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Waitsome(
+    n: c_int,
+    requests_: *mut c_int,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> c_int {
+    run("MPI_Waitsome", 1, || {
+        // SAFETY: the caller's promise.
+        let slots = unsafe { handles(n, requests_) }?;
+        loop {
+            // SAFETY: the caller's promise.
+            if unsafe { some(slots, outcount, indices, statuses) }? != 0 {
+                return Ok(());
+            }
+            runtime()?.progress();
+        }
+    })
+}
+
+/// `MPI_Testsome`.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Testsome(
+    n: c_int,
+    requests_: *mut c_int,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MpiStatus,
+) -> c_int {
+    run("MPI_Testsome", 1, || {
+        // SAFETY: the caller's promise.
+        let slots = unsafe { handles(n, requests_) }?;
+        // SAFETY: the caller's promise.
+        unsafe { some(slots, outcount, indices, statuses) }.map(drop)
+    })
+}
+
+/// `MPI_Request_get_status`: tests without releasing the request.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Request_get_status(
+    request: c_int,
+    flag: *mut c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    run("MPI_Request_get_status", 1, || {
+        let rt = runtime()?;
+        let s = match requests::kind(request)? {
+            Kind::Inactive => Some(requests::empty_status()),
+            Kind::Running(id) => match rt.test(id) {
+                Some(outcome) => Some(MpiStatus::of(&requests::complete_in_place(
+                    request, outcome,
+                )?)),
+                None => None,
+            },
+            Kind::Ready => None,
+        };
+        let s = match s {
+            Some(s) => Some(s),
+            None if matches!(requests::kind(request)?, Kind::Ready) => {
+                // Complete: peek at its status by completing a copy.
+                Some(requests::peek(request)?)
+            }
+            None => None,
+        };
+        // SAFETY: the caller's promise.
+        unsafe {
+            if let Some(s) = s {
+                store(status, s);
+            }
+            put("flag", flag, c_int::from(s.is_some()))
+        }
+    })
+}
+
+/// `MPI_Request_free`: a send or collective goes on and completes on its
+/// own (finalize waits for it); a receive still pending cannot be freed
+/// (oxmpi refuses it: wait for it, or cancel it and wait).
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Request_free(request: *mut c_int) -> c_int {
+    run("MPI_Request_free", 1, || {
+        if request.is_null() {
+            return Err(Fail::new(ERR_ARG, "request is a null pointer"));
+        }
+        // SAFETY: not null; the caller's promise.
+        let slot = unsafe { &mut *request };
+        requests::free(runtime()?, *slot)?;
+        *slot = REQUEST_NULL;
+        Ok(())
+    })
+}
+
+/// `MPI_Cancel`.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Cancel(request: *mut c_int) -> c_int {
+    run("MPI_Cancel", 1, || {
+        if request.is_null() {
+            return Err(Fail::new(ERR_ARG, "request is a null pointer"));
+        }
+        // SAFETY: not null; the caller's promise.
+        if let Kind::Running(id) = requests::kind(unsafe { *request })? {
+            runtime()?.cancel(id)?;
+        }
+        Ok(())
+    })
+}
+
+/// `MPI_Test_cancelled`.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Test_cancelled(status: *const MpiStatus, flag: *mut c_int) -> c_int {
+    run("MPI_Test_cancelled", 1, || {
+        if status.is_null() {
+            return Err(Fail::new(ERR_ARG, "status is a null pointer"));
+        }
+        // SAFETY: not null; the caller's promise.
+        let cancelled = unsafe { (*status).cancelled };
+        // SAFETY: the caller's promise.
+        unsafe { put("flag", flag, c_int::from(cancelled != 0)) }
+    })
+}

@@ -1,0 +1,131 @@
+/* Requests beyond wait: persistent sends and receives started again and
+ * again, startall, testany, testsome, waitsome, request_get_status,
+ * buffered sends within the attached buffer's budget and one past it,
+ * ready sends.
+ * Ranks pair up (0-1, 2-3, ...); prints "requests: ok". */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int rank, size, failures = 0;
+#define CHECK(cond, ...)                                                   \
+    do {                                                                   \
+        if (!(cond)) {                                                     \
+            fprintf(stderr, "rank %d: %s:%d: ", rank, __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                                  \
+            fprintf(stderr, "\n");                                         \
+            failures++;                                                    \
+        }                                                                  \
+    } while (0)
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int peer = rank ^ 1;
+    if (peer < size) {
+        /* Persistent exchange, five rounds through the same requests. */
+        int out = 0, in = -1;
+        MPI_Request r[2];
+        MPI_Recv_init(&in, 1, MPI_INT, peer, 4, MPI_COMM_WORLD, &r[0]);
+        MPI_Send_init(&out, 1, MPI_INT, peer, 4, MPI_COMM_WORLD, &r[1]);
+        for (int round = 0; round < 5; round++) {
+            out = 100 * rank + round;
+            MPI_Startall(2, r);
+            MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+            CHECK(in == 100 * peer + round, "round %d got %d", round, in);
+            CHECK(r[0] != MPI_REQUEST_NULL && r[1] != MPI_REQUEST_NULL, "persistent handles were reset");
+        }
+        /* Waiting on an inactive persistent request returns at once. */
+        MPI_Status st;
+        MPI_Wait(&r[0], &st);
+        CHECK(st.MPI_SOURCE == MPI_ANY_SOURCE && st.MPI_TAG == MPI_ANY_TAG, "inactive wait status %d", st.MPI_SOURCE);
+        /* A restart of an active one is refused. */
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        MPI_Start(&r[0]);
+        int cls = -1, rc = MPI_Start(&r[0]);
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_REQUEST, "second start class %d", cls);
+        MPI_Start(&r[1]);
+        int flag = 0;
+        while (!flag) MPI_Test(&r[0], &flag, MPI_STATUS_IGNORE);
+        MPI_Wait(&r[1], MPI_STATUS_IGNORE);
+        MPI_Request_free(&r[0]);
+        MPI_Request_free(&r[1]);
+        CHECK(r[0] == MPI_REQUEST_NULL, "free did not reset");
+
+        /* Several receives, completed with testany, testsome, waitsome. */
+        int vals[4] = {-1, -1, -1, -1};
+        MPI_Request rr[4];
+        for (int i = 0; i < 4; i++) MPI_Irecv(&vals[i], 1, MPI_INT, peer, 10 + i, MPI_COMM_WORLD, &rr[i]);
+        for (int i = 3; i >= 0; i--) { int v = rank * 10 + i; MPI_Send(&v, 1, MPI_INT, peer, 10 + i, MPI_COMM_WORLD); }
+        int done = 0, idx, outcount, indices[4];
+        MPI_Status sts[4];
+        flag = 0;
+        while (!flag) MPI_Testany(4, rr, &idx, &flag, &st);
+        CHECK(idx >= 0 && idx < 4 && rr[idx] == MPI_REQUEST_NULL && vals[idx] == peer * 10 + idx, "testany %d", idx);
+        done++;
+        MPI_Request_get_status(rr[(idx + 1) % 4], &flag, &st);
+        while (done < 4) {
+            MPI_Waitsome(4, rr, &outcount, indices, sts);
+            for (int k = 0; k < outcount; k++) {
+                int i = indices[k];
+                CHECK(vals[i] == peer * 10 + i && sts[k].MPI_TAG == 10 + i, "waitsome %d got %d", i, vals[i]);
+            }
+            done += outcount;
+        }
+        MPI_Testsome(4, rr, &outcount, indices, sts);
+        CHECK(outcount == MPI_UNDEFINED, "testsome of nulls %d", outcount);
+
+        /* Buffered sends within the attached budget; one too many. */
+        int need;
+        MPI_Pack_size(100, MPI_INT, MPI_COMM_WORLD, &need);
+        int bufsize = 2 * (need + MPI_BSEND_OVERHEAD);
+        char *attached = malloc(bufsize);
+        MPI_Buffer_attach(attached, bufsize);
+        int big[100];
+        for (int i = 0; i < 100; i++) big[i] = rank + i;
+        if (rank % 2 == 0) {
+            MPI_Bsend(big, 100, MPI_INT, peer, 20, MPI_COMM_WORLD);
+            MPI_Request ib;
+            MPI_Ibsend(big, 100, MPI_INT, peer, 21, MPI_COMM_WORLD, &ib);
+            MPI_Wait(&ib, MPI_STATUS_IGNORE);
+            /* More than the whole budget is refused. */
+            static int huge[1000];
+            rc = MPI_Bsend(huge, 1000, MPI_INT, peer, 22, MPI_COMM_WORLD);
+            MPI_Error_class(rc, &cls);
+            CHECK(cls == MPI_ERR_BUFFER, "oversized bsend class %d", cls);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank % 2 == 1) {
+            int got[100];
+            MPI_Recv(got, 100, MPI_INT, peer, 20, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            CHECK(got[99] == peer + 99, "bsend got %d", got[99]);
+            MPI_Recv(got, 100, MPI_INT, peer, 21, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            CHECK(got[0] == peer, "ibsend got %d", got[0]);
+        }
+        void *back;
+        int backsize;
+        MPI_Buffer_detach(&back, &backsize);
+        CHECK(back == attached && backsize == bufsize, "detach gave %p %d", back, backsize);
+        free(attached);
+
+        /* A ready send to a posted receive. */
+        int rv = -1, sv = rank;
+        MPI_Request pre;
+        MPI_Irecv(&rv, 1, MPI_INT, peer, 30, MPI_COMM_WORLD, &pre);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Rsend(&sv, 1, MPI_INT, peer, 30, MPI_COMM_WORLD);
+        MPI_Wait(&pre, MPI_STATUS_IGNORE);
+        CHECK(rv == peer, "rsend got %d", rv);
+    } else {
+        /* An odd one out joins the barriers. */
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    int all = 0;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Finalize();
+    if (rank == 0 && all == 0) printf("requests: ok\n");
+    return failures ? 1 : 0;
+}
