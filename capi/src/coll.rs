@@ -12,19 +12,30 @@
 
 use crate::errors::{Fail, ERR_ARG, ERR_ROOT, ERR_TRUNCATE, ERR_TYPE};
 use crate::handles::{comm, count, op, typed, Typed};
+use crate::ops::UserCtx;
 use crate::requests::{self, Pending};
 use crate::{runtime, IN_PLACE};
-use oxmpi_mpi_core::coll::{CollCall, CollKind, RSlice};
+use oxmpi_mpi_core::coll::{CollCall, CollKind, ElementCode, OpCode, RSlice, UserOp};
 use std::ffi::{c_int, c_void};
 
-/// A collective call ready to run or start, with the byte counts and
-/// displacements its slices point into.
+/// A collective call ready to run or start, with what it points into.
 pub struct Prepared {
-    /// The call. Its slices point into `keep`'s boxes, whose heap memory
+    /// The call. Its slices point into `keep`'s boxes, and its user
+    /// operation's context into `keep`'s context, whose heap memory
     /// neither moves nor goes while `self` lives.
     pub call: CollCall<'static>,
-    /// The arrays the call's slices borrow.
-    keep: Vec<Box<[usize]>>,
+    /// What the call borrows.
+    keep: Keep,
+}
+
+/// What a collective call borrows: kept by a non-blocking request until it
+/// completes.
+#[derive(Default)]
+pub struct Keep {
+    /// The count and displacement arrays.
+    arrays: Vec<Box<[usize]>>,
+    /// A program's reduction operation, with its datatype.
+    user: Option<Box<UserCtx>>,
 }
 
 impl Prepared {
@@ -33,7 +44,7 @@ impl Prepared {
     pub fn empty() -> Prepared {
         Prepared {
             call: CollCall::new(CollKind::Barrier),
-            keep: Vec::new(),
+            keep: Keep::default(),
         }
     }
 
@@ -44,7 +55,7 @@ impl Prepared {
         // call that borrows it is `self.call`, used only while `self`
         // lives.
         let s: &'static [usize] = unsafe { &*std::ptr::from_ref::<[usize]>(&*v) };
-        self.keep.push(v);
+        self.keep.arrays.push(v);
         RSlice::from_slice(s)
     }
 }
@@ -156,13 +167,30 @@ fn reduction(
     datatype_: c_int,
     op_: c_int,
 ) -> Result<(), Fail> {
-    let Some(element) = typed(datatype_)?.element() else {
-        return Err(no_reduction(datatype_));
-    };
     p.call.kind = kind;
     p.call.count = count("count", count_)?;
-    p.call.element = element;
-    p.call.op = op(op_)?;
+    if let Some(u) = crate::ops::user(op_)? {
+        let unit = unit_bytes(&typed(datatype_)?)?;
+        let ctx = Box::new(UserCtx {
+            func: u.func,
+            datatype: datatype_,
+        });
+        p.call.op = OpCode::User;
+        p.call.element = ElementCode::User;
+        p.call.user = UserOp {
+            func: Some(crate::ops::call_user),
+            ctx: std::ptr::from_ref::<UserCtx>(&ctx).cast_mut().cast(),
+            elem_size: unit,
+            commutative: u.commute,
+        };
+        p.keep.user = Some(ctx);
+    } else {
+        let Some(element) = typed(datatype_)?.element() else {
+            return Err(no_reduction(datatype_));
+        };
+        p.call.element = element;
+        p.call.op = op(op_)?;
+    }
     p.call.send = buffer(sendbuf);
     p.call.recv = recvbuf.cast();
     Ok(())

@@ -289,17 +289,21 @@ pub unsafe extern "C" fn PMPI_Error_class(code: c_int, class: *mut c_int) -> c_i
     })
 }
 
-/// `MPI_Comm_set_errhandler`: `MPI_ERRORS_ARE_FATAL` or
-/// `MPI_ERRORS_RETURN`.
+/// `MPI_Comm_set_errhandler`: `MPI_ERRORS_ARE_FATAL`, `MPI_ERRORS_RETURN`
+/// or one `MPI_Comm_create_errhandler` made.
 #[no_mangle]
 pub extern "C" fn PMPI_Comm_set_errhandler(comm_: c_int, handler: c_int) -> c_int {
     run("MPI_Comm_set_errhandler", comm_, || {
         comm(comm_)?;
-        if handler != ERRORS_ARE_FATAL && handler != ERRORS_RETURN {
+        if handler != ERRORS_ARE_FATAL
+            && handler != ERRORS_RETURN
+            && !crate::user_errors::is_handler(handler)
+        {
             return Err(Fail::new(
                 ERR_ARG,
                 format!(
-                    "error handler {handler} is neither MPI_ERRORS_ARE_FATAL nor MPI_ERRORS_RETURN"
+                    "error handler {handler} is none of MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN and \
+                     the handlers MPI_Comm_create_errhandler made"
                 ),
             ));
         }

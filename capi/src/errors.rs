@@ -204,15 +204,23 @@ pub fn record(class: c_int, message: String) -> c_int {
 /// The class of an error code, or `None` for a negative code or one past
 /// what [`record`] makes.
 pub fn class_of(code: c_int) -> Option<c_int> {
+    if let Some(c) = crate::user_errors::class_of_added(code) {
+        return Some(c);
+    }
     let class = code % 1024;
-    (code >= 0 && (code / 1024) as usize <= SLOTS && class_text(class).is_some()).then_some(class)
+    let known = class_text(class).is_some() || crate::user_errors::is_added_class(class);
+    (code >= 0 && (code / 1024) as usize <= SLOTS && known).then_some(class)
 }
 
 /// The text of an error code: its message, if it still has one, after
 /// the class's name.
 pub fn string_of(code: c_int) -> Option<String> {
+    if let Some(s) = crate::user_errors::string_of(code) {
+        return Some(s);
+    }
     let class = class_of(code)?;
-    let (name, meaning) = class_text(class)?;
+    let (name, meaning) =
+        class_text(class).unwrap_or(("an error class the program added", "no string was given"));
     let slot = (code / 1024) as usize;
     let m = MESSAGES.lock().unwrap_or_else(|e| e.into_inner());
     match m.slots.get(slot).and_then(Option::as_ref) {
@@ -265,8 +273,13 @@ pub fn forget_handler(comm: c_int) {
 pub fn raise(function: &str, comm: c_int, fail: Fail) -> c_int {
     let message = format!("{function}: {}", fail.message);
     let code = record(fail.class, message.clone());
-    if handler_of(comm) == ERRORS_RETURN {
-        return code;
+    match handler_of(comm) {
+        ERRORS_RETURN => return code,
+        ERRORS_ARE_FATAL => {}
+        h => {
+            crate::user_errors::call(h, comm, code);
+            return code;
+        }
     }
     let (name, _) = class_text(fail.class).unwrap_or(("MPI_ERR_UNKNOWN", ""));
     let text = format!("{message} ({name}; the communicator's error handler is MPI_ERRORS_ARE_FATAL, so the job ends)");

@@ -22,7 +22,7 @@ pub enum Pending {
     Recv(RequestId, Incoming),
     /// A non-blocking collective, with the count and displacement arrays
     /// its call borrows (held, never read).
-    Coll(RequestId, #[allow(dead_code)] Vec<Box<[usize]>>),
+    Coll(RequestId, #[allow(dead_code)] crate::coll::Keep),
     /// An operation already complete (with `MPI_PROC_NULL`, a buffered
     /// send, or one `MPI_Request_get_status` saw complete).
     Done(Status),

@@ -1,0 +1,173 @@
+//! Reduction operations the program makes (`MPI_Op_create`,
+//! `MPI_Op_free`, `MPI_Op_commutative`), and how a reduction calls one.
+//!
+//! Handles: the predefined operations are 1 to 12; a program's operations
+//! come from 32.
+
+use crate::errors::{run, Fail, ERR_ARG, ERR_OP};
+use crate::handles::put;
+use slab::Slab;
+use std::ffi::{c_int, c_void};
+use std::sync::Mutex;
+
+/// `MPI_User_function`.
+pub type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut c_int);
+
+/// The first handle of a program's operation.
+pub const FIRST_USER_OP: c_int = 32;
+
+/// A program's operation.
+#[derive(Clone, Copy)]
+pub struct UserOpEntry {
+    /// Its function.
+    pub func: UserFn,
+    /// Whether it commutes.
+    pub commute: bool,
+}
+
+static OPS: Mutex<Slab<UserOpEntry>> = Mutex::new(Slab::new());
+
+/// The program's operation of handle `h`, if `h` is one.
+///
+/// # Errors
+///
+/// `MPI_ERR_OP` for a handle in the program's range that is not (or no
+/// longer) an operation.
+pub fn user(h: c_int) -> Result<Option<UserOpEntry>, Fail> {
+    if h < FIRST_USER_OP {
+        return Ok(None);
+    }
+    OPS.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get((h - FIRST_USER_OP) as usize)
+        .copied()
+        .map(Some)
+        .ok_or_else(|| {
+            Fail::new(
+                ERR_OP,
+                format!("operation handle {h} is not an operation (it was freed?)"),
+            )
+        })
+}
+
+/// What a reduction's trampoline needs to call a program's operation.
+pub struct UserCtx {
+    /// The function.
+    pub func: UserFn,
+    /// The datatype handle the call passes it.
+    pub datatype: c_int,
+}
+
+/// The reduction kernels' entry for a program's operation: calls its
+/// function on `count` elements (in pieces of at most `i32::MAX`).
+///
+/// # Safety
+///
+/// `ctx` is a live [`UserCtx`]; `input` and `inout` hold `count` elements
+/// of its datatype.
+pub unsafe extern "C" fn call_user(
+    ctx: *mut c_void,
+    input: *const u8,
+    inout: *mut u8,
+    count: usize,
+) -> bool {
+    // SAFETY: the caller's promise.
+    let u = unsafe { &*ctx.cast::<UserCtx>() };
+    let size = crate::handles::typed(u.datatype)
+        .ok()
+        .and_then(|t| t.contiguous_bytes(1).ok().flatten())
+        .unwrap_or(0);
+    let mut done = 0;
+    while done < count {
+        let n = (count - done).min(c_int::MAX as usize);
+        let (mut len, mut dt) = (n as c_int, u.datatype);
+        // SAFETY: the program's function, called as MPI defines it, on
+        // `n` elements of the buffers (the caller's promise).
+        unsafe {
+            (u.func)(
+                input.add(done * size) as *mut c_void,
+                inout.add(done * size).cast(),
+                &mut len,
+                &mut dt,
+            )
+        };
+        done += n;
+    }
+    true
+}
+
+/// `MPI_Op_create`.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Op_create(
+    f: Option<UserFn>,
+    commute: c_int,
+    op: *mut c_int,
+) -> c_int {
+    run("MPI_Op_create", 1, || {
+        let Some(func) = f else {
+            return Err(Fail::new(ERR_ARG, "the user function is a null pointer"));
+        };
+        let k = OPS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(UserOpEntry {
+                func,
+                commute: commute != 0,
+            });
+        // SAFETY: the caller's promise.
+        unsafe { put("op", op, k as c_int + FIRST_USER_OP) }
+    })
+}
+
+/// `MPI_Op_free`: sets the handle to `MPI_OP_NULL`; a predefined
+/// operation cannot be freed.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Op_free(op: *mut c_int) -> c_int {
+    run("MPI_Op_free", 1, || {
+        if op.is_null() {
+            return Err(Fail::new(ERR_ARG, "op is a null pointer"));
+        }
+        // SAFETY: not null; the caller's promise.
+        let h = unsafe { *op };
+        if user(h)?.is_none() {
+            return Err(Fail::new(
+                ERR_OP,
+                format!("operation {h} is predefined (or MPI_OP_NULL) and cannot be freed"),
+            ));
+        }
+        OPS.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove((h - FIRST_USER_OP) as usize);
+        // SAFETY: as above.
+        unsafe { *op = 0 };
+        Ok(())
+    })
+}
+
+/// `MPI_Op_commutative`.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Op_commutative(op: c_int, commute: *mut c_int) -> c_int {
+    run("MPI_Op_commutative", 1, || {
+        let c = match user(op)? {
+            Some(u) => u.commute,
+            None => {
+                crate::handles::op(op)?;
+                true
+            }
+        };
+        // SAFETY: the caller's promise.
+        unsafe { put("commute", commute, c_int::from(c)) }
+    })
+}
