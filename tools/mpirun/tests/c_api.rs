@@ -159,6 +159,78 @@ fn a_cxx_program_builds_with_mpicxx_and_runs() {
 }
 
 #[test]
+fn a_cmake_project_finds_oxmpi_through_its_wrappers_on_path() {
+    let artifacts = oxmpi_test_support::build_workspace();
+    let found = Command::new("cmake")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        found,
+        "cmake is missing: apt-get install cmake (scripts/system-packages.txt lists it)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let build = dir.path().join("build");
+    // Our programs' directory first, as an install's bin directory would be.
+    let path = format!(
+        "{}:{}",
+        artifacts.dir().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let project = source("../cmake");
+    let configure = Command::new("cmake")
+        .arg("-S")
+        .arg(&project)
+        .arg("-B")
+        .arg(&build)
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&configure.stdout);
+    assert!(
+        configure.status.success(),
+        "cmake failed: {out}{}",
+        String::from_utf8_lossy(&configure.stderr)
+    );
+    let ours = format!(
+        "MPI_C_LIBRARIES={}",
+        artifacts.dir().join("libmpi.so").display()
+    );
+    assert!(
+        out.contains("MPI_C_VERSION=3.1") && out.contains(&ours),
+        "FindMPI did not find oxmpi: {out}"
+    );
+    let make = Command::new("cmake")
+        .arg("--build")
+        .arg(&build)
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert!(
+        make.status.success(),
+        "the build failed: {}{}",
+        String::from_utf8_lossy(&make.stdout),
+        String::from_utf8_lossy(&make.stderr)
+    );
+    let ring = build.join("ring").display().to_string();
+    let run = mpirun(&["-n", "3", "--oversubscribe", &ring]);
+    assert_eq!(
+        (run.code(), run.stdout.trim()),
+        (0, "cmake ring: ok"),
+        "{}",
+        run.stderr
+    );
+    let hello = build.join("hello").display().to_string();
+    let run = mpirun(&["-n", "2", &hello]);
+    assert_eq!(
+        (run.code(), run.stdout.trim()),
+        (0, "hello.cc: ok"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
 fn every_function_is_exported_as_a_weak_alias_of_its_pmpi_twin() {
     let lib = oxmpi_test_support::build_workspace().library("libmpi.so");
     let out = Command::new("nm").arg("-D").arg(&lib).output().unwrap();
