@@ -228,22 +228,16 @@ pub unsafe extern "C" fn PMPI_Waitany(
     run("MPI_Waitany", 1, || {
         // SAFETY: the caller's promise.
         let slots = unsafe { handles(n, requests_) }?;
-        let found = match any_done(slots)? {
-            Some(found) => found,
-            None => {
-                let rt = runtime()?;
-                let mut ids = Vec::with_capacity(slots.len());
-                let mut at = Vec::with_capacity(slots.len());
-                for (i, &h) in slots.iter().enumerate() {
-                    if let Kind::Running(id) = requests::kind(h)? {
-                        ids.push(id);
-                        at.push(i);
-                    }
+        // Requests of several parts are polled; the others are handed to
+        // the runtime's wait.
+        let polled = slots.iter().any(|&h| requests::is_many(h));
+        let found = loop {
+            match any_done(slots)? {
+                Some(found) => break found,
+                None if polled => {
+                    runtime()?.progress();
                 }
-                let (k, outcome) = rt.wait_any(&ids)?;
-                let i = at[k];
-                let done = requests::completed_by_any(slots[i], outcome)?;
-                Some((i, settle(&mut slots[i], done)))
+                None => break Some(waitany_running(slots)?),
             }
         };
         let (i, s) = found.map_or((UNDEFINED, requests::empty_status()), |(i, s)| {
@@ -256,6 +250,24 @@ pub unsafe extern "C" fn PMPI_Waitany(
         }
         Ok(())
     })
+}
+
+/// Waits, in the runtime, for the first running request of `slots` to
+/// complete, and completes it.
+fn waitany_running(slots: &mut [c_int]) -> Result<(usize, MpiStatus), Fail> {
+    let rt = runtime()?;
+    let mut ids = Vec::with_capacity(slots.len());
+    let mut at = Vec::with_capacity(slots.len());
+    for (i, &h) in slots.iter().enumerate() {
+        if let Kind::Running(id) = requests::kind(h)? {
+            ids.push(id);
+            at.push(i);
+        }
+    }
+    let (k, outcome) = rt.wait_any(&ids)?;
+    let i = at[k];
+    let done = requests::completed_by_any(slots[i], outcome)?;
+    Ok((i, settle(&mut slots[i], done)))
 }
 
 /// `MPI_Testany`.

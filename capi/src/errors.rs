@@ -35,6 +35,8 @@ pub const ERR_ROOT: c_int = 8;
 pub const ERR_GROUP: c_int = 9;
 /// `MPI_ERR_OP`.
 pub const ERR_OP: c_int = 10;
+/// `MPI_ERR_TOPOLOGY`.
+pub const ERR_TOPOLOGY: c_int = 11;
 /// `MPI_ERR_ARG`.
 pub const ERR_ARG: c_int = 13;
 /// `MPI_ERR_UNKNOWN`.

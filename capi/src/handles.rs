@@ -51,7 +51,9 @@ pub struct TypeEntry {
 /// The predefined types, in handle order from 1 (`MPI_CHAR`) as `mpi.h`
 /// numbers them, with the element type reductions see.
 const PREDEFINED: &[(Primitive, Option<ElementCode>)] = &[
-    (Primitive::Char, None),
+    // MPI leaves MPI_CHAR out of reductions; Open MPI and MPICH take it as
+    // a signed byte, and programs (the OSU benchmarks among them) rely on it.
+    (Primitive::Char, Some(ElementCode::Int8)),
     (Primitive::SignedChar, Some(ElementCode::Int8)),
     (Primitive::UnsignedChar, Some(ElementCode::UInt8)),
     (Primitive::Byte, Some(ElementCode::Byte)),

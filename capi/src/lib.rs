@@ -19,6 +19,7 @@ pub mod errors;
 mod groups;
 mod handles;
 mod info;
+mod neighbor;
 mod ops;
 mod p2p;
 mod persistent;
@@ -239,6 +240,21 @@ weak_aliases!(
     Unpack,
     Pack_size,
     Get_address,
+    Dist_graph_create_adjacent,
+    Dist_graph_neighbors_count,
+    Dist_graph_neighbors,
+    Neighbor_allgather,
+    Ineighbor_allgather,
+    Neighbor_allgatherv,
+    Ineighbor_allgatherv,
+    Neighbor_alltoall,
+    Ineighbor_alltoall,
+    Neighbor_alltoallv,
+    Ineighbor_alltoallv,
+    Neighbor_alltoallw,
+    Ineighbor_alltoallw,
+    Alltoallw,
+    Ialltoallw,
     Win_create,
     Win_allocate,
     Win_allocate_shared,

@@ -29,6 +29,10 @@ pub enum Pending {
     /// A persistent request: its operation, and the run in progress
     /// (`None`: inactive).
     Persistent(Box<Persistent>),
+    /// Several operations that complete as one (a collective this library
+    /// runs over point-to-point); each part is replaced by `Done` as it
+    /// completes.
+    Many(Vec<Pending>),
 }
 
 /// A persistent request (`MPI_Send_init`, `MPI_Recv_init` and kin).
@@ -78,6 +82,7 @@ fn id_in(p: &Pending) -> Option<RequestId> {
     match p {
         Pending::Send(id, _) | Pending::Recv(id, _) | Pending::Coll(id, _) => Some(*id),
         Pending::Persistent(q) => q.active.as_ref().and_then(id_in),
+        Pending::Many(parts) => parts.iter().find_map(id_in),
         Pending::Done(_) => None,
     }
 }
@@ -111,6 +116,17 @@ pub fn kind(h: c_int) -> Result<Kind, Fail> {
     })
 }
 
+/// Whether the request of handle `h` is several operations completing as
+/// one ([`Pending::Many`]), which `MPI_Waitany` polls rather than hands to
+/// the runtime's wait.
+pub fn is_many(h: c_int) -> bool {
+    let t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+    key(h)
+        .ok()
+        .and_then(|k| t.get(k))
+        .is_some_and(|p| matches!(p, Pending::Many(_)))
+}
+
 /// Takes the run out of the request of handle `h`: a one-shot request is
 /// removed (and the handle is to become `MPI_REQUEST_NULL`), a persistent
 /// one goes inactive. `None` for `MPI_REQUEST_NULL` or an inactive
@@ -140,12 +156,60 @@ fn finish(p: Pending, outcome: Result<Status, oxmpi_mpi_core::Error>) -> Result<
     Ok(s)
 }
 
+/// Tests the parts of the request of handle `h` if it is a
+/// [`Pending::Many`] (each completed part becomes `Done`); answers whether
+/// it is complete (true for any other kind).
+///
+/// # Errors
+///
+/// A part's error (the request is then released).
+fn progress_many(rt: &Runtime, h: c_int) -> Result<bool, Fail> {
+    if h == REQUEST_NULL {
+        return Ok(true);
+    }
+    let k = key(h)?;
+    let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(Pending::Many(parts)) = t.get_mut(k) else {
+        return Ok(true);
+    };
+    let mut all = true;
+    for part in parts.iter_mut() {
+        let Some(id) = id_in(part) else { continue };
+        match rt.test(id) {
+            None => all = false,
+            Some(outcome) => {
+                let run = std::mem::replace(part, Pending::Done(Status::default()));
+                match finish(run, outcome) {
+                    Ok(s) => *part = Pending::Done(s),
+                    Err(f) => {
+                        t.remove(k);
+                        return Err(f);
+                    }
+                }
+            }
+        }
+    }
+    Ok(all)
+}
+
 /// Waits for the run `p` and finishes it.
 ///
 /// # Errors
 ///
 /// The request's error.
 pub fn wait(rt: &Runtime, p: Pending) -> Result<Status, Fail> {
+    if let Pending::Many(parts) = p {
+        let mut first_error = None;
+        for part in parts {
+            if let Err(f) = wait(rt, part) {
+                first_error.get_or_insert(f);
+            }
+        }
+        return match first_error {
+            Some(f) => Err(f),
+            None => Ok(done_status(empty_status())),
+        };
+    }
     match id_in(&p) {
         Some(id) => {
             let outcome = rt.wait(id);
@@ -168,6 +232,9 @@ pub fn wait(rt: &Runtime, p: Pending) -> Result<Status, Fail> {
 /// `MPI_ERR_REQUEST` for an unknown handle; the request's error (the
 /// request is then complete and released all the same).
 pub fn complete(rt: &Runtime, h: c_int, block: bool) -> Result<Option<(MpiStatus, bool)>, Fail> {
+    if !block && !progress_many(rt, h)? {
+        return Ok(None);
+    }
     if !block {
         if let Kind::Running(id) = kind(h)? {
             let Some(outcome) = rt.test(id) else {

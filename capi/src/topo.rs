@@ -426,7 +426,7 @@ pub unsafe extern "C" fn PMPI_Cart_sub(
     })
 }
 
-/// `MPI_Topo_test`: `MPI_CART` or `MPI_UNDEFINED`.
+/// `MPI_Topo_test`: `MPI_CART`, `MPI_DIST_GRAPH` or `MPI_UNDEFINED`.
 ///
 /// # Safety
 ///
@@ -437,12 +437,34 @@ pub unsafe extern "C" fn PMPI_Topo_test(comm_: c_int, status: *mut c_int) -> c_i
         comm(comm_)?;
         let t = if grid_of(comm_).is_ok() {
             CART
+        } else if crate::neighbor::is_graph(comm_) {
+            crate::neighbor::DIST_GRAPH
         } else {
             UNDEFINED
         };
         // SAFETY: the caller's promise.
         unsafe { put("status", status, t) }
     })
+}
+
+/// The neighbors of this process in the Cartesian communicator `comm_`,
+/// in MPI's order (for each dimension, the one at −1 then the one at +1;
+/// `MPI_PROC_NULL` off a non-periodic edge), or `None` for a
+/// communicator without a grid.
+pub fn cart_neighbors(comm_: c_int) -> Result<Option<Vec<c_int>>, Fail> {
+    let Ok(g) = grid_of(comm_) else {
+        return Ok(None);
+    };
+    let me = runtime()?.comm_rank(comm(comm_)?);
+    let mut out = Vec::with_capacity(2 * g.dims.len());
+    for d in 0..g.dims.len() {
+        for delta in [-1, 1] {
+            let mut c = g.coords(me);
+            c[d] += delta;
+            out.push(g.rank(&c).unwrap_or(PROC_NULL));
+        }
+    }
+    Ok(Some(out))
 }
 
 #[cfg(test)]

@@ -109,6 +109,17 @@ fn topologies_info_user_operations_and_handlers_work_on_1_to_4_ranks() {
 }
 
 #[test]
+fn neighborhood_collectives_and_alltoallw_work_on_1_to_4_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = compile(dir.path(), "neighbor.c");
+    for n in ["1", "2", "3", "4"] {
+        let run = mpirun(&["-n", n, "--oversubscribe", &program]);
+        assert_eq!(run.code(), 0, "-n {n}: {}{}", run.stdout, run.stderr);
+        assert_eq!(run.stdout.trim(), "neighbor: ok", "-n {n}: {}", run.stderr);
+    }
+}
+
+#[test]
 fn errors_return_their_class_and_say_what_was_wrong() {
     let dir = tempfile::tempdir().unwrap();
     let program = compile(dir.path(), "errors.c");
