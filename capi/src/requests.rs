@@ -78,6 +78,7 @@ pub fn empty_status() -> MpiStatus {
 }
 
 /// The runtime's id of a started, incomplete request.
+#[inline]
 fn id_in(p: &Pending) -> Option<RequestId> {
     match p {
         Pending::Send(id, _) | Pending::Recv(id, _) | Pending::Coll(id, _) => Some(*id),
