@@ -3,25 +3,9 @@
 //! resized, dup. Each registers a new, uncommitted type.
 
 use crate::errors::{run, Fail, ERR_ARG};
-use crate::handles::{any_type, count, new_type, update_type};
+use crate::handles::{any_type, array, count, new_type, update_type};
 use oxmpi_datatype::{Datatype, Distribution, Order};
 use std::ffi::c_int;
-
-/// Reads `n` values of an input array.
-///
-/// # Safety
-///
-/// `p` holds `n` values (or `n` is 0).
-unsafe fn array<'a, T>(what: &str, p: *const T, n: usize) -> Result<&'a [T], Fail> {
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() {
-        return Err(Fail::new(ERR_ARG, format!("{what} is a null pointer")));
-    }
-    // SAFETY: not null, `n` values (the caller's promise).
-    Ok(unsafe { std::slice::from_raw_parts(p, n) })
-}
 
 /// Registers `made` and writes its handle to `out`.
 ///

@@ -5,7 +5,7 @@
 //! group made (freed by `MPI_Group_free`).
 
 use crate::errors::{run, Fail, ERR_ARG, ERR_GROUP, ERR_RANK};
-use crate::handles::{comm, comm_handle, count, put, COMM_NULL};
+use crate::handles::{array as ints, comm, comm_handle, count, put, COMM_NULL};
 use crate::runtime;
 use oxmpi_groups::{Comparison, Group, GroupError};
 use slab::Slab;
@@ -67,22 +67,6 @@ unsafe fn made(out: *mut c_int, g: Group) -> Result<(), Fail> {
     };
     // SAFETY: the caller's promise.
     unsafe { put("newgroup", out, h) }
-}
-
-/// Reads `n` ints of a C array.
-///
-/// # Safety
-///
-/// `p` holds `n` ints (or `n` is 0).
-unsafe fn ints<'a>(what: &str, p: *const c_int, n: usize) -> Result<&'a [c_int], Fail> {
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() {
-        return Err(Fail::new(ERR_ARG, format!("{what} is a null pointer")));
-    }
-    // SAFETY: `n` ints (the caller's promise).
-    Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
 /// `MPI_Comm_group`.

@@ -346,6 +346,27 @@ pub fn count(what: &str, n: c_int) -> Result<usize, Fail> {
     })
 }
 
+/// The `n` values of the input array `p` (an empty slice for `n` 0,
+/// whatever `p` is).
+///
+/// # Errors
+///
+/// `MPI_ERR_ARG` for a null `p` with `n` above 0.
+///
+/// # Safety
+///
+/// `p` holds `n` values, unchanged while the slice lives.
+pub unsafe fn array<'a, T>(what: &str, p: *const T, n: usize) -> Result<&'a [T], Fail> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Fail::new(ERR_ARG, format!("{what} is a null pointer")));
+    }
+    // SAFETY: not null, `n` values (the caller's promise).
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
 /// Writes `value` through an output pointer.
 ///
 /// # Errors

@@ -10,7 +10,7 @@
 
 use crate::buffers::{Incoming, Outgoing};
 use crate::errors::{run, Fail, ERR_ARG, ERR_TOPOLOGY};
-use crate::handles::{comm, comm_handle, count, put, typed, Typed};
+use crate::handles::{array as ints, comm, comm_handle, count, put, typed, Typed};
 use crate::requests::{self, Pending};
 use crate::{runtime, PROC_NULL};
 use oxmpi_mpi_core::{Comm, SendMode};
@@ -100,22 +100,6 @@ fn neighbors(comm_: c_int) -> Result<Neighbors, Fail> {
             format!("communicator {comm_} has no topology; neighborhood collectives need a Cartesian or distributed graph one"),
         )),
     }
-}
-
-/// Reads `n` ints of a C array.
-///
-/// # Safety
-///
-/// `p` holds `n` ints (or `n` is 0).
-unsafe fn ints<'a>(what: &str, p: *const c_int, n: usize) -> Result<&'a [c_int], Fail> {
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() {
-        return Err(Fail::new(ERR_ARG, format!("{what} is a null pointer")));
-    }
-    // SAFETY: `n` ints (the caller's promise).
-    Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
 /// `MPI_Dist_graph_create_adjacent` (weights and `reorder` are accepted

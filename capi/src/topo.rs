@@ -4,7 +4,7 @@
 //! reorder), and its grid is kept here by communicator handle.
 
 use crate::errors::{run, Fail, ERR_ARG, ERR_RANK};
-use crate::handles::{comm, comm_handle, count, put, COMM_NULL};
+use crate::handles::{array as ints, comm, comm_handle, count, put, COMM_NULL};
 use crate::{runtime, PROC_NULL, UNDEFINED};
 use std::collections::HashMap;
 use std::ffi::c_int;
@@ -69,22 +69,6 @@ pub fn forget(comm_: c_int) {
     if let Some(m) = GRIDS.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
         m.remove(&comm_);
     }
-}
-
-/// Reads `n` ints of a C array.
-///
-/// # Safety
-///
-/// `p` holds `n` ints (or `n` is 0).
-unsafe fn ints<'a>(what: &str, p: *const c_int, n: usize) -> Result<&'a [c_int], Fail> {
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() {
-        return Err(Fail::new(ERR_ARG, format!("{what} is a null pointer")));
-    }
-    // SAFETY: `n` ints (the caller's promise).
-    Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
 /// Writes `v` to the C array `p`.

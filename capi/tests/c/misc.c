@@ -5,17 +5,9 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
+#include "check.h"
 
 static int rank, size, failures = 0;
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "rank %d: %s:%d: ", rank, __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fprintf(stderr, "\n");                                         \
-            failures++;                                                    \
-        }                                                                  \
-    } while (0)
 
 /* 2x2 matrix product, row-major, in order: inout = in * inout. */
 static void matmul(void *in, void *inout, int *len, MPI_Datatype *dt) {

@@ -5,17 +5,9 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
+#include "check.h"
 
 static int rank, size, failures = 0;
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "rank %d: %s:%d: ", rank, __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fprintf(stderr, "\n");                                         \
-            failures++;                                                    \
-        }                                                                  \
-    } while (0)
 
 struct particle { char kind; double pos[3]; int id; };
 
