@@ -42,90 +42,56 @@ fn compile(dir: &Path, name: &str) -> String {
     out.display().to_string()
 }
 
+/// Builds `name` and runs it on each of `ranks` processes; it must exit 0
+/// and print `expect` (from rank 0) and nothing else.
+fn passes(name: &str, ranks: &[&str], expect: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let program = compile(dir.path(), name);
+    for n in ranks {
+        let run = mpirun(&["-n", n, "--oversubscribe", &program]);
+        assert_eq!(run.code(), 0, "{name} -n {n}: {}{}", run.stdout, run.stderr);
+        assert_eq!(run.stdout.trim(), expect, "{name} -n {n}: {}", run.stderr);
+    }
+}
+
 #[test]
 fn the_basic_program_passes_on_2_3_and_4_ranks() {
-    let dir = tempfile::tempdir().unwrap();
-    let program = compile(dir.path(), "basic.c");
-    for n in ["2", "3", "4"] {
-        let run = mpirun(&["-n", n, "--oversubscribe", &program]);
-        assert_eq!(run.code(), 0, "-n {n}: {}{}", run.stdout, run.stderr);
-        assert_eq!(run.stdout.trim(), "basic: ok", "-n {n}: {}", run.stderr);
-    }
+    passes("basic.c", &["2", "3", "4"], "basic: ok");
 }
 
 #[test]
 fn every_collective_blocking_and_not_passes_on_1_to_4_ranks() {
-    let dir = tempfile::tempdir().unwrap();
-    let program = compile(dir.path(), "collv.c");
-    for n in ["1", "2", "3", "4"] {
-        let run = mpirun(&["-n", n, "--oversubscribe", &program]);
-        assert_eq!(run.code(), 0, "-n {n}: {}{}", run.stdout, run.stderr);
-        assert_eq!(run.stdout.trim(), "collv: ok", "-n {n}: {}", run.stderr);
-    }
+    passes("collv.c", &["1", "2", "3", "4"], "collv: ok");
 }
 
 #[test]
 fn derived_types_travel_and_describe_themselves() {
-    let dir = tempfile::tempdir().unwrap();
-    let program = compile(dir.path(), "types.c");
-    for n in ["2", "3"] {
-        let run = mpirun(&["-n", n, "--oversubscribe", &program]);
-        assert_eq!(run.code(), 0, "-n {n}: {}{}", run.stdout, run.stderr);
-        assert_eq!(run.stdout.trim(), "types: ok", "-n {n}: {}", run.stderr);
-    }
+    passes("types.c", &["2", "3"], "types: ok");
 }
 
 #[test]
 fn groups_names_and_attributes_work_on_1_to_4_ranks() {
-    let dir = tempfile::tempdir().unwrap();
-    let program = compile(dir.path(), "groups.c");
-    for n in ["1", "2", "3", "4"] {
-        let run = mpirun(&["-n", n, "--oversubscribe", &program]);
-        assert_eq!(run.code(), 0, "-n {n}: {}{}", run.stdout, run.stderr);
-        assert_eq!(run.stdout.trim(), "groups: ok", "-n {n}: {}", run.stderr);
-    }
+    passes("groups.c", &["1", "2", "3", "4"], "groups: ok");
 }
 
 #[test]
 fn persistent_buffered_and_partial_completions_work() {
-    let dir = tempfile::tempdir().unwrap();
-    let program = compile(dir.path(), "requests.c");
-    for n in ["2", "3"] {
-        let run = mpirun(&["-n", n, "--oversubscribe", &program]);
-        assert_eq!(run.code(), 0, "-n {n}: {}{}", run.stdout, run.stderr);
-        assert_eq!(run.stdout.trim(), "requests: ok", "-n {n}: {}", run.stderr);
-    }
+    passes("requests.c", &["2", "3"], "requests: ok");
 }
 
 #[test]
 fn topologies_info_user_operations_and_handlers_work_on_1_to_4_ranks() {
-    let dir = tempfile::tempdir().unwrap();
-    let program = compile(dir.path(), "misc.c");
-    for n in ["1", "2", "3", "4"] {
-        let run = mpirun(&["-n", n, "--oversubscribe", &program]);
-        assert_eq!(run.code(), 0, "-n {n}: {}{}", run.stdout, run.stderr);
-        assert_eq!(run.stdout.trim(), "misc: ok", "-n {n}: {}", run.stderr);
-    }
+    passes("misc.c", &["1", "2", "3", "4"], "misc: ok");
 }
 
 #[test]
 fn neighborhood_collectives_and_alltoallw_work_on_1_to_4_ranks() {
-    let dir = tempfile::tempdir().unwrap();
-    let program = compile(dir.path(), "neighbor.c");
-    for n in ["1", "2", "3", "4"] {
-        let run = mpirun(&["-n", n, "--oversubscribe", &program]);
-        assert_eq!(run.code(), 0, "-n {n}: {}{}", run.stdout, run.stderr);
-        assert_eq!(run.stdout.trim(), "neighbor: ok", "-n {n}: {}", run.stderr);
-    }
+    passes("neighbor.c", &["1", "2", "3", "4"], "neighbor: ok");
 }
 
 #[test]
 fn errors_return_their_class_and_say_what_was_wrong() {
-    let dir = tempfile::tempdir().unwrap();
-    let program = compile(dir.path(), "errors.c");
-    let run = mpirun(&["-n", "2", &program]);
-    assert_eq!(run.code(), 0, "{}{}", run.stdout, run.stderr);
-    assert_eq!(run.stdout.trim(), "errors: ok", "{}", run.stderr);
+    passes("errors.c", &["2"], "errors: ok");
 }
 
 #[test]
@@ -153,20 +119,12 @@ fn an_error_under_the_default_handler_ends_the_job_with_its_message() {
 
 #[test]
 fn a_tool_that_defines_mpi_functions_takes_their_place() {
-    let dir = tempfile::tempdir().unwrap();
-    let program = compile(dir.path(), "profile.c");
-    let run = mpirun(&["-n", "2", &program]);
-    assert_eq!(run.code(), 0, "{}{}", run.stdout, run.stderr);
-    assert_eq!(run.stdout.trim(), "profile: ok", "{}", run.stderr);
+    passes("profile.c", &["2"], "profile: ok");
 }
 
 #[test]
 fn a_cxx_program_builds_with_mpicxx_and_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let program = compile(dir.path(), "hello.cc");
-    let run = mpirun(&["-n", "2", &program]);
-    assert_eq!(run.code(), 0, "{}{}", run.stdout, run.stderr);
-    assert_eq!(run.stdout.trim(), "hello.cc: ok", "{}", run.stderr);
+    passes("hello.cc", &["2"], "hello.cc: ok");
 }
 
 #[test]
