@@ -156,15 +156,3 @@ pub unsafe extern "C" fn PMPI_Comm_compare(a: c_int, b: c_int, result: *mut c_in
         unsafe { put("result", result, r) }
     })
 }
-
-/// `MPI_Comm_c2f`: handles are integers in both languages.
-#[no_mangle]
-pub extern "C" fn PMPI_Comm_c2f(comm_: c_int) -> c_int {
-    comm_
-}
-
-/// `MPI_Comm_f2c`: handles are integers in both languages.
-#[no_mangle]
-pub extern "C" fn PMPI_Comm_f2c(comm_: c_int) -> c_int {
-    comm_
-}

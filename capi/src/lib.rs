@@ -16,6 +16,7 @@ mod completion;
 mod constructors;
 mod env;
 pub mod errors;
+mod fortran;
 mod groups;
 mod handles;
 mod info;
@@ -240,6 +241,23 @@ weak_aliases!(
     Unpack,
     Pack_size,
     Get_address,
+    Reduce_local,
+    Type_c2f,
+    Type_f2c,
+    Op_c2f,
+    Op_f2c,
+    Request_c2f,
+    Request_f2c,
+    Group_c2f,
+    Group_f2c,
+    Info_c2f,
+    Info_f2c,
+    Errhandler_c2f,
+    Errhandler_f2c,
+    Win_c2f,
+    Win_f2c,
+    File_c2f,
+    File_f2c,
     Dist_graph_create_adjacent,
     Dist_graph_neighbors_count,
     Dist_graph_neighbors,

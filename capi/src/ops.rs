@@ -171,3 +171,73 @@ pub unsafe extern "C" fn PMPI_Op_commutative(op: c_int, commute: *mut c_int) -> 
         unsafe { put("commute", commute, c_int::from(c)) }
     })
 }
+
+/// `MPI_Reduce_local`: `inout = in op inout` on `count` elements, with a
+/// predefined operation or one of the program's.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Reduce_local(
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    op: c_int,
+) -> c_int {
+    run("MPI_Reduce_local", 1, || {
+        let n = crate::handles::count("count", count)?;
+        let t = crate::handles::typed(datatype)?;
+        let bytes = t.contiguous_bytes(n)?.ok_or_else(|| {
+            Fail::new(
+                crate::errors::ERR_TYPE,
+                "MPI_Reduce_local takes contiguous types in oxmpi",
+            )
+        })?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        if inbuf.is_null() || inoutbuf.is_null() {
+            return Err(Fail::new(ERR_ARG, "inbuf or inoutbuf is a null pointer"));
+        }
+        if let Some(u) = user(op)? {
+            let mut ctx = UserCtx {
+                func: u.func,
+                datatype,
+            };
+            // SAFETY: `ctx` lives through the call; the buffers hold
+            // `count` elements (the caller's promise).
+            unsafe {
+                call_user(
+                    std::ptr::from_mut(&mut ctx).cast(),
+                    inbuf.cast(),
+                    inoutbuf.cast(),
+                    n,
+                )
+            };
+            return Ok(());
+        }
+        let code = crate::handles::op(op)?;
+        let (Some(o), Some(ty)) = (
+            oxmpi_reduce::Op::from_code(code as u8),
+            t.element()
+                .and_then(|e| oxmpi_reduce::ElementType::from_code(e as u8)),
+        ) else {
+            return Err(Fail::new(
+                ERR_OP,
+                format!("operation {op} does not apply to datatype {datatype} in oxmpi"),
+            ));
+        };
+        // SAFETY: both buffers hold `bytes` bytes (the caller's promise);
+        // MPI forbids them to overlap.
+        let (input, inout) = unsafe {
+            (
+                std::slice::from_raw_parts(inbuf.cast::<u8>(), bytes),
+                std::slice::from_raw_parts_mut(inoutbuf.cast::<u8>(), bytes),
+            )
+        };
+        oxmpi_reduce::reduce_local(o, ty, input, inout)
+            .map_err(|e| Fail::new(ERR_OP, e.to_string()))
+    })
+}

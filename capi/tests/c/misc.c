@@ -1,7 +1,7 @@
 /* Cartesian topologies, info objects, MPI_Alloc_mem, the program's own
  * reduction operations (a non-commutative one checks the order), error
- * handlers and classes of its own, and a feature oxmpi does not have
- * yet. Prints "misc: ok". */
+ * handlers and classes of its own, MPI_Reduce_local, the Fortran handle
+ * conversions, and a feature oxmpi does not have yet. Prints "misc: ok". */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -119,6 +119,15 @@ int main(int argc, char **argv) {
     }
     CHECK(memcmp(prod, want, sizeof want) == 0, "ordered product %d %d %d %d, want %d %d %d %d",
           prod[0], prod[1], prod[2], prod[3], want[0], want[1], want[2], want[3]);
+    /* MPI_Reduce_local, with the program's operation and a predefined one. */
+    int la[4] = {1, 1, 0, 1}, lb[4] = {1, 0, 1, 1};
+    MPI_Reduce_local(la, lb, 1, mat, mul);
+    CHECK(lb[0] == 2 && lb[1] == 1 && lb[2] == 1 && lb[3] == 1, "reduce_local user %d %d %d %d", lb[0], lb[1], lb[2], lb[3]);
+    double da[3] = {1, 2, 3}, db[3] = {10, 20, 30};
+    MPI_Reduce_local(da, db, 3, MPI_DOUBLE, MPI_SUM);
+    CHECK(db[0] == 11 && db[2] == 33, "reduce_local sum %g %g", db[0], db[2]);
+    /* Fortran handles are the C ones. */
+    CHECK(MPI_Type_f2c(MPI_Type_c2f(mat)) == mat && MPI_Op_f2c(MPI_Op_c2f(mul)) == mul, "c2f");
     MPI_Op_free(&mul);
     CHECK(mul == MPI_OP_NULL, "op handle not reset");
 
