@@ -368,9 +368,10 @@ unsafe fn allgather(
             let unit = span(recvtype, 1)?;
             let mut blocks = Vec::with_capacity(sources.len());
             for (i, &peer) in sources.iter().enumerate() {
+                let disp = count("displs", d[i])?;
                 blocks.push(Block {
                     peer,
-                    at: recvbuf as usize + d[i].max(0) as usize * unit,
+                    at: recvbuf as usize + disp * unit,
                     count: count("recvcounts", c[i])?,
                     ty: recvtype,
                 });
