@@ -53,18 +53,22 @@ impl Outgoing {
 pub enum Incoming {
     /// The user's bytes.
     Direct(*mut u8, usize),
-    /// A staging buffer, unpacked into `count` elements of `dt` at `buf`
-    /// when the receive completes.
-    Staged {
-        /// The received bytes.
-        staging: Vec<u8>,
-        /// The receive's type.
-        dt: Datatype,
-        /// The user's buffer.
-        buf: *mut u8,
-        /// Its elements.
-        count: usize,
-    },
+    /// A staging buffer, unpacked when the receive completes (boxed: the
+    /// rare case, kept out of the size of every request).
+    Staged(Box<Staging>),
+}
+
+/// A staged receive: the bytes arrive in `staging` and are unpacked into
+/// `count` elements of `dt` at `buf`.
+pub struct Staging {
+    /// The received bytes.
+    staging: Vec<u8>,
+    /// The receive's type.
+    dt: Datatype,
+    /// The user's buffer.
+    buf: *mut u8,
+    /// Its elements.
+    count: usize,
 }
 
 // SAFETY: the raw pointers are the user's buffers, which MPI lets any
@@ -88,19 +92,19 @@ impl Incoming {
         let Typed::General(t) = ty else {
             return Ok(Incoming::Direct(buf.cast(), 0));
         };
-        Ok(Incoming::Staged {
+        Ok(Incoming::Staged(Box::new(Staging {
             staging: vec![0u8; t.dt.packed_size(count)?],
             dt: t.dt.clone(),
             buf: buf.cast(),
             count,
-        })
+        })))
     }
 
     /// Where the bytes go.
     pub fn bytes(&mut self) -> (*mut u8, usize) {
         match self {
             Incoming::Direct(p, n) => (*p, *n),
-            Incoming::Staged { staging, .. } => (staging.as_mut_ptr(), staging.len()),
+            Incoming::Staged(s) => (s.staging.as_mut_ptr(), s.staging.len()),
         }
     }
 
@@ -110,16 +114,10 @@ impl Incoming {
     ///
     /// The user's elements are writable and nothing else uses them.
     pub unsafe fn finish(&self, received: usize) {
-        if let Incoming::Staged {
-            staging,
-            dt,
-            buf,
-            count,
-        } = self
-        {
-            let n = received.min(staging.len());
+        if let Incoming::Staged(s) = self {
+            let n = received.min(s.staging.len());
             // SAFETY: the caller's promise.
-            unsafe { dt.unpack_raw(&staging[..n], *buf, *count, 0) };
+            unsafe { s.dt.unpack_raw(&s.staging[..n], s.buf, s.count, 0) };
         }
     }
 }
