@@ -17,6 +17,7 @@ mod constructors;
 mod env;
 pub mod errors;
 mod fortran;
+mod graph;
 mod groups;
 mod handles;
 mod info;
@@ -241,6 +242,11 @@ weak_aliases!(
     Unpack,
     Pack_size,
     Get_address,
+    Graph_create,
+    Graphdims_get,
+    Graph_get,
+    Graph_neighbors_count,
+    Graph_neighbors,
     Reduce_local,
     Type_c2f,
     Type_f2c,

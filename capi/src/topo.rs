@@ -410,7 +410,8 @@ pub unsafe extern "C" fn PMPI_Cart_sub(
     })
 }
 
-/// `MPI_Topo_test`: `MPI_CART`, `MPI_DIST_GRAPH` or `MPI_UNDEFINED`.
+/// `MPI_Topo_test`: `MPI_CART`, `MPI_GRAPH`, `MPI_DIST_GRAPH` or
+/// `MPI_UNDEFINED`.
 ///
 /// # Safety
 ///
@@ -421,6 +422,8 @@ pub unsafe extern "C" fn PMPI_Topo_test(comm_: c_int, status: *mut c_int) -> c_i
         comm(comm_)?;
         let t = if grid_of(comm_).is_ok() {
             CART
+        } else if crate::graph::is_graph(comm_) {
+            crate::graph::GRAPH
         } else if crate::neighbor::is_graph(comm_) {
             crate::neighbor::DIST_GRAPH
         } else {

@@ -1,5 +1,5 @@
 /* Distributed graphs and neighborhood collectives (blocking and not, over
- * a graph and over a Cartesian ring), MPI_Alltoallw with a type per peer,
+ * a distributed graph, an MPI-1 graph and a Cartesian ring), MPI_Alltoallw with a type per peer,
  * and a non-blocking one completed by MPI_Waitany. Prints
  * "neighbor: ok". */
 #include <mpi.h>
@@ -64,6 +64,30 @@ int main(int argc, char **argv) {
     MPI_Neighbor_allgather(&mine, 1, MPI_INT, both, 1, MPI_INT, cart);
     CHECK(both[0] == 100 + left && both[1] == 100 + right, "cart allgather %d %d", both[0], both[1]);
     MPI_Comm_free(&cart);
+
+    /* An MPI-1 graph: an undirected ring (each node's neighbours are its
+     * left and right). */
+    int *gindex = malloc(sizeof(int) * size), *edges = malloc(sizeof(int) * 2 * size);
+    for (int i = 0; i < size; i++) {
+        gindex[i] = 2 * (i + 1);
+        edges[2 * i] = (i + size - 1) % size;
+        edges[2 * i + 1] = (i + 1) % size;
+    }
+    MPI_Comm graph;
+    MPI_Graph_create(MPI_COMM_WORLD, size, gindex, edges, 0, &graph);
+    int nn, ne, nb, gn[2];
+    MPI_Topo_test(graph, &topo);
+    MPI_Graphdims_get(graph, &nn, &ne);
+    MPI_Graph_neighbors_count(graph, rank, &nb);
+    MPI_Graph_neighbors(graph, rank, 2, gn);
+    CHECK(topo == MPI_GRAPH && nn == size && ne == 2 * size && nb == 2 && gn[0] == left && gn[1] == right,
+          "graph %d %d %d %d", topo, nn, ne, nb);
+    int viag[2] = {-1, -1};
+    MPI_Neighbor_allgather(&mine, 1, MPI_INT, viag, 1, MPI_INT, graph);
+    CHECK(viag[0] == 100 + left && viag[1] == 100 + right, "graph allgather %d %d", viag[0], viag[1]);
+    MPI_Comm_free(&graph);
+    free(gindex);
+    free(edges);
 
     /* Alltoallw over everyone: to rank q, q + 1 ints at byte 4 * q * (q + 1) / 2. */
     int *sc = malloc(sizeof(int) * size), *sd = malloc(sizeof(int) * size), *rc = malloc(sizeof(int) * size), *rd = malloc(sizeof(int) * size);
