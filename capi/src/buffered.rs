@@ -11,7 +11,8 @@
 
 use crate::buffers::Outgoing;
 use crate::errors::{run, Fail, ERR_ARG, ERR_BUFFER};
-use crate::handles::{comm, count, put, typed};
+use crate::handles::{count, put};
+use crate::p2p::{args, Args};
 use crate::requests::{self, Pending};
 use crate::{runtime, PROC_NULL};
 use oxmpi_mpi_core::{RequestId, SendMode, Status, ANY_TAG};
@@ -69,10 +70,12 @@ pub unsafe fn bsend(
     tag: c_int,
     comm_: c_int,
 ) -> Result<Status, Fail> {
-    let rt = runtime()?;
-    let c = comm(comm_)?;
-    let n = count("count", count_)?;
-    let ty = typed(datatype)?;
+    let Args {
+        rt,
+        comm: c,
+        count: n,
+        ty,
+    } = args(comm_, count_, datatype)?;
     let done = Status {
         source: 0,
         tag: ANY_TAG,

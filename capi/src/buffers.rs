@@ -3,7 +3,7 @@
 //! buffer unpacked when the receive completes.
 
 use crate::errors::Fail;
-use crate::handles::Typed;
+use crate::handles::{Layout, Typed};
 use oxmpi_datatype::Datatype;
 use std::ffi::c_void;
 
@@ -27,17 +27,16 @@ impl Outgoing {
     /// The size overflows.
     #[inline]
     pub unsafe fn new(buf: *const c_void, count: usize, ty: &Typed) -> Result<Outgoing, Fail> {
-        if let Some(len) = ty.contiguous_bytes(count)? {
-            return Ok(Outgoing::Direct(buf.cast(), len));
+        match ty.layout(count)? {
+            Layout::Contiguous(len) => Ok(Outgoing::Direct(buf.cast(), len)),
+            Layout::Packed(dt, len) => {
+                let mut packed = vec![0u8; len];
+                // SAFETY: the elements are readable (the caller's promise);
+                // the copy is a new vector.
+                unsafe { dt.pack_raw(buf.cast(), count, 0, &mut packed) };
+                Ok(Outgoing::Packed(packed))
+            }
         }
-        let Typed::General(t) = ty else {
-            return Ok(Outgoing::Direct(buf.cast(), 0));
-        };
-        let mut packed = vec![0u8; t.dt.packed_size(count)?];
-        // SAFETY: the elements are readable (the caller's promise); the
-        // copy is a new vector.
-        unsafe { t.dt.pack_raw(buf.cast(), count, 0, &mut packed) };
-        Ok(Outgoing::Packed(packed))
     }
 
     /// The bytes to send.
@@ -86,18 +85,15 @@ impl Incoming {
     /// The size overflows.
     #[inline]
     pub fn new(buf: *mut c_void, count: usize, ty: &Typed) -> Result<Incoming, Fail> {
-        if let Some(len) = ty.contiguous_bytes(count)? {
-            return Ok(Incoming::Direct(buf.cast(), len));
-        }
-        let Typed::General(t) = ty else {
-            return Ok(Incoming::Direct(buf.cast(), 0));
-        };
-        Ok(Incoming::Staged(Box::new(Staging {
-            staging: vec![0u8; t.dt.packed_size(count)?],
-            dt: t.dt.clone(),
-            buf: buf.cast(),
-            count,
-        })))
+        Ok(match ty.layout(count)? {
+            Layout::Contiguous(len) => Incoming::Direct(buf.cast(), len),
+            Layout::Packed(dt, len) => Incoming::Staged(Box::new(Staging {
+                staging: vec![0u8; len],
+                dt: dt.clone(),
+                buf: buf.cast(),
+                count,
+            })),
+        })
     }
 
     /// Where the bytes go.

@@ -171,27 +171,56 @@ impl Typed {
         }
     }
 
-    /// The bytes of `count` elements when they lie one after another from
-    /// the buffer's start (`None`: the type must be packed).
+    /// How `count` elements lie in memory: one run of bytes from the
+    /// buffer's start, or a type that must be packed.
     ///
     /// # Errors
     ///
     /// `MPI_ERR_COUNT` when the size overflows.
     #[inline]
-    pub fn contiguous_bytes(&self, count: usize) -> Result<Option<usize>, Fail> {
+    pub fn layout(&self, count: usize) -> Result<Layout<'_>, Fail> {
         match self {
-            Typed::Plain { size, .. } => size.checked_mul(count).map(Some).ok_or_else(|| {
-                Fail::new(
-                    crate::errors::ERR_COUNT,
-                    format!("{count} elements of {size} bytes pass the address space"),
-                )
-            }),
+            Typed::Plain { size, .. } => size
+                .checked_mul(count)
+                .map(Layout::Contiguous)
+                .ok_or_else(|| {
+                    Fail::new(
+                        crate::errors::ERR_COUNT,
+                        format!("{count} elements of {size} bytes pass the address space"),
+                    )
+                }),
             Typed::General(t) => {
                 let bytes = t.dt.packed_size(count)?;
-                Ok((t.dt.is_contiguous() || bytes == 0).then_some(bytes))
+                Ok(if t.dt.is_contiguous() || bytes == 0 {
+                    Layout::Contiguous(bytes)
+                } else {
+                    Layout::Packed(&t.dt, bytes)
+                })
             }
         }
     }
+
+    /// The bytes of `count` elements when they lie one after another from
+    /// the buffer's start (`None`: the type must be packed).
+    ///
+    /// # Errors
+    ///
+    /// As [`Typed::layout`].
+    #[inline]
+    pub fn contiguous_bytes(&self, count: usize) -> Result<Option<usize>, Fail> {
+        Ok(match self.layout(count)? {
+            Layout::Contiguous(bytes) => Some(bytes),
+            Layout::Packed(..) => None,
+        })
+    }
+}
+
+/// How the elements of a data path lie in memory ([`Typed::layout`]).
+pub enum Layout<'a> {
+    /// This many bytes in a row from the buffer's start.
+    Contiguous(usize),
+    /// Elements of this type, whose packed form takes this many bytes.
+    Packed(&'a Datatype, usize),
 }
 
 /// The datatype of handle `h` for a data path ([`Typed`]).

@@ -3,11 +3,11 @@
 
 use crate::buffers::{Incoming, Outgoing};
 use crate::errors::{run, Fail, ERR_ARG};
-use crate::handles::{self, any_type, comm, count, put, typed};
+use crate::handles::{any_type, comm, count, put, typed, Typed};
 use crate::requests::{self, Pending};
 use crate::status::{store, MpiStatus};
 use crate::{runtime, PROC_NULL, UNDEFINED};
-use oxmpi_mpi_core::{SendMode, Status, ANY_TAG};
+use oxmpi_mpi_core::{Comm, Runtime, SendMode, Status, ANY_TAG};
 use std::ffi::{c_int, c_void};
 
 /// The status of an operation with `MPI_PROC_NULL`.
@@ -18,6 +18,30 @@ fn proc_null_status() -> Status {
         count: 0,
         cancelled: false,
     }
+}
+
+/// What every send and receive resolves first: the runtime, the
+/// communicator, the element count and the type.
+pub(crate) struct Args {
+    pub(crate) rt: &'static Runtime,
+    pub(crate) comm: Comm,
+    pub(crate) count: usize,
+    pub(crate) ty: Typed,
+}
+
+/// Resolves a call's communicator, count and datatype handles.
+///
+/// # Errors
+///
+/// Not initialized; a bad communicator, count or datatype.
+#[inline(always)]
+pub(crate) fn args(comm_: c_int, count_: c_int, datatype_: c_int) -> Result<Args, Fail> {
+    Ok(Args {
+        rt: runtime()?,
+        comm: comm(comm_)?,
+        count: count("count", count_)?,
+        ty: typed(datatype_)?,
+    })
 }
 
 /// Starts a send and answers its pending request.
@@ -35,10 +59,12 @@ pub(crate) unsafe fn start_send(
     comm_: c_int,
     mode: SendMode,
 ) -> Result<Pending, Fail> {
-    let rt = runtime()?;
-    let c = comm(comm_)?;
-    let n = count("count", count_)?;
-    let ty = typed(datatype_)?;
+    let Args {
+        rt,
+        comm: c,
+        count: n,
+        ty,
+    } = args(comm_, count_, datatype_)?;
     if dest == PROC_NULL {
         return Ok(Pending::Done(proc_null_status()));
     }
@@ -65,10 +91,12 @@ pub(crate) unsafe fn start_recv(
     tag: c_int,
     comm_: c_int,
 ) -> Result<Pending, Fail> {
-    let rt = runtime()?;
-    let c = comm(comm_)?;
-    let n = count("count", count_)?;
-    let ty = typed(datatype_)?;
+    let Args {
+        rt,
+        comm: c,
+        count: n,
+        ty,
+    } = args(comm_, count_, datatype_)?;
     if source == PROC_NULL {
         return Ok(Pending::Done(proc_null_status()));
     }
@@ -97,10 +125,12 @@ unsafe fn blocking_send(
     comm_: c_int,
     mode: SendMode,
 ) -> Result<(), Fail> {
-    let rt = runtime()?;
-    let c = comm(comm_)?;
-    let n = count("count", count_)?;
-    let ty = typed(datatype_)?;
+    let Args {
+        rt,
+        comm: c,
+        count: n,
+        ty,
+    } = args(comm_, count_, datatype_)?;
     if dest == PROC_NULL {
         return Ok(());
     }
@@ -212,10 +242,12 @@ pub unsafe extern "C" fn PMPI_Recv(
     status: *mut MpiStatus,
 ) -> c_int {
     run("MPI_Recv", comm, || {
-        let rt = runtime()?;
-        let c = handles::comm(comm)?;
-        let n = handles::count("count", count)?;
-        let ty = typed(datatype)?;
+        let Args {
+            rt,
+            comm: c,
+            count: n,
+            ty,
+        } = args(comm, count, datatype)?;
         let s = match ty.contiguous_bytes(n)? {
             _ if source == PROC_NULL => proc_null_status(),
             Some(len) => {
