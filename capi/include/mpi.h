@@ -22,6 +22,7 @@ typedef int MPI_Comm;
 typedef int MPI_Datatype;
 typedef int MPI_Op;
 typedef int MPI_Request;
+typedef int MPI_Message;
 typedef int MPI_Errhandler;
 typedef int MPI_Group;
 typedef int MPI_Info;
@@ -140,6 +141,8 @@ int OXMPI_Comm_null_delete_fn(MPI_Comm, int, void *, void *);
 
 /* Requests and error handlers. */
 #define MPI_REQUEST_NULL 0
+#define MPI_MESSAGE_NULL 0
+#define MPI_MESSAGE_NO_PROC 1
 #define MPI_ERRHANDLER_NULL 0
 #define MPI_ERRORS_ARE_FATAL 1
 #define MPI_ERRORS_RETURN 2
@@ -351,6 +354,8 @@ MPI_Fint MPI_Op_c2f(MPI_Op op);
 MPI_Op MPI_Op_f2c(MPI_Fint op);
 MPI_Fint MPI_Request_c2f(MPI_Request request);
 MPI_Request MPI_Request_f2c(MPI_Fint request);
+MPI_Fint MPI_Message_c2f(MPI_Message message);
+MPI_Message MPI_Message_f2c(MPI_Fint message);
 MPI_Fint MPI_Group_c2f(MPI_Group group);
 MPI_Group MPI_Group_f2c(MPI_Fint group);
 MPI_Fint MPI_Info_c2f(MPI_Info info);
@@ -440,6 +445,13 @@ int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int 
                MPI_Request *request);
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
+int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status);
+int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                MPI_Status *status);
+int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+              MPI_Status *status);
+int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+               MPI_Request *request);
 int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
 int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count);
 
@@ -756,6 +768,8 @@ MPI_Fint PMPI_Op_c2f(MPI_Op op);
 MPI_Op PMPI_Op_f2c(MPI_Fint op);
 MPI_Fint PMPI_Request_c2f(MPI_Request request);
 MPI_Request PMPI_Request_f2c(MPI_Fint request);
+MPI_Fint PMPI_Message_c2f(MPI_Message message);
+MPI_Message PMPI_Message_f2c(MPI_Fint message);
 MPI_Fint PMPI_Group_c2f(MPI_Group group);
 MPI_Group PMPI_Group_f2c(MPI_Fint group);
 MPI_Fint PMPI_Info_c2f(MPI_Info info);
@@ -841,6 +855,13 @@ int PMPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int
                 MPI_Request *request);
 int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
 int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
+int PMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status);
+int PMPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                 MPI_Status *status);
+int PMPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+               MPI_Status *status);
+int PMPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+                MPI_Request *request);
 int PMPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
 int PMPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count);
 int PMPI_Barrier(MPI_Comm comm);

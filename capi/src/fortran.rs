@@ -25,6 +25,8 @@ identity!(
     PMPI_Op_f2c,
     PMPI_Request_c2f,
     PMPI_Request_f2c,
+    PMPI_Message_c2f,
+    PMPI_Message_f2c,
     PMPI_Group_c2f,
     PMPI_Group_f2c,
     PMPI_Info_c2f,

@@ -21,6 +21,7 @@ mod graph;
 mod groups;
 mod handles;
 mod info;
+mod mprobe;
 mod neighbor;
 mod ops;
 mod p2p;
@@ -192,6 +193,10 @@ weak_aliases!(
     Irsend,
     Probe,
     Iprobe,
+    Mprobe,
+    Improbe,
+    Mrecv,
+    Imrecv,
     Get_count,
     Get_elements,
     Barrier,
@@ -254,6 +259,8 @@ weak_aliases!(
     Op_f2c,
     Request_c2f,
     Request_f2c,
+    Message_c2f,
+    Message_f2c,
     Group_c2f,
     Group_f2c,
     Info_c2f,

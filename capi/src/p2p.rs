@@ -11,7 +11,7 @@ use oxmpi_mpi_core::{Comm, Runtime, SendMode, Status, ANY_TAG};
 use std::ffi::{c_int, c_void};
 
 /// The status of an operation with `MPI_PROC_NULL`.
-fn proc_null_status() -> Status {
+pub(crate) fn proc_null_status() -> Status {
     Status {
         source: PROC_NULL,
         tag: ANY_TAG,

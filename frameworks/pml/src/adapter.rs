@@ -33,9 +33,10 @@
 //!   fail (`isend` with kind [`RequestError::Other`]), `test` reports the
 //!   request completed in error ([`RequestError::Other`], source
 //!   [`ANY_SOURCE`], tag [`ANY_TAG`]) so that no wait hangs on a pml that
-//!   cannot answer, `request_error` gives the sentence, `cancel` and
-//!   `iprobe` answer false, `progress` zero events, and a callback does
-//!   nothing (`on_header` answers null: the btl keeps the payload).
+//!   cannot answer, `request_error` gives the sentence, `cancel`,
+//!   `iprobe` and `improbe` answer false, `imrecv` fails as `irecv` does,
+//!   `progress` answers zero events, and a callback does nothing
+//!   (`on_header` answers null: the btl keeps the payload).
 //! - **Panics.** A panic in any entry point is caught, logged once through
 //!   the pml's context at [`verbosity::ERROR`](oxmpi_plugin_api::verbosity::ERROR),
 //!   and *poisons* the state: every later entry is refused with a sentence
@@ -152,6 +153,29 @@ pub trait Pml: Send + Sized + 'static {
     /// Source, tag and length of a message a receive with these arguments
     /// would match, if one has arrived.
     fn iprobe(&mut self, context: u32, source: i32, tag: i32) -> Option<RequestStatus>;
+
+    /// Matched probe: as [`iprobe`](Pml::iprobe), and the message leaves
+    /// matching, kept under the returned handle (not 0) for
+    /// [`imrecv`](Pml::imrecv).
+    fn improbe(&mut self, context: u32, source: i32, tag: i32) -> Option<(u64, RequestStatus)>;
+
+    /// Receives the message [`improbe`](Pml::improbe) claimed under
+    /// `message` into `args.buf` (the message's source, tag and context
+    /// stand; `args`'s are ignored). As
+    /// [`irecv_or_complete`](Pml::irecv_or_complete): 0 with `status` when
+    /// it completed during the call.
+    ///
+    /// # Errors
+    /// A sentence when no message is kept under `message`.
+    ///
+    /// # Safety
+    /// As for [`irecv`](Pml::irecv).
+    unsafe fn imrecv(
+        &mut self,
+        message: u64,
+        args: &RecvArgs,
+        status: &mut RequestStatus,
+    ) -> Result<u64, String>;
 
     /// The pml's own work (sending what btl callbacks queued). Returns the
     /// number of events.
@@ -516,6 +540,8 @@ pub const fn table<P: Exported>() -> PmlModule {
         free: free::<P>,
         cancel: cancel::<P>,
         iprobe: iprobe::<P>,
+        improbe: improbe::<P>,
+        imrecv: imrecv::<P>,
         progress: progress::<P>,
         finalize: finalize::<P>,
         signals: signals::<P>,
@@ -694,6 +720,52 @@ unsafe extern "C" fn iprobe<P: Exported>(
             true
         }
         _ => false,
+    }
+}
+
+unsafe extern "C" fn improbe<P: Exported>(
+    context: u32,
+    source: i32,
+    tag: i32,
+    message: &mut u64,
+    status: &mut RequestStatus,
+) -> bool {
+    match P::instance().call("improbe", |p| p.improbe(context, source, tag)) {
+        Ok(Some((m, st))) => {
+            *message = m;
+            *status = st;
+            true
+        }
+        _ => false,
+    }
+}
+
+unsafe extern "C" fn imrecv<P: Exported>(
+    message: u64,
+    args: &RecvArgs,
+    request: &mut u64,
+    status: &mut RequestStatus,
+    error: &mut RString,
+) -> bool {
+    let posted = P::instance().call("imrecv", |p| {
+        // SAFETY: the MPI layer keeps the buffer valid and untouched until
+        // the request completes (the interface contract), `imrecv`'s
+        // requirement.
+        let posted = unsafe { p.imrecv(message, args, status) };
+        record(p);
+        *request = posted?;
+        Ok::<(), String>(())
+    });
+    match posted {
+        Ok(Ok(())) => true,
+        Ok(Err(why)) => {
+            *error = why.into();
+            false
+        }
+        Err(entry) => {
+            *error = refused::<P>("imrecv", entry).into();
+            false
+        }
     }
 }
 

@@ -303,6 +303,49 @@ impl PmlHandle {
         unsafe { (self.table.iprobe)(context, source, tag, &mut status) }.then_some(status)
     }
 
+    /// Matched probe: the message handle and status (source, tag,
+    /// length) of a message a receive with these arguments would match,
+    /// taken out of matching for [`imrecv`](Self::imrecv); `None` if none
+    /// has arrived.
+    pub fn improbe(&self, context: u32, source: i32, tag: i32) -> Option<(u64, RequestStatus)> {
+        let mut status = RequestStatus::default();
+        let mut message = 0u64;
+        // SAFETY: as in `init`.
+        unsafe { (self.table.improbe)(context, source, tag, &mut message, &mut status) }
+            .then_some((message, status))
+    }
+
+    /// Receives a message [`improbe`](Self::improbe) claimed, as
+    /// [`irecv`](Self::irecv) answers (request 0: complete, with its
+    /// status).
+    ///
+    /// # Errors
+    /// The pml's sentence for a message handle it does not know.
+    ///
+    /// # Safety
+    /// As for [`irecv`](Self::irecv).
+    pub unsafe fn imrecv(
+        &self,
+        message: u64,
+        args: &RecvArgs,
+    ) -> Result<(u64, RequestStatus), String> {
+        let mut request = 0u64;
+        let mut status = RequestStatus::default();
+        let mut error = RString::new();
+        // SAFETY: as in `init`; the buffer is the caller's promise.
+        let ok =
+            unsafe { (self.table.imrecv)(message, args, &mut request, &mut status, &mut error) };
+        if ok {
+            release_unused(error);
+            Ok((request, status))
+        } else {
+            Err(reason(
+                error,
+                "the pml refused the matched receive without a reason",
+            ))
+        }
+    }
+
     /// The pml's own progress; returns the number of events.
     #[inline]
     pub fn progress(&self) -> usize {

@@ -397,6 +397,27 @@ pub struct PmlModule {
         tag: i32,
         status: &mut RequestStatus,
     ) -> bool,
+    /// Matched probe: as `iprobe`, and the message found leaves matching
+    /// (no receive or probe sees it again) and waits under `message` for
+    /// `imrecv`.
+    pub improbe: unsafe extern "C" fn(
+        context: u32,
+        source: i32,
+        tag: i32,
+        message: &mut u64,
+        status: &mut RequestStatus,
+    ) -> bool,
+    /// Receives the message `improbe` claimed into `args.buf` (`args`'s
+    /// source, tag and context are ignored: the message's own are used).
+    /// Answers as `irecv`; false (with `error`) for a message handle the
+    /// pml does not know (already received, or never claimed).
+    pub imrecv: unsafe extern "C" fn(
+        message: u64,
+        args: &RecvArgs,
+        request: &mut u64,
+        status: &mut RequestStatus,
+        error: &mut RString,
+    ) -> bool,
     /// Work the pml does itself (retrying sends a btl could not take).
     /// Returns the number of events.
     pub progress: unsafe extern "C" fn() -> usize,

@@ -236,6 +236,30 @@ pub struct UnexpectedId {
     pub(crate) generation: u32,
 }
 
+impl UnexpectedId {
+    /// The handle as one word, never 0 (so 0 can mean "no message"), for
+    /// passing through an interface that carries integers.
+    pub const fn to_bits(self) -> u64 {
+        // A slab index never reaches u32::MAX (that many nodes would not
+        // fit in memory), so `index + 1` stays within the low half.
+        ((self.generation as u64) << 32) | (self.index as u64 + 1)
+    }
+
+    /// The handle [`to_bits`](Self::to_bits) made; `None` for a word it
+    /// cannot have made (0 in the low half). A well-formed word of a
+    /// message that is gone is refused later, by the matcher.
+    pub const fn from_bits(bits: u64) -> Option<UnexpectedId> {
+        let low = bits as u32;
+        if low == 0 {
+            return None;
+        }
+        Some(UnexpectedId {
+            index: low - 1,
+            generation: (bits >> 32) as u32,
+        })
+    }
+}
+
 /// An error a matched receive reports in its status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 #[non_exhaustive]

@@ -75,6 +75,11 @@ fn groups_names_and_attributes_work_on_1_to_4_ranks() {
 }
 
 #[test]
+fn matched_probes_claim_messages_that_only_matched_receives_take() {
+    passes("mprobe.c", &["2", "3"], "mprobe: ok");
+}
+
+#[test]
 fn persistent_buffered_and_partial_completions_work() {
     passes("requests.c", &["2", "3"], "requests: ok");
 }

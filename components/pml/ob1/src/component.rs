@@ -281,6 +281,20 @@ impl Pml for Ob1 {
         self.engine.iprobe(context, source, tag)
     }
 
+    fn improbe(&mut self, context: u32, source: i32, tag: i32) -> Option<(u64, RequestStatus)> {
+        self.engine.improbe(context, source, tag)
+    }
+
+    unsafe fn imrecv(
+        &mut self,
+        message: u64,
+        args: &RecvArgs,
+        status: &mut RequestStatus,
+    ) -> Result<u64, String> {
+        // SAFETY: as in `isend`.
+        unsafe { self.engine.imrecv(message, args, status) }
+    }
+
     #[inline]
     fn progress(&mut self) -> usize {
         self.engine.progress()

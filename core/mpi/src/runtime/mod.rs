@@ -43,9 +43,11 @@ mod error;
 mod init;
 mod jobdir;
 mod nbc;
+mod probe;
 
 pub use comms::CommRelation;
 pub use error::{Error, ErrorClass};
+pub use probe::Message;
 pub use oxmpi_framework_pml::module::SendMode;
 
 use oxmpi_framework_pml::handle::PmlHandle;
@@ -715,18 +717,28 @@ impl Runtime {
         // SAFETY: the caller keeps the buffer valid and untouched until
         // the request completes (this function's contract).
         match unsafe { self.pml.irecv(&args) } {
-            Ok((0, st)) => Ok(RequestId::completed(Status::of_request(
-                &st,
-                self.source_in(comm, st.source),
-            ))),
-            Ok((handle, _)) => {
-                if comm != Comm::World {
-                    state.on_comm.push((handle, comm));
-                }
-                Ok(RequestId::pending(handle))
-            }
+            Ok((handle, st)) => Ok(self.recv_started(state, comm, handle, &st)),
             Err(error) => Err(Self::recv_refused(error)),
         }
+    }
+
+    /// The request of a receive the pml took: complete already (handle 0,
+    /// with `st`), or pending (noted with its communicator).
+    #[inline]
+    fn recv_started(
+        &self,
+        state: &mut State,
+        comm: Comm,
+        handle: u64,
+        st: &RequestStatus,
+    ) -> RequestId {
+        if handle == 0 {
+            return RequestId::completed(Status::of_request(st, self.source_in(comm, st.source)));
+        }
+        if comm != Comm::World {
+            state.on_comm.push((handle, comm));
+        }
+        RequestId::pending(handle)
     }
 
     /// The error of a receive the pml refused.
@@ -979,48 +991,6 @@ impl Runtime {
                 drop(r);
             } else {
                 state.detached.push(req.handle);
-            }
-        }
-    }
-
-    /// Whether a message that a receive from `source` with `tag` on `comm`
-    /// would match has arrived (after one round of progress).
-    ///
-    /// # Errors
-    /// `Rank`, `Tag`, `Finalized`, `ThreadLevel`.
-    pub fn iprobe(&self, comm: Comm, source: i32, tag: i32) -> Result<Option<Status>, Error> {
-        Self::check_tag(tag, true)?;
-        let source_world = self.world_source(comm, source)?;
-        let mut state = self.enter()?;
-        if let Some(s) = self.probe_once(comm, source_world, tag) {
-            return Ok(Some(s));
-        }
-        self.poll(&mut state);
-        Ok(self.probe_once(comm, source_world, tag))
-    }
-
-    /// One probe (called with the runtime entered).
-    fn probe_once(&self, comm: Comm, source: i32, tag: i32) -> Option<Status> {
-        let st = self.pml.iprobe(self.context_of(comm).ok()?, source, tag)?;
-        Some(Status {
-            source: self.source_in(comm, st.source),
-            tag: st.tag,
-            count: st.count,
-            cancelled: false,
-        })
-    }
-
-    /// Waits until [`iprobe`](Runtime::iprobe) finds a message.
-    ///
-    /// # Errors
-    /// As `iprobe`.
-    pub fn probe(&self, comm: Comm, source: i32, tag: i32) -> Result<Status, Error> {
-        loop {
-            if let Some(s) = self.iprobe(comm, source, tag)? {
-                return Ok(s);
-            }
-            if self.yield_when_idle {
-                std::thread::yield_now();
             }
         }
     }

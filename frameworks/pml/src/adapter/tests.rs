@@ -282,6 +282,30 @@ impl Pml for Probe {
         })
     }
 
+    fn improbe(&mut self, context: u32, source: i32, tag: i32) -> Option<(u64, RequestStatus)> {
+        let status = self.iprobe(context, source, tag)?;
+        Some((u64::from(tag as u32) + 100, status))
+    }
+
+    unsafe fn imrecv(
+        &mut self,
+        message: u64,
+        args: &RecvArgs,
+        status: &mut RequestStatus,
+    ) -> Result<u64, String> {
+        if message < 100 {
+            return Err(format!("no message {message}"));
+        }
+        *status = RequestStatus {
+            source: 1,
+            tag: (message - 100) as i32,
+            count: args.len,
+            cancelled: false,
+            error: RequestError::None,
+        };
+        Ok(0)
+    }
+
     fn progress(&mut self) -> usize {
         if REENTER.load(Ordering::Relaxed) {
             // A pml must not drive a btl from its own entry points: the
@@ -436,6 +460,12 @@ fn calls_before_init_are_refused_with_a_sentence() {
     );
     assert!(!pml().cancel(4));
     assert_eq!(pml().iprobe(0, 1, 2), None);
+    assert_eq!(pml().improbe(0, 1, 2), None);
+    assert_eq!(
+        // SAFETY: the probe pml writes nothing.
+        unsafe { pml().imrecv(107, &args) }.unwrap_err(),
+        "pml probe imrecv: the component is not initialized"
+    );
     assert_eq!(pml().progress(), 0);
     pml().free(2);
     assert!(seen().is_empty());
@@ -516,6 +546,16 @@ fn init_runs_the_btls_and_calls_reach_the_pml() {
     assert_eq!(
         pml().iprobe(0, 1, 9).map(|s| (s.source, s.tag)),
         Some((1, 9))
+    );
+    let (message, probed) = pml().improbe(0, 1, 9).unwrap();
+    assert_eq!((message, probed.source, probed.tag), (109, 1, 9));
+    // SAFETY: the probe pml writes nothing.
+    let (request, got) = unsafe { pml().imrecv(message, &args) }.unwrap();
+    assert_eq!((request, got.tag, got.count), (0, 9, args.len));
+    assert_eq!(
+        // SAFETY: as above.
+        unsafe { pml().imrecv(7, &args) }.unwrap_err(),
+        "no message 7"
     );
     pml().free(4);
     assert_eq!(seen(), ["free 4"]);

@@ -61,7 +61,9 @@
 //!    `cancel` of a matched receive or of a send answers false; `iprobe`
 //!    reports source, tag and the full length (also of a rendezvous)
 //!    before the receive, without consuming the message, in arrival order
-//!    for wildcards; a send freed before it completed still completes (its
+//!    for wildcards; `improbe` claims a message (eager or rendezvous) so
+//!    that no probe sees it again, `imrecv` receives it (truncated into a
+//!    short buffer) and refuses a handle received once; a send freed before it completed still completes (its
 //!    message arrives, the btl gets every payload back); a stale handle —
 //!    freed, its slot reused by a new request, never issued — is refused
 //!    without a panic: `test` answers complete in error (never `None`,
@@ -305,6 +307,7 @@ pub fn run(subject: &Subject) {
     requests::freed_sends_complete(subject);
     requests::stale_handles(subject);
     requests::take(subject);
+    requests::improbe(subject);
     faults::peer_failure(subject);
     faults::peer_failure_mid_transfer(subject);
     for offer in [RdmaOffer::Get, RdmaOffer::Put] {

@@ -15,6 +15,7 @@ use super::loopback;
 use crate::handle::PmlHandle;
 use crate::module::{
     BtlCandidate, PmlModule, PmlSignals, RecvArgs, RequestError, RequestStatus, SendArgs, SendMode,
+    ANY_SOURCE, ANY_TAG,
 };
 use oxmpi_framework_btl::module::JobIdentity;
 use oxmpi_plugin_api::testkit;
@@ -223,6 +224,36 @@ impl Session {
         }
     }
 
+    /// Receives the message the pml's `improbe` claimed under `message`
+    /// into the first `len` bytes of `buf`.
+    ///
+    /// # Errors
+    ///
+    /// The pml's refusal.
+    ///
+    /// # Panics
+    ///
+    /// When `len` passes the end of `buf` (a bug in the test).
+    pub fn imrecv(&mut self, message: u64, buf: Buf, len: usize) -> Result<u64, String> {
+        assert!(
+            len <= buf.len,
+            "a receive of {len} bytes into a {}-byte buffer",
+            buf.len
+        );
+        let args = RecvArgs {
+            buf: self.raw(buf),
+            len,
+            source: ANY_SOURCE,
+            tag: ANY_TAG,
+            context: 0,
+        };
+        // SAFETY: as in `isend`; nothing else writes the buffer.
+        match unsafe { self.pml.imrecv(message, &args) }? {
+            (0, status) => Ok(self.core.keep_immediate(status)),
+            (h, _) => Ok(h),
+        }
+    }
+
     /// One progress round ([`KitCore::round`]).
     pub fn round(&mut self) -> usize {
         self.core.round(&self.pml)
@@ -373,6 +404,11 @@ impl KitPml {
     /// The pml's `iprobe`.
     pub fn iprobe(&self, context: u32, source: i32, tag: i32) -> Option<RequestStatus> {
         self.pml.iprobe(context, source, tag)
+    }
+
+    /// The pml's `improbe`.
+    pub fn improbe(&self, context: u32, source: i32, tag: i32) -> Option<(u64, RequestStatus)> {
+        self.pml.improbe(context, source, tag)
     }
 
     /// The pml's `progress`.

@@ -62,6 +62,10 @@ fn mprobe_claims_a_message_for_take_unexpected() {
     assert!(m.post_recv(recv(C0, Source::Any, Tag::Any, 8, 2)).is_none());
     m.check();
     assert_eq!(m.unexpected(id).map(|(_, p)| *p), Some("first"));
+    // The handle survives a trip through one word.
+    assert_ne!(id.to_bits(), 0);
+    assert_eq!(UnexpectedId::from_bits(id.to_bits()), Some(id));
+    assert_eq!(UnexpectedId::from_bits(id.to_bits() & !0xffff_ffff), None);
     *m.unexpected_payload_mut(id).unwrap() = "changed";
     assert_eq!(m.take_unexpected(id), Some((e, "changed")));
     assert_eq!(m.take_unexpected(id), None, "taken once");

@@ -6,7 +6,7 @@ use std::ptr;
 
 use oxmpi_framework_pml::module::{RecvArgs, RequestError, RequestStatus, ANY_SOURCE};
 use oxmpi_matching::{
-    ContextId, Envelope, InOrder, Incoming, Match, PostedRecv, RecvId, Source, Tag,
+    ContextId, Envelope, InOrder, Incoming, Match, PostedRecv, RecvId, Source, Tag, UnexpectedId,
 };
 use oxmpi_plugin_api::verbosity;
 
@@ -53,6 +53,85 @@ impl<T: Transport> Engine<T> {
             // SAFETY: the caller's promise.
             return Ok(unsafe { self.post(args) });
         };
+        // SAFETY: the caller's promise.
+        Ok(unsafe { self.receive_arrived(args, envelope, stored, status) })
+    }
+
+    /// `Pml::improbe`: the oldest arrived message a receive with these
+    /// arguments would match, claimed (out of matching) under its
+    /// unexpected-queue handle, with its status.
+    pub(crate) fn improbe(
+        &mut self,
+        context: u32,
+        source: i32,
+        tag: i32,
+    ) -> Option<(u64, RequestStatus)> {
+        self.settle();
+        let (id, e) = self.matcher.mprobe(
+            ContextId(context),
+            Source::from_raw(source),
+            Tag::from_raw(tag),
+        )?;
+        let status = RequestStatus {
+            source: e.source,
+            tag: e.tag,
+            count: e.len,
+            cancelled: false,
+            error: RequestError::None,
+        };
+        Some((id.to_bits(), status))
+    }
+
+    /// `Pml::imrecv`: receives the message [`Engine::improbe`] claimed
+    /// under `message` into `args`'s buffer, completing at once (0, with
+    /// `status`) or through a new request, as `irecv_or_complete` does.
+    ///
+    /// # Errors
+    /// A sentence when no claimed message has that handle.
+    ///
+    /// # Safety
+    /// As for [`Engine::irecv`].
+    pub(crate) unsafe fn imrecv(
+        &mut self,
+        message: u64,
+        args: &RecvArgs,
+        status: &mut RequestStatus,
+    ) -> Result<u64, String> {
+        self.settle();
+        if args.buf.is_null() && args.len > 0 {
+            return Err(self.invalid_recv(args));
+        }
+        let taken = UnexpectedId::from_bits(message).and_then(|id| self.matcher.take_unexpected(id));
+        let Some((envelope, stored)) = taken else {
+            return Err(format!(
+                "rank {} has no matched message {message:#x}: it was received already, or never \
+                 returned by a matched probe",
+                self.rank
+            ));
+        };
+        let args = RecvArgs {
+            source: envelope.source,
+            tag: envelope.tag,
+            ..*args
+        };
+        // SAFETY: the caller's promise.
+        Ok(unsafe { self.receive_arrived(&args, envelope, stored, status) })
+    }
+
+    /// Receives an arrived message taken out of matching into `args`'s
+    /// buffer: an eager one that fits is copied and completes at once (0,
+    /// with `status`); any other is delivered to a new request, as a
+    /// posted receive would have it.
+    ///
+    /// # Safety
+    /// As for [`Engine::irecv`].
+    unsafe fn receive_arrived(
+        &mut self,
+        args: &RecvArgs,
+        envelope: Envelope,
+        stored: Stored,
+        status: &mut RequestStatus,
+    ) -> u64 {
         if stored.kind == Kind::Eager && envelope.len <= args.len {
             let bytes = stored.data.as_deref().unwrap_or(&[]);
             let n = bytes.len().min(envelope.len);
@@ -71,7 +150,7 @@ impl<T: Transport> Engine<T> {
             if let Some(v) = stored.data {
                 self.pool.give(v);
             }
-            return Ok(0);
+            return 0;
         }
         let h = self.new_recv(args);
         let m = Match {
@@ -81,7 +160,7 @@ impl<T: Transport> Engine<T> {
             payload: stored,
         };
         self.deliver_at_post(m);
-        Ok(h)
+        h
     }
 
     /// Refuses a receive from a rank outside the job or into a null buffer.

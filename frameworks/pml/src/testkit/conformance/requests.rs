@@ -149,6 +149,67 @@ pub(super) fn cancel(subject: &Subject) {
     end(s, &at);
 }
 
+/// Check 5: matched probes: `improbe` claims a message (eager, then
+/// rendezvous) that no probe or receive sees again, `imrecv` receives it
+/// whole or truncated, and a handle received once is refused.
+pub(super) fn improbe(subject: &Subject) {
+    let at = format!("pml {} (improbe)", subject.component);
+    let mut s = start(subject, Behaviour::DEFAULT, &at);
+    assert_eq!(
+        s.pml().improbe(0, ANY_SOURCE, ANY_TAG),
+        None,
+        "{at}: improbe found a message before any was sent"
+    );
+    let (b7, m7) = message(&mut s, 1000, 7);
+    let (b8, m8) = message(&mut s, 1 << 20, 8);
+    let s7 = s.isend(b7, 0, 7, 0, SendMode::Standard).expect("isend");
+    let s8 = s.isend(b8, 0, 8, 0, SendMode::Standard).expect("isend");
+    s.wait_until(&format!("{at}: iprobe of tag 8"), |s| {
+        s.pml().iprobe(0, 0, 8).is_some()
+    });
+    let (h8, st8) = s.pml().improbe(0, ANY_SOURCE, 8).expect("improbe of tag 8");
+    assert_eq!(
+        (st8.source, st8.tag, st8.count),
+        (0, 8, 1 << 20),
+        "{at}: improbe of a rendezvous message reports its full length"
+    );
+    assert_eq!(s.pml().iprobe(0, 0, 8), None, "{at}: iprobe of a claimed message");
+    // The eager message, claimed by wildcards, received into a short
+    // buffer.
+    let (h7, st7) = s
+        .pml()
+        .improbe(0, ANY_SOURCE, ANY_TAG)
+        .expect("wildcard improbe");
+    assert_eq!(st7.tag, 7, "{at}: a wildcard improbe after tag 8 was claimed");
+    assert_eq!(
+        s.pml().iprobe(0, ANY_SOURCE, ANY_TAG),
+        None,
+        "{at}: iprobe after both messages were claimed"
+    );
+    let r7 = recv_buffer(&mut s, 600);
+    let q7 = s.imrecv(h7, r7, 600).expect("imrecv");
+    let got = s.wait(q7, &format!("{at}: the matched eager message"));
+    check_status(got, 7, 600, RequestError::Truncated, &at);
+    check_data(&s, r7, &m7[..600], &at);
+    check_guard(&s, r7, 600, &at);
+    let r8 = recv_buffer(&mut s, 1 << 20);
+    let q8 = s.imrecv(h8, r8, 1 << 20).expect("imrecv");
+    let got = s.wait(q8, &format!("{at}: the matched rendezvous"));
+    check_status(got, 8, 1 << 20, RequestError::None, &at);
+    check_data(&s, r8, &m8, &at);
+    check_guard(&s, r8, 1 << 20, &at);
+    assert!(
+        s.imrecv(h8, r8, 1 << 20).is_err(),
+        "{at}: a second imrecv of one message was accepted"
+    );
+    for r in [s7, s8] {
+        let st = s.wait(r, &format!("{at}: a send"));
+        check_sent(st, &at);
+        s.pml().free(r);
+    }
+    end(s, &at);
+}
+
 /// Check 5: `iprobe` before the receive.
 pub(super) fn iprobe(subject: &Subject) {
     let at = format!("pml {} (iprobe)", subject.component);
