@@ -1,6 +1,6 @@
 //! C programs built with our mpicc against libmpi (capi/tests/c/*.c) and
 //! run with our mpirun: point-to-point, collectives (blocking, `v` and
-//! non-blocking), communicators,
+//! non-blocking), communicators, topologies,
 //! datatypes and packing; the error classes and strings under
 //! MPI_ERRORS_RETURN; the default fatal handler; the profiling interface;
 //! a C++ program through mpicxx; every MPI_ function exported as a weak
@@ -87,6 +87,11 @@ fn topologies_info_user_operations_and_handlers_work_on_1_to_4_ranks() {
 #[test]
 fn neighborhood_collectives_and_alltoallw_work_on_1_to_4_ranks() {
     passes("neighbor.c", &["1", "2", "3", "4"], "neighbor: ok");
+}
+
+#[test]
+fn distributed_graphs_from_any_edges_work_on_1_to_4_ranks() {
+    passes("dist_graph.c", &["1", "2", "3", "4"], "dist_graph: ok");
 }
 
 #[test]
