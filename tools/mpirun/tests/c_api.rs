@@ -3,8 +3,9 @@
 //! non-blocking), communicators, topologies,
 //! datatypes and packing; the error classes and strings under
 //! MPI_ERRORS_RETURN; the default fatal handler; the profiling interface;
-//! a C++ program through mpicxx; every MPI_ function exported as a weak
-//! alias of its PMPI_ twin.
+//! a C++ program through mpicxx; a program built with the flags of our
+//! pkg-config files; every MPI_ function exported as a weak alias of its
+//! PMPI_ twin.
 
 mod common;
 
@@ -199,6 +200,53 @@ fn a_cmake_project_finds_oxmpi_through_its_wrappers_on_path() {
     assert_eq!(
         (run.code(), run.stdout.trim()),
         (0, "hello.cc: ok"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_program_built_with_pkg_config_flags_runs() {
+    let artifacts = oxmpi_test_support::build_workspace();
+    let shown = Command::new(artifacts.program("mpicc"))
+        .arg("-showme:pkgconfig")
+        .output()
+        .unwrap();
+    assert!(
+        shown.status.success(),
+        "mpicc -showme:pkgconfig: {}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    let dir = String::from_utf8_lossy(&shown.stdout).trim().to_string();
+    let flags = Command::new("pkg-config")
+        .args(["--cflags", "--libs", "oxmpi"])
+        .env("PKG_CONFIG_PATH", &dir)
+        .output()
+        .expect("pkg-config is missing: apt-get install pkg-config (scripts/system-packages.txt lists it)");
+    assert!(
+        flags.status.success(),
+        "pkg-config: {}",
+        String::from_utf8_lossy(&flags.stderr)
+    );
+    let flags = String::from_utf8_lossy(&flags.stdout).to_string();
+    let out = tempfile::tempdir().unwrap();
+    let program = out.path().join("basic");
+    let cc = Command::new("cc")
+        .args(["-Wall", "-Werror", "-o"])
+        .arg(&program)
+        .arg(source("basic.c"))
+        .args(flags.split_whitespace())
+        .output()
+        .unwrap();
+    assert!(
+        cc.status.success(),
+        "cc with {flags}: {}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let run = mpirun(&["-n", "2", &program.display().to_string()]);
+    assert_eq!(
+        (run.code(), run.stdout.trim()),
+        (0, "basic: ok"),
         "{}",
         run.stderr
     );
