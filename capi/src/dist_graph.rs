@@ -150,7 +150,7 @@ pub fn check_ranks(what: &str, ranks: &[c_int], size: c_int, proc_null: bool) ->
     match ranks
         .iter()
         .enumerate()
-        .find(|(_, &r)| !(0..size).contains(&r) && !(proc_null && r == PROC_NULL))
+        .find(|(_, &r)| !((0..size).contains(&r) || proc_null && r == PROC_NULL))
     {
         Some((i, &r)) => Err(Fail::new(
             ERR_RANK,
