@@ -4,7 +4,8 @@
 #
 #   1. installs the system packages listed in scripts/system-packages.txt
 #      (apt-get; with sudo when not run as root);
-#   2. builds the workspace in release mode;
+#   2. builds the workspace in release mode, and writes the pkg-config
+#      files of libmpi (target/release/pkgconfig);
 #   3. runs the main job: a 4-rank PMI wire-up under our mpirun, an
 #      MPICH-built program under it, the oxmpi examples `hello` (4 ranks,
 #      default btls: self and sm) and `pingpong` (2 ranks, over shared
@@ -61,6 +62,7 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 echo "==> cargo build --workspace --release (libraries and components, programs, examples)"
 cargo build --workspace --release --lib --bins --examples
+echo "==> pkg-config files for libmpi in $(target/release/mpicc -showme:pkgconfig)"
 
 # --- 3. the main job ------------------------------------------------------
 # A real multi-rank run: 4 ranks wire up over PMI-1 (each publishes a value,

@@ -131,6 +131,7 @@ pub unsafe extern "C" fn PMPI_Comm_free(comm_: *mut c_int) -> c_int {
         crate::groups::forget_name(h);
         crate::topo::forget(h);
         crate::graph::forget(h);
+        crate::dist_graph::forget(h);
         crate::neighbor::forget(h)?;
         // SAFETY: not null; the caller's promise.
         unsafe { *comm_ = COMM_NULL };

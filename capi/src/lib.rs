@@ -14,6 +14,8 @@ mod coll_calls;
 mod comm;
 mod completion;
 mod constructors;
+mod dist_graph;
+mod dist_graph_create;
 mod env;
 pub mod errors;
 mod fortran;
@@ -272,6 +274,7 @@ weak_aliases!(
     File_c2f,
     File_f2c,
     Dist_graph_create_adjacent,
+    Dist_graph_create,
     Dist_graph_neighbors_count,
     Dist_graph_neighbors,
     Neighbor_allgather,

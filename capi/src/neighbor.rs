@@ -1,7 +1,6 @@
-//! Distributed graph topologies (`MPI_Dist_graph_create_adjacent`,
-//! `MPI_Dist_graph_neighbors(_count)`), the neighborhood collectives
-//! over them and over Cartesian communicators (`MPI_Neighbor_*` and their
-//! `I` forms), and `MPI_Alltoallw` (`MPI_Ialltoallw`).
+//! The neighborhood collectives (`MPI_Neighbor_*` and their `I` forms)
+//! over distributed graphs (`dist_graph.rs`), MPI-1 graphs and Cartesian
+//! communicators, and `MPI_Alltoallw` (`MPI_Ialltoallw`).
 //!
 //! These run over point-to-point on a shadow of the communicator: a
 //! duplicate made (collectively) the first time one of them runs on it,
@@ -9,8 +8,9 @@
 //! request of several parts.
 
 use crate::buffers::{Incoming, Outgoing};
+use crate::dist_graph::Neighbors;
 use crate::errors::{run, Fail, ERR_ARG, ERR_TOPOLOGY};
-use crate::handles::{array as ints, comm, comm_handle, count, put, typed, Typed};
+use crate::handles::{array as ints, comm, count, put, typed, Typed};
 use crate::requests::{self, Pending};
 use crate::{runtime, PROC_NULL};
 use oxmpi_mpi_core::{Comm, SendMode};
@@ -18,25 +18,8 @@ use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
 
-/// `MPI_DIST_GRAPH`.
-pub const DIST_GRAPH: c_int = 3;
-
-/// What `MPI_UNWEIGHTED` points at (an address no weight array has; the
-/// value is never read or written).
-#[no_mangle]
-pub static OXMPI_UNWEIGHTED: [c_int; 1] = [0];
-
-/// What `MPI_WEIGHTS_EMPTY` points at.
-#[no_mangle]
-pub static OXMPI_WEIGHTS_EMPTY: [c_int; 1] = [0];
-
 /// Shadows by communicator handle.
 static SHADOWS: Mutex<Option<HashMap<c_int, Comm>>> = Mutex::new(None);
-/// A process's neighbors: (sources, destinations).
-type Neighbors = (Vec<c_int>, Vec<c_int>);
-
-/// Graphs by communicator handle.
-static GRAPHS: Mutex<Option<HashMap<c_int, Neighbors>>> = Mutex::new(None);
 
 /// The shadow of `comm_` (made now if it has none: every member reaches
 /// this point in the same collective call).
@@ -58,11 +41,8 @@ fn shadow(comm_: c_int) -> Result<Comm, Fail> {
     Ok(c)
 }
 
-/// Frees the shadow and forgets the graph of a freed communicator.
+/// Frees the shadow of a freed communicator.
 pub fn forget(comm_: c_int) -> Result<(), Fail> {
-    if let Some(m) = GRAPHS.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-        m.remove(&comm_);
-    }
     let s = SHADOWS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -74,23 +54,9 @@ pub fn forget(comm_: c_int) -> Result<(), Fail> {
     Ok(())
 }
 
-/// Whether `comm_` has a distributed graph.
-pub fn is_graph(comm_: c_int) -> bool {
-    GRAPHS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()
-        .is_some_and(|m| m.contains_key(&comm_))
-}
-
 /// This process's (sources, destinations) in `comm_`.
 fn neighbors(comm_: c_int) -> Result<Neighbors, Fail> {
-    if let Some(g) = GRAPHS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()
-        .and_then(|m| m.get(&comm_).cloned())
-    {
+    if let Some(g) = crate::dist_graph::neighbors_of(comm_) {
         return Ok(g);
     }
     if let Some(n) = crate::graph::my_neighbors(comm_)? {
@@ -103,142 +69,6 @@ fn neighbors(comm_: c_int) -> Result<Neighbors, Fail> {
             format!("communicator {comm_} has no topology; neighborhood collectives need a Cartesian or distributed graph one"),
         )),
     }
-}
-
-/// `MPI_Dist_graph_create_adjacent` (weights and `reorder` are accepted
-/// and not used).
-///
-/// # Safety
-///
-/// As MPI requires of its arguments.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Dist_graph_create_adjacent(
-    comm_: c_int,
-    indegree: c_int,
-    sources: *const c_int,
-    _sourceweights: *const c_int,
-    outdegree: c_int,
-    destinations: *const c_int,
-    _destweights: *const c_int,
-    _info: c_int,
-    _reorder: c_int,
-    out: *mut c_int,
-) -> c_int {
-    run("MPI_Dist_graph_create_adjacent", comm_, || {
-        let (i, o) = (count("indegree", indegree)?, count("outdegree", outdegree)?);
-        // SAFETY: the caller's promise.
-        let (s, d) = unsafe {
-            (
-                ints("sources", sources, i)?.to_vec(),
-                ints("destinations", destinations, o)?.to_vec(),
-            )
-        };
-        let rt = runtime()?;
-        let c = comm(comm_)?;
-        let n = rt.comm_size(c);
-        if let Some(bad) = s
-            .iter()
-            .chain(&d)
-            .find(|&&r| r != PROC_NULL && !(0..n).contains(&r))
-        {
-            return Err(Fail::new(
-                crate::errors::ERR_RANK,
-                format!(
-                    "neighbor {bad} is not a rank of the communicator (0 to {})",
-                    n - 1
-                ),
-            ));
-        }
-        let h = comm_handle(rt.comm_dup(c)?);
-        crate::errors::set_handler(h, crate::errors::handler_of(comm_));
-        GRAPHS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get_or_insert_with(HashMap::new)
-            .insert(h, (s, d));
-        // SAFETY: the caller's promise.
-        unsafe { put("comm_dist_graph", out, h) }
-    })
-}
-
-/// `MPI_Dist_graph_neighbors_count` (`weighted` is always false).
-///
-/// # Safety
-///
-/// As MPI requires of its arguments.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Dist_graph_neighbors_count(
-    comm_: c_int,
-    indegree: *mut c_int,
-    outdegree: *mut c_int,
-    weighted: *mut c_int,
-) -> c_int {
-    run("MPI_Dist_graph_neighbors_count", comm_, || {
-        let (s, d) = neighbors(comm_)?;
-        // SAFETY: the caller's promise.
-        unsafe {
-            put("indegree", indegree, s.len() as c_int)?;
-            put("outdegree", outdegree, d.len() as c_int)?;
-            put("weighted", weighted, 0)
-        }
-    })
-}
-
-/// `MPI_Dist_graph_neighbors` (weights written as 1 where asked).
-///
-/// # Safety
-///
-/// As MPI requires of its arguments.
-#[no_mangle]
-pub unsafe extern "C" fn PMPI_Dist_graph_neighbors(
-    comm_: c_int,
-    maxindegree: c_int,
-    sources: *mut c_int,
-    sourceweights: *mut c_int,
-    maxoutdegree: c_int,
-    destinations: *mut c_int,
-    destweights: *mut c_int,
-) -> c_int {
-    run("MPI_Dist_graph_neighbors", comm_, || {
-        let (s, d) = neighbors(comm_)?;
-        let room = |what: &str, max: c_int, need: usize| -> Result<(), Fail> {
-            if (max as i64) < need as i64 {
-                return Err(Fail::new(
-                    ERR_ARG,
-                    format!("{what} is {max} but there are {need} neighbors"),
-                ));
-            }
-            Ok(())
-        };
-        room("maxindegree", maxindegree, s.len())?;
-        room("maxoutdegree", maxoutdegree, d.len())?;
-        // Weights are the addresses MPI_UNWEIGHTED and MPI_WEIGHTS_EMPTY
-        // stand for, or arrays; only arrays get written.
-        let writable = |p: *mut c_int| {
-            !p.is_null()
-                && !std::ptr::eq(p.cast_const(), OXMPI_UNWEIGHTED.as_ptr())
-                && !std::ptr::eq(p.cast_const(), OXMPI_WEIGHTS_EMPTY.as_ptr())
-        };
-        for (i, &r) in s.iter().enumerate() {
-            // SAFETY: `maxindegree` entries (the caller's promise).
-            unsafe {
-                put("sources", sources.add(i), r)?;
-                if writable(sourceweights) {
-                    sourceweights.add(i).write(1);
-                }
-            }
-        }
-        for (i, &r) in d.iter().enumerate() {
-            // SAFETY: `maxoutdegree` entries (the caller's promise).
-            unsafe {
-                put("destinations", destinations.add(i), r)?;
-                if writable(destweights) {
-                    destweights.add(i).write(1);
-                }
-            }
-        }
-        Ok(())
-    })
 }
 
 /// One block to send or receive: the peer, the address, the count of

@@ -424,8 +424,8 @@ pub unsafe extern "C" fn PMPI_Topo_test(comm_: c_int, status: *mut c_int) -> c_i
             CART
         } else if crate::graph::is_graph(comm_) {
             crate::graph::GRAPH
-        } else if crate::neighbor::is_graph(comm_) {
-            crate::neighbor::DIST_GRAPH
+        } else if crate::dist_graph::is_graph(comm_) {
+            crate::dist_graph::DIST_GRAPH
         } else {
             UNDEFINED
         };

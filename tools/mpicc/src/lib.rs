@@ -4,8 +4,12 @@
 //!
 //! The compiler is `$OXMPI_CC` (`$OXMPI_CXX`), else `cc` (`c++`). Open
 //! MPI's `-showme`, `-showme:compile`, `-showme:link`, `-showme:incdirs`,
-//! `-showme:libdirs`, `-showme:version` and MPICH's `-show`,
-//! `-compile_info`, `-link_info` print instead of running.
+//! `-showme:libdirs`, `-showme:version` (also with two dashes) and
+//! MPICH's `-show`, `-compile_info`, `-link_info` print instead of
+//! running. `-showme:pkgconfig` writes the install's pkg-config files
+//! ([`pkgconfig`]) and prints their directory.
+
+pub mod pkgconfig;
 
 use oxmpi_mca::paths::{InstallPaths, Layout};
 use std::ffi::OsString;
@@ -72,6 +76,8 @@ pub enum Plan {
     Run(Vec<OsString>),
     /// Print this line.
     Print(String),
+    /// Write the pkg-config files into this directory, then print it.
+    PkgConfig(PathBuf),
 }
 
 /// Whether the arguments stop before linking (`-c`, `-E`, `-S`, `-M`,
@@ -90,7 +96,13 @@ pub fn plan(lang: Language, compiler: &str, dirs: &Dirs, args: &[OsString]) -> P
         "-lmpi".to_string(),
     ];
     let line = |parts: Vec<String>| parts.join(" ");
-    if let Some(first) = args.first().and_then(|a| a.to_str()) {
+    // Open MPI's wrappers take `--showme…` as well as `-showme…` (Meson
+    // asks with two dashes).
+    if let Some(first) = args.first().and_then(|a| a.to_str()).map(|a| {
+        a.strip_prefix('-')
+            .filter(|a| a.starts_with("-showme"))
+            .unwrap_or(a)
+    }) {
         let rest: Vec<String> = args[1..]
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
@@ -119,6 +131,7 @@ pub fn plan(lang: Language, compiler: &str, dirs: &Dirs, args: &[OsString]) -> P
             "-showme:incdirs" => return Plan::Print(dirs.include.display().to_string()),
             "-showme:libdirs" => return Plan::Print(dirs.lib.display().to_string()),
             "-showme:libs" => return Plan::Print("mpi".into()),
+            "-showme:pkgconfig" => return Plan::PkgConfig(pkgconfig::dir(dirs)),
             "-showme:version" => {
                 return Plan::Print(format!(
                     "{}: oxmpi {} (MPI 3.1), compiler {compiler}",
@@ -162,6 +175,22 @@ pub fn main(lang: Language) -> i32 {
             println!("{line}");
             0
         }
+        Plan::PkgConfig(to) => match pkgconfig::write(&to, &dirs, env!("CARGO_PKG_VERSION")) {
+            Ok(()) => {
+                println!("{}", to.display());
+                0
+            }
+            Err(e) => {
+                eprintln!(
+                    "{}: cannot write the pkg-config files of this install ({e}); run {} \
+                     -showme:pkgconfig once as a user who may write to {}",
+                    lang.wrapper(),
+                    lang.wrapper(),
+                    to.display()
+                );
+                1
+            }
+        },
         Plan::Run(cmd) => match std::process::Command::new(&cmd[0]).args(&cmd[1..]).status() {
             Ok(status) => status.code().unwrap_or(1),
             Err(e) => {
@@ -241,6 +270,15 @@ mod tests {
         );
         assert_eq!(p(&["-showme:incdirs"]), Plan::Print("/p/include".into()));
         assert_eq!(p(&["-showme:libdirs"]), Plan::Print("/p/lib".into()));
+        assert_eq!(p(&["--showme:libdirs"]), Plan::Print("/p/lib".into()));
+        assert_eq!(
+            p(&["--showme:link"]),
+            Plan::Print("-L/p/lib -Wl,-rpath,/p/lib -lmpi".into())
+        );
+        assert_eq!(
+            p(&["-showme:pkgconfig"]),
+            Plan::PkgConfig("/p/lib/pkgconfig".into())
+        );
         let Plan::Print(v) = p(&["-showme:version"]) else {
             panic!("prints")
         };

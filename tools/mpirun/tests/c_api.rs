@@ -1,10 +1,11 @@
 //! C programs built with our mpicc against libmpi (capi/tests/c/*.c) and
 //! run with our mpirun: point-to-point, collectives (blocking, `v` and
-//! non-blocking), communicators,
+//! non-blocking), communicators, topologies,
 //! datatypes and packing; the error classes and strings under
 //! MPI_ERRORS_RETURN; the default fatal handler; the profiling interface;
-//! a C++ program through mpicxx; every MPI_ function exported as a weak
-//! alias of its PMPI_ twin.
+//! a C++ program through mpicxx; a program built with the flags of our
+//! pkg-config files; every MPI_ function exported as a weak alias of its
+//! PMPI_ twin.
 
 mod common;
 
@@ -92,6 +93,11 @@ fn topologies_info_user_operations_and_handlers_work_on_1_to_4_ranks() {
 #[test]
 fn neighborhood_collectives_and_alltoallw_work_on_1_to_4_ranks() {
     passes("neighbor.c", &["1", "2", "3", "4"], "neighbor: ok");
+}
+
+#[test]
+fn distributed_graphs_from_any_edges_work_on_1_to_4_ranks() {
+    passes("dist_graph.c", &["1", "2", "3", "4"], "dist_graph: ok");
 }
 
 #[test]
@@ -199,6 +205,53 @@ fn a_cmake_project_finds_oxmpi_through_its_wrappers_on_path() {
     assert_eq!(
         (run.code(), run.stdout.trim()),
         (0, "hello.cc: ok"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_program_built_with_pkg_config_flags_runs() {
+    let artifacts = oxmpi_test_support::build_workspace();
+    let shown = Command::new(artifacts.program("mpicc"))
+        .arg("-showme:pkgconfig")
+        .output()
+        .unwrap();
+    assert!(
+        shown.status.success(),
+        "mpicc -showme:pkgconfig: {}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    let dir = String::from_utf8_lossy(&shown.stdout).trim().to_string();
+    let flags = Command::new("pkg-config")
+        .args(["--cflags", "--libs", "oxmpi"])
+        .env("PKG_CONFIG_PATH", &dir)
+        .output()
+        .expect("pkg-config is missing: apt-get install pkg-config (scripts/system-packages.txt lists it)");
+    assert!(
+        flags.status.success(),
+        "pkg-config: {}",
+        String::from_utf8_lossy(&flags.stderr)
+    );
+    let flags = String::from_utf8_lossy(&flags.stdout).to_string();
+    let out = tempfile::tempdir().unwrap();
+    let program = out.path().join("basic");
+    let cc = Command::new("cc")
+        .args(["-Wall", "-Werror", "-o"])
+        .arg(&program)
+        .arg(source("basic.c"))
+        .args(flags.split_whitespace())
+        .output()
+        .unwrap();
+    assert!(
+        cc.status.success(),
+        "cc with {flags}: {}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let run = mpirun(&["-n", "2", &program.display().to_string()]);
+    assert_eq!(
+        (run.code(), run.stdout.trim()),
+        (0, "basic: ok"),
         "{}",
         run.stderr
     );
