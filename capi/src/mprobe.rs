@@ -60,7 +60,10 @@ fn take(h: c_int) -> Result<Option<Message>, Fail> {
         return Ok(None);
     }
     let mut table = MESSAGES.lock().unwrap_or_else(|e| e.into_inner());
-    match usize::try_from(h - 2).ok().and_then(|k| table.try_remove(k)) {
+    match usize::try_from(h - 2)
+        .ok()
+        .and_then(|k| table.try_remove(k))
+    {
         Some(c) => Ok(Some(c.message)),
         None => Err(Fail::new(
             ERR_REQUEST,

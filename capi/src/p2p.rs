@@ -212,10 +212,30 @@ macro_rules! immediate_send {
             request: *mut c_int,
         ) -> c_int {
             run($text, comm, || {
-                // SAFETY: the caller's promise (the buffer lives until the
-                // request completes).
-                let p = unsafe { start_send(buf, count, datatype, dest, tag, comm, $mode) }?;
-                let h = requests::insert(p);
+                let Args {
+                    rt,
+                    comm: c,
+                    count: n,
+                    ty,
+                } = args(comm, count, datatype)?;
+                let h = match ty.contiguous_bytes(n)? {
+                    Some(len) if dest != PROC_NULL => {
+                        // SAFETY: the user's buffer holds `len` bytes (the
+                        // caller's promise) until the request completes.
+                        let id = unsafe { rt.isend(c, dest, tag, buf.cast(), len, $mode) }?;
+                        requests::insert_started(
+                            id,
+                            Pending::Send(id, Outgoing::Direct(buf.cast(), len)),
+                        )
+                    }
+                    _ => {
+                        // SAFETY: the caller's promise (the buffer lives
+                        // until the request completes).
+                        let p =
+                            unsafe { start_send(buf, count, datatype, dest, tag, comm, $mode) }?;
+                        requests::insert(p)
+                    }
+                };
                 // SAFETY: the caller's promise.
                 unsafe { put("request", request, h) }
             })
@@ -284,10 +304,26 @@ pub unsafe extern "C" fn PMPI_Irecv(
     request: *mut c_int,
 ) -> c_int {
     run("MPI_Irecv", comm, || {
-        // SAFETY: the caller's promise (the buffer is untouched until the
-        // request completes).
-        let p = unsafe { start_recv(buf, count, datatype, source, tag, comm) }?;
-        let h = requests::insert(p);
+        let Args {
+            rt,
+            comm: c,
+            count: n,
+            ty,
+        } = args(comm, count, datatype)?;
+        let h = match ty.contiguous_bytes(n)? {
+            Some(len) if source != PROC_NULL => {
+                // SAFETY: the user's buffer holds `len` bytes (the caller's
+                // promise), untouched until the request completes.
+                let id = unsafe { rt.irecv(c, source, tag, buf.cast(), len) }?;
+                requests::insert(Pending::Recv(id, Incoming::Direct(buf.cast(), len)))
+            }
+            _ => {
+                // SAFETY: the caller's promise (the buffer is untouched
+                // until the request completes).
+                let p = unsafe { start_recv(buf, count, datatype, source, tag, comm) }?;
+                requests::insert(p)
+            }
+        };
         // SAFETY: the caller's promise.
         unsafe { put("request", request, h) }
     })

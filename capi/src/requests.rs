@@ -50,10 +50,42 @@ static TABLE: Mutex<Slab<Pending>> = Mutex::new(Slab::new());
 /// waited for them.
 static DETACHED: Mutex<Vec<Pending>> = Mutex::new(Vec::new());
 
-/// Registers `p` and answers its handle.
+/// The handle of every one-shot request that completed while it started
+/// with the empty status and holds nothing (a send the transport took at
+/// once): waits and tests answer it at once, without the table.
+pub const COMPLETE: c_int = -1;
+
+/// Registers `p` and answers its handle ([`COMPLETE`] for an operation
+/// complete already with the empty status that keeps no buffer).
+#[inline]
 pub fn insert(p: Pending) -> c_int {
+    if settled_empty(&p) {
+        return COMPLETE;
+    }
     let key = TABLE.lock().unwrap_or_else(|e| e.into_inner()).insert(p);
     key as c_int + 1
+}
+
+/// Registers the operation `p` of runtime request `id`, which keeps no
+/// buffer alive, and answers its handle: [`COMPLETE`] when `id` completed
+/// as it started with the empty status (the table is not touched).
+#[inline(always)]
+pub fn insert_started(id: RequestId, p: Pending) -> c_int {
+    if id.outcome() == Some(Status::default()) {
+        return COMPLETE;
+    }
+    let key = TABLE.lock().unwrap_or_else(|e| e.into_inner()).insert(p);
+    key as c_int + 1
+}
+
+/// Whether `p` completed with the empty status and keeps nothing alive.
+#[inline]
+fn settled_empty(p: &Pending) -> bool {
+    match p {
+        Pending::Send(id, Outgoing::Direct(..)) => id.outcome() == Some(Status::default()),
+        Pending::Done(s) => *s == Status::default(),
+        _ => false,
+    }
 }
 
 fn bad(h: c_int) -> Fail {
@@ -108,6 +140,9 @@ pub fn kind(h: c_int) -> Result<Kind, Fail> {
     if h == REQUEST_NULL {
         return Ok(Kind::Inactive);
     }
+    if h == COMPLETE {
+        return Ok(Kind::Ready);
+    }
     let t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
     let p = t.get(key(h)?).ok_or_else(|| bad(h))?;
     Ok(match (p, id_in(p)) {
@@ -135,6 +170,9 @@ pub fn is_many(h: c_int) -> bool {
 fn take_run(h: c_int) -> Result<Option<(Pending, bool)>, Fail> {
     if h == REQUEST_NULL {
         return Ok(None);
+    }
+    if h == COMPLETE {
+        return Ok(Some((Pending::Done(Status::default()), true)));
     }
     let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
     let k = key(h)?;
@@ -165,7 +203,7 @@ fn finish(p: Pending, outcome: Result<Status, oxmpi_mpi_core::Error>) -> Result<
 ///
 /// A part's error (the request is then released).
 fn progress_many(rt: &Runtime, h: c_int) -> Result<bool, Fail> {
-    if h == REQUEST_NULL {
+    if h == REQUEST_NULL || h == COMPLETE {
         return Ok(true);
     }
     let k = key(h)?;
@@ -233,6 +271,9 @@ pub fn wait(rt: &Runtime, p: Pending) -> Result<Status, Fail> {
 /// `MPI_ERR_REQUEST` for an unknown handle; the request's error (the
 /// request is then complete and released all the same).
 pub fn complete(rt: &Runtime, h: c_int, block: bool) -> Result<Option<(MpiStatus, bool)>, Fail> {
+    if h == COMPLETE {
+        return Ok(Some((MpiStatus::of(&Status::default()), true)));
+    }
     if !block && !progress_many(rt, h)? {
         return Ok(None);
     }
@@ -271,6 +312,9 @@ pub fn completed_by_any(
 ///
 /// `MPI_ERR_REQUEST` for an unknown handle.
 pub fn peek(h: c_int) -> Result<MpiStatus, Fail> {
+    if h == COMPLETE {
+        return Ok(MpiStatus::of(&Status::default()));
+    }
     let t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
     match t.get(key(h)?) {
         Some(Pending::Done(s)) => Ok(MpiStatus::of(s)),
@@ -296,6 +340,9 @@ pub fn complete_in_place(
     h: c_int,
     outcome: Result<Status, oxmpi_mpi_core::Error>,
 ) -> Result<Status, Fail> {
+    if h == COMPLETE {
+        return outcome.map_err(Fail::from);
+    }
     let k = key(h)?;
     let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
     let entry = t.get_mut(k).ok_or_else(|| bad(h))?;
@@ -333,14 +380,20 @@ pub fn start_persistent(
     h: c_int,
     start: impl FnOnce(&crate::persistent::Plan) -> Result<Pending, Fail>,
 ) -> Result<(), Fail> {
+    if h == COMPLETE {
+        return Err(not_persistent(h));
+    }
     let plan = {
         let t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
         match t.get(key(h)?) {
             Some(Pending::Persistent(q)) if q.active.is_none() => q.plan,
             Some(Pending::Persistent(_)) => {
-                return Err(Fail::new(ERR_REQUEST, format!("request {h} is already active; complete it before starting it again")))
+                return Err(Fail::new(
+                    ERR_REQUEST,
+                    format!("request {h} is already active; complete it before starting it again"),
+                ))
             }
-            Some(_) => return Err(Fail::new(ERR_REQUEST, format!("request {h} is not persistent (MPI_Start takes those of MPI_Send_init and kin)"))),
+            Some(_) => return Err(not_persistent(h)),
             None => return Err(bad(h)),
         }
     };
@@ -352,6 +405,14 @@ pub fn start_persistent(
     Ok(())
 }
 
+/// The refusal to start request `h`, which is not persistent.
+fn not_persistent(h: c_int) -> Fail {
+    Fail::new(
+        ERR_REQUEST,
+        format!("request {h} is not persistent (MPI_Start takes those of MPI_Send_init and kin)"),
+    )
+}
+
 /// Removes the request of handle `h` for `MPI_Request_free`: a send or a
 /// collective goes on (finalize waits for it), anything complete or
 /// inactive goes; a receive still pending stays.
@@ -360,6 +421,9 @@ pub fn start_persistent(
 ///
 /// `MPI_ERR_REQUEST` for an unknown handle or a pending receive.
 pub fn free(rt: &Runtime, h: c_int) -> Result<(), Fail> {
+    if h == COMPLETE {
+        return Ok(());
+    }
     let k = key(h)?;
     let p = {
         let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());

@@ -1,7 +1,8 @@
 /* Requests beyond wait: persistent sends and receives started again and
  * again, startall, testany, testsome, waitsome, request_get_status,
  * buffered sends within the attached buffer's budget and one past it,
- * ready sends.
+ * ready sends; sends to oneself, complete as they start, through every
+ * completion call.
  * Ranks pair up (0-1, 2-3, ...); prints "requests: ok". */
 #include <mpi.h>
 #include <stdio.h>
@@ -115,6 +116,38 @@ int main(int argc, char **argv) {
         MPI_Barrier(MPI_COMM_WORLD);
         MPI_Barrier(MPI_COMM_WORLD);
     }
+
+    /* Sends to oneself complete as they start: every completion call and
+     * MPI_Request_free take their handles, MPI_Start refuses them (calls
+     * on requests report through MPI_COMM_WORLD's handler). */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int one = 1, two = 2, three = 3, got[3] = {0, 0, 0}, flag = 0, index = -1;
+    MPI_Request s1, s2, s3, pair[2];
+    MPI_Status st;
+    MPI_Isend(&one, 1, MPI_INT, 0, 1, MPI_COMM_SELF, &s1);
+    MPI_Isend(&two, 1, MPI_INT, 0, 2, MPI_COMM_SELF, &s2);
+    MPI_Isend(&three, 1, MPI_INT, 0, 3, MPI_COMM_SELF, &s3);
+    CHECK(s1 != MPI_REQUEST_NULL && s2 != MPI_REQUEST_NULL, "a started send is MPI_REQUEST_NULL");
+    MPI_Request_get_status(s1, &flag, &st);
+    CHECK(flag && s1 != MPI_REQUEST_NULL, "get_status: flag %d", flag);
+    int cls = -1, rc = MPI_Start(&s1);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_REQUEST, "start of a one-shot send: class %d", cls);
+    CHECK(MPI_Cancel(&s1) == MPI_SUCCESS, "cancel of a complete send");
+    MPI_Test(&s1, &flag, &st);
+    CHECK(flag && s1 == MPI_REQUEST_NULL, "test: flag %d", flag);
+    int cancelled = 1;
+    MPI_Test_cancelled(&st, &cancelled);
+    CHECK(!cancelled, "a complete send reads cancelled");
+    MPI_Request_free(&s2);
+    CHECK(s2 == MPI_REQUEST_NULL, "request_free left %d", s2);
+    pair[0] = MPI_REQUEST_NULL;
+    pair[1] = s3;
+    MPI_Waitany(2, pair, &index, &st);
+    CHECK(index == 1 && pair[1] == MPI_REQUEST_NULL, "waitany: index %d", index);
+    for (int t = 1; t <= 3; t++) MPI_Recv(&got[t - 1], 1, MPI_INT, 0, t, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+    CHECK(got[0] == 1 && got[1] == 2 && got[2] == 3, "self got %d %d %d", got[0], got[1], got[2]);
+
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Finalize();

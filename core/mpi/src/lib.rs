@@ -15,8 +15,8 @@ pub mod modex;
 pub mod runtime;
 
 pub use runtime::{
-    init, runtime, wtick, wtime, Comm, CommRelation, Error, ErrorClass, RequestId, Runtime,
-    Message, SendMode, Status, ThreadLevel, ANY_SOURCE, ANY_TAG, TAG_UB,
+    init, runtime, wtick, wtime, Comm, CommRelation, Error, ErrorClass, Message, RequestId,
+    Runtime, SendMode, Status, ThreadLevel, ANY_SOURCE, ANY_TAG, TAG_UB,
 };
 
 /// The collective call description the Rust API fills in

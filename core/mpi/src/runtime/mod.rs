@@ -47,8 +47,8 @@ mod probe;
 
 pub use comms::CommRelation;
 pub use error::{Error, ErrorClass};
-pub use probe::Message;
 pub use oxmpi_framework_pml::module::SendMode;
+pub use probe::Message;
 
 use oxmpi_framework_pml::handle::PmlHandle;
 use oxmpi_framework_pml::module::{

@@ -90,9 +90,7 @@ impl Runtime {
 
     /// One matched probe (called with the runtime entered).
     fn mprobe_once(&self, comm: Comm, source: i32, tag: i32) -> Option<(Message, Status)> {
-        let (handle, st) = self
-            .pml
-            .improbe(self.context_of(comm).ok()?, source, tag)?;
+        let (handle, st) = self.pml.improbe(self.context_of(comm).ok()?, source, tag)?;
         let status = Status {
             source: self.source_in(comm, st.source),
             tag: st.tag,

@@ -101,7 +101,8 @@ impl<T: Transport> Engine<T> {
         if args.buf.is_null() && args.len > 0 {
             return Err(self.invalid_recv(args));
         }
-        let taken = UnexpectedId::from_bits(message).and_then(|id| self.matcher.take_unexpected(id));
+        let taken =
+            UnexpectedId::from_bits(message).and_then(|id| self.matcher.take_unexpected(id));
         let Some((envelope, stored)) = taken else {
             return Err(format!(
                 "rank {} has no matched message {message:#x}: it was received already, or never \

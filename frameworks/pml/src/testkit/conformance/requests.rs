@@ -173,14 +173,21 @@ pub(super) fn improbe(subject: &Subject) {
         (0, 8, 1 << 20),
         "{at}: improbe of a rendezvous message reports its full length"
     );
-    assert_eq!(s.pml().iprobe(0, 0, 8), None, "{at}: iprobe of a claimed message");
+    assert_eq!(
+        s.pml().iprobe(0, 0, 8),
+        None,
+        "{at}: iprobe of a claimed message"
+    );
     // The eager message, claimed by wildcards, received into a short
     // buffer.
     let (h7, st7) = s
         .pml()
         .improbe(0, ANY_SOURCE, ANY_TAG)
         .expect("wildcard improbe");
-    assert_eq!(st7.tag, 7, "{at}: a wildcard improbe after tag 8 was claimed");
+    assert_eq!(
+        st7.tag, 7,
+        "{at}: a wildcard improbe after tag 8 was claimed"
+    );
     assert_eq!(
         s.pml().iprobe(0, ANY_SOURCE, ANY_TAG),
         None,
