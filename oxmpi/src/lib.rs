@@ -96,6 +96,7 @@ pub mod point_to_point;
 pub mod request;
 pub mod topology;
 
+pub use datatype::Equivalence;
 pub use environment::{
     initialize, initialize_with_threading, time, time_resolution, Threading, Universe,
 };
