@@ -87,6 +87,7 @@
 //! thread, one at a time; with [`Threading::Multiple`], any thread at any
 //! time. A call that breaks these rules fails with class `ThreadLevel`.
 
+pub mod attribute;
 pub mod collective;
 pub mod datatype;
 pub mod environment;

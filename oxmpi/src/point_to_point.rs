@@ -14,8 +14,8 @@
 
 use crate::datatype::stage::{pack, Incoming, Outgoing, Staging};
 use crate::datatype::{
-    contiguous_bytes, contiguous_bytes_mut, element_count, element_count_of,
-    partial_element_error, Buffer, BufferMut, Equivalence,
+    contiguous_bytes, contiguous_bytes_mut, element_count, element_count_of, partial_element_error,
+    Buffer, BufferMut, Equivalence,
 };
 use crate::error::Error;
 use crate::request::{self, wait_released, Kind, Request, Scope};
@@ -552,7 +552,13 @@ pub trait Source: Sealed {
             let mut packed = vec![0u8; n * size];
             // SAFETY: `packed` is owned here for the whole call.
             let status = unsafe {
-                blocking_receive(&ep, packed.as_mut_ptr(), n * size, probed.tag, (size, T::NAME))
+                blocking_receive(
+                    &ep,
+                    packed.as_mut_ptr(),
+                    n * size,
+                    probed.tag,
+                    (size, T::NAME),
+                )
             }?;
             let count = status.bytes / size;
             let mut items: Vec<T> = Vec::with_capacity(count);

@@ -126,7 +126,11 @@ fn packing_round_trips_and_skips_padding() {
 #[test]
 fn a_struct_without_padding_is_its_bytes() {
     let v = [
-        Dense { a: 1.0, b: -2, c: 3 },
+        Dense {
+            a: 1.0,
+            b: -2,
+            c: 3,
+        },
         Dense {
             a: -0.5,
             b: i32::MAX,

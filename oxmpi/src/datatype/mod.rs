@@ -361,7 +361,9 @@ mod tests {
         v.as_bytes_mut().unwrap().copy_from_slice(&src);
         assert_eq!(v, [-1, 5, i32::MAX]);
         let mut x = 0u16;
-        x.as_bytes_mut().unwrap().copy_from_slice(&0xBEEFu16.to_ne_bytes());
+        x.as_bytes_mut()
+            .unwrap()
+            .copy_from_slice(&0xBEEFu16.to_ne_bytes());
         assert_eq!(x, 0xBEEF);
         let mut a = [0f32; 2];
         assert_eq!(a.as_bytes_mut().unwrap().len(), 8);
@@ -370,7 +372,10 @@ mod tests {
     #[test]
     fn buffers_of_every_shape_have_their_byte_length() {
         assert_eq!(5u8.as_bytes().unwrap().len(), 1);
-        assert_eq!([0usize; 4].as_bytes().unwrap().len(), 4 * size_of::<usize>());
+        assert_eq!(
+            [0usize; 4].as_bytes().unwrap().len(),
+            4 * size_of::<usize>()
+        );
         assert_eq!(vec![0i64; 3].as_bytes().unwrap().len(), 24);
         assert_eq!([0i8; 9][..].as_bytes().unwrap().len(), 9);
         assert_eq!(1isize.as_items(), &[1]);
