@@ -122,6 +122,8 @@ pub(crate) mod private {
         /// `Send`, `Collective` or `Receive` (never `Staged`).
         pub(crate) kind: super::Kind,
         pub(crate) staging: super::Staging,
+        /// Whether the staging bytes were unpacked (once is enough).
+        pub(crate) unpacked: std::sync::atomic::AtomicBool,
     }
 }
 
@@ -145,6 +147,9 @@ impl Staged {
                         status.tag(),
                     ));
                 }
+                if self.unpacked.swap(true, Ordering::Relaxed) {
+                    return Ok(status);
+                }
                 if let Some(unpack) = &self.staging.recv {
                     // SAFETY: the operation completed, so MPI no longer
                     // writes the staging bytes; the receive buffer is
@@ -153,8 +158,11 @@ impl Staged {
                     unsafe { unpack.finish(status.byte_count()) };
                 }
             }
-            // SAFETY: as above.
-            Kind::Collective => unsafe { self.staging.finish_all() },
+            Kind::Collective if !self.unpacked.swap(true, Ordering::Relaxed) => {
+                // SAFETY: as above.
+                unsafe { self.staging.finish_all() }
+            }
+            Kind::Collective => {}
             Kind::Send | Kind::Staged(_) => {}
         }
         Ok(status)
@@ -603,7 +611,11 @@ impl Kind {
         if staging.is_empty() {
             kind
         } else {
-            Kind::Staged(Box::new(Staged { kind, staging }))
+            Kind::Staged(Box::new(Staged {
+                kind,
+                staging,
+                unpacked: AtomicBool::new(false),
+            }))
         }
     }
 
@@ -784,12 +796,21 @@ impl<'a, S: Scope<'a>> Drop for Request<'a, S> {
         if self.slot.is_some() && self.scope.detach_dropped() && matches!(self.kind, Kind::Send) {
             self.runtime.free(self.id);
         }
-        if let Kind::Staged(_) = self.kind {
-            if let Some(slot) = self.slot.take() {
+        if let Kind::Staged(staged) = &self.kind {
+            match self.slot.take() {
                 // MPI still uses the staging bytes: the scope keeps them.
-                if let Kind::Staged(staged) = std::mem::replace(&mut self.kind, Kind::Send) {
-                    self.scope.release(slot);
-                    self.scope.adopt(self.runtime, self.id, staged);
+                Some(slot) => {
+                    if let Kind::Staged(staged) = std::mem::replace(&mut self.kind, Kind::Send) {
+                        self.scope.release(slot);
+                        self.scope.adopt(self.runtime, self.id, staged);
+                    }
+                }
+                // Completed as it started and dropped unread: its data
+                // still go to the buffer (unpacked once).
+                None => {
+                    if let Some(status) = self.id.outcome() {
+                        let _ = staged.complete(Status::from(status));
+                    }
                 }
             }
         }
