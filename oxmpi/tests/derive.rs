@@ -41,15 +41,15 @@ struct Pair(u8, u64);
 fn packed_sizes_are_the_data_bytes() {
     assert_eq!(Dense::PACKED_SIZE, 16);
     assert_eq!(size_of::<Dense>(), 16);
-    assert!(Dense::CONTIGUOUS);
+    const { assert!(Dense::CONTIGUOUS) };
     assert_eq!(Padded::PACKED_SIZE, 13);
     assert_eq!(size_of::<Padded>(), 24);
-    assert!(!Padded::CONTIGUOUS);
+    const { assert!(!Padded::CONTIGUOUS) };
     assert_eq!(Outer::PACKED_SIZE, 13 + 12 + 26 + 1);
-    assert!(!Outer::CONTIGUOUS);
+    const { assert!(!Outer::CONTIGUOUS) };
     assert_eq!(Pair::PACKED_SIZE, 9);
-    assert!(Dense::DERIVED && Padded::DERIVED && !<f64 as Equivalence>::DERIVED);
-    assert!(<u8 as Equivalence>::CONTIGUOUS && <f64 as Equivalence>::CONTIGUOUS);
+    const { assert!(Dense::DERIVED && Padded::DERIVED && !<f64 as Equivalence>::DERIVED) };
+    const { assert!(<u8 as Equivalence>::CONTIGUOUS && <f64 as Equivalence>::CONTIGUOUS) };
     assert_eq!(Padded::NAME, "Padded");
 }
 
