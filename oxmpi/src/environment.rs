@@ -122,7 +122,16 @@ impl Universe {
     /// names it), or class `Finalized` if MPI was already finalized.
     pub fn finalize(mut self) -> Result<(), Error> {
         self.finalized = true;
+        self.delete_attributes();
         self.runtime.finalize().map_err(Error::from)
+    }
+
+    /// Deletes the attributes and hints of the self and world
+    /// communicators (in that order, as MPI's finalize does).
+    fn delete_attributes(&self) {
+        use crate::traits::Communicator;
+        crate::attribute::delete_all(self.self_comm().raw());
+        crate::attribute::delete_all(self.world().raw());
     }
 }
 
@@ -137,6 +146,7 @@ impl Drop for Universe {
                 );
                 return;
             }
+            self.delete_attributes();
             if let Err(e) = self.runtime.finalize() {
                 eprintln!("oxmpi: finalize failed: {e}");
             }

@@ -57,14 +57,23 @@
 //!   released early (not even through `mem::forget`).
 //! - **Data** ([`datatype`]): the element types are the primitive numbers
 //!   (`u8`, `i8`, `u16`, `i16`, `u32`, `i32`, `u64`, `i64`, `usize`,
-//!   `isize`, `f32`, `f64`: [`Equivalence`](traits::Equivalence)); a
+//!   `isize`, `f32`, `f64`) and structs of them with
+//!   `#[derive(Equivalence)]` ([`Equivalence`](traits::Equivalence)); a
 //!   [`Buffer`](traits::Buffer) / [`BufferMut`](traits::BufferMut) is a
-//!   value, a slice, an array or a `Vec` of one of them. A message holds a
-//!   whole number of elements of the receiving buffer's type; otherwise the
-//!   receive fails with class `Buffer`.
+//!   value, a slice, an array or a `Vec` of one of them. A struct with
+//!   padding is packed on the wire (its padding is never read). A message
+//!   holds a whole number of elements of the receiving buffer's type;
+//!   otherwise the receive fails with class `Buffer`.
+//! - **Attributes and hints** ([`attribute`]): typed keyvals copied on
+//!   duplication as their keyval says and deleted (dropped) when the
+//!   communicator is freed; the predefined attributes as methods
+//!   (`tag_ub()`, `universe_size()`, …); [`Info`](attribute::Info) hints
+//!   with `set_info`, `info` and `duplicate_with_info`.
 //! - **Errors**: every fallible call returns `Result<_, `[`Error`]`>`; an
 //!   error has a class ([`ErrorClass`]) and a message that says what went
-//!   wrong and what to do. Nothing here panics on bad input.
+//!   wrong and what to do. Nothing here panics on bad input. There are no
+//!   error handlers: the `Result` is the program's to handle
+//!   (`docs/rust-api.md` says why).
 //!
 //! # Differences from rsmpi
 //!
@@ -87,6 +96,7 @@
 //! thread, one at a time; with [`Threading::Multiple`], any thread at any
 //! time. A call that breaks these rules fails with class `ThreadLevel`.
 
+pub mod attribute;
 pub mod collective;
 pub mod datatype;
 pub mod environment;
@@ -96,6 +106,7 @@ pub mod point_to_point;
 pub mod request;
 pub mod topology;
 
+pub use datatype::Equivalence;
 pub use environment::{
     initialize, initialize_with_threading, time, time_resolution, Threading, Universe,
 };

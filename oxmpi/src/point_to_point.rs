@@ -12,14 +12,15 @@
 //! buffer's size ([`Status::byte_count`] says how much arrived); a longer
 //! message is an error of class `Truncate`.
 
+use crate::datatype::stage::{pack, Incoming, Outgoing, Staging};
 use crate::datatype::{
-    element_count, element_count_of, partial_element_error, Buffer, BufferMut, Equivalence,
+    contiguous_bytes, contiguous_bytes_mut, element_count, element_count_of, partial_element_error,
+    Buffer, BufferMut, Equivalence,
 };
 use crate::error::Error;
 use crate::request::{self, wait_released, Kind, Request, Scope};
 use crate::topology::{Communicator, Rank, SimpleCommunicator};
 use oxmpi_mpi_core::{RequestId, SendMode, ANY_SOURCE};
-use std::mem::size_of;
 
 /// A message tag (`0..=TAG_UB`; [`ANY_TAG`] on receives).
 pub type Tag = i32;
@@ -64,7 +65,8 @@ impl Status {
         self.tag
     }
 
-    /// Size of the message in bytes (for a probe: of the message waiting).
+    /// Size of the message in bytes (for a probe: of the message
+    /// waiting); a type with padding takes its packed size per element.
     pub fn byte_count(&self) -> usize {
         self.bytes
     }
@@ -266,7 +268,48 @@ unsafe fn blocking_receive(
 }
 
 fn element_of<T: Equivalence>() -> (usize, &'static str) {
-    (size_of::<T>(), T::NAME)
+    (T::PACKED_SIZE, T::NAME)
+}
+
+/// Sends `items`, blocking: their bytes, or their packed form for a type
+/// with padding.
+#[inline(always)]
+fn send_items<T: Equivalence>(
+    ep: &Endpoint,
+    items: &[T],
+    tag: Tag,
+    mode: SendMode,
+) -> Result<(), Error> {
+    if T::CONTIGUOUS {
+        blocking_send(ep, contiguous_bytes(items), tag, mode)
+    } else {
+        blocking_send(ep, &pack(items), tag, mode)
+    }
+}
+
+/// Receives one `T` through `receive` (a receive into bytes): exactly
+/// one value's bytes must arrive.
+#[inline(always)]
+fn receive_one<T: Equivalence>(
+    receive: impl FnOnce(&mut [u8]) -> Result<Status, Error>,
+) -> Result<(T, Status), Error> {
+    let mut value = T::ZERO;
+    if T::CONTIGUOUS {
+        // Received as bytes, so that any size other than one `T` gets the
+        // single-value message.
+        let status = receive(contiguous_bytes_mut(std::slice::from_mut(&mut value)))?;
+        exactly_one::<T>(&status)?;
+        return Ok((value, status));
+    }
+    let mut packed = vec![0u8; T::PACKED_SIZE];
+    let status = receive(&mut packed)?;
+    exactly_one::<T>(&status)?;
+    // SAFETY: `value` is one `T`, the datatype's reach for one element,
+    // borrowed exclusively here; `packed` is a separate allocation.
+    unsafe {
+        T::datatype().unpack_raw(&packed, std::ptr::from_mut(&mut value).cast(), 1, 0);
+    }
+    Ok((value, status))
 }
 
 /// Something messages can be sent to: a [`Process`].
@@ -291,7 +334,7 @@ pub trait Destination: Sealed {
     /// # Errors
     /// As [`send`](Destination::send), and `Tag` for an invalid tag.
     fn send_with_tag<B: Buffer + ?Sized>(&self, buf: &B, tag: Tag) -> Result<(), Error> {
-        blocking_send(&self.endpoint(), buf.as_bytes(), tag, SendMode::Standard)
+        send_items(&self.endpoint(), buf.as_items(), tag, SendMode::Standard)
     }
 
     /// Sends `buf` with tag 0 and returns only once the receiver has
@@ -312,7 +355,7 @@ pub trait Destination: Sealed {
         buf: &B,
         tag: Tag,
     ) -> Result<(), Error> {
-        blocking_send(&self.endpoint(), buf.as_bytes(), tag, SendMode::Synchronous)
+        send_items(&self.endpoint(), buf.as_items(), tag, SendMode::Synchronous)
     }
 
     /// Starts sending `buf` with tag 0 (`MPI_Isend`); `buf` stays borrowed
@@ -342,7 +385,7 @@ pub trait Destination: Sealed {
         immediate_send_mode(
             &self.endpoint(),
             scope,
-            buf.as_bytes(),
+            buf.as_items(),
             tag,
             SendMode::Standard,
         )
@@ -374,24 +417,35 @@ pub trait Destination: Sealed {
         immediate_send_mode(
             &self.endpoint(),
             scope,
-            buf.as_bytes(),
+            buf.as_items(),
             tag,
             SendMode::Synchronous,
         )
     }
 }
 
-fn immediate_send_mode<'a, S: Scope<'a>>(
+fn immediate_send_mode<'a, S: Scope<'a>, T: Equivalence>(
     ep: &Endpoint,
     scope: S,
-    bytes: &'a [u8],
+    items: &'a [T],
     tag: Tag,
     mode: SendMode,
 ) -> Result<Request<'a, S>, Error> {
-    // SAFETY: `bytes` is borrowed for 'a, and the scope waits for the
-    // request before 'a can end (see `request`).
+    if T::CONTIGUOUS {
+        // SAFETY: `items` is borrowed for 'a, and the scope waits for the
+        // request before 'a can end (see `request`).
+        let id = unsafe { start_send(ep, contiguous_bytes(items), tag, mode) }?;
+        return Ok(Request::new(ep.runtime, id, scope, Kind::Send));
+    }
+    let out = Outgoing::of(items);
+    // SAFETY: the packed bytes `out` points to (`items.len()` packed
+    // elements) move into the request, which keeps them until MPI releases
+    // it (or hands them to its scope, which does).
+    let bytes = unsafe { std::slice::from_raw_parts(out.ptr, items.len() * T::PACKED_SIZE) };
+    // SAFETY: as just said.
     let id = unsafe { start_send(ep, bytes, tag, mode) }?;
-    Ok(Request::new(ep.runtime, id, scope, Kind::Send))
+    let kind = Kind::staged(Kind::Send, Staging::new(Some(out), None));
+    Ok(Request::new(ep.runtime, id, scope, kind))
 }
 
 impl Destination for Process<'_> {}
@@ -418,12 +472,7 @@ pub trait Source: Sealed {
     /// # Errors
     /// As [`receive`](Source::receive), and `Tag` for an invalid tag.
     fn receive_with_tag<T: Equivalence>(&self, tag: Tag) -> Result<(T, Status), Error> {
-        let mut value = T::ZERO;
-        // Received as bytes, so that any size other than one `T` gets the
-        // single-value message.
-        let status = self.receive_into_with_tag(value.as_bytes_mut(), tag)?;
-        exactly_one::<T>(&status)?;
-        Ok((value, status))
+        receive_one(|bytes| self.receive_into_with_tag(bytes, tag))
     }
 
     /// Receives a message with any tag into `buf` (up to its size).
@@ -446,16 +495,30 @@ pub trait Source: Sealed {
         tag: Tag,
     ) -> Result<Status, Error> {
         let element = element_of::<B::Item>();
-        let bytes = buf.as_bytes_mut();
-        // SAFETY: `bytes` is exclusively borrowed for the whole call.
+        if B::Item::CONTIGUOUS {
+            let bytes = contiguous_bytes_mut(buf.as_items_mut());
+            // SAFETY: `bytes` is exclusively borrowed for the whole call.
+            return unsafe {
+                blocking_receive(
+                    &self.source_endpoint()?,
+                    bytes.as_mut_ptr(),
+                    bytes.len(),
+                    tag,
+                    element,
+                )
+            };
+        }
+        let ep = self.source_endpoint()?;
+        let items = buf.as_items_mut();
+        let len = items.len() * element.0;
+        let incoming = Incoming::fresh(items);
+        // SAFETY: the staging bytes (`len`) are owned here for the whole
+        // call; the buffer stays exclusively borrowed until they are
+        // unpacked into it.
         unsafe {
-            blocking_receive(
-                &self.source_endpoint()?,
-                bytes.as_mut_ptr(),
-                bytes.len(),
-                tag,
-                element,
-            )
+            let status = blocking_receive(&ep, incoming.ptr, len, tag, element)?;
+            incoming.finish(status.bytes);
+            Ok(status)
         }
     }
 
@@ -480,12 +543,42 @@ pub trait Source: Sealed {
     fn receive_vec_with_tag<T: Equivalence>(&self, tag: Tag) -> Result<(Vec<T>, Status), Error> {
         let mut ep = self.source_endpoint()?;
         let probed = Status::from(ep.runtime.probe(ep.comm, ep.rank, tag)?);
-        let size = size_of::<T>();
+        let size = T::PACKED_SIZE;
         let n = probed.bytes.div_ceil(size);
-        let mut items: Vec<T> = Vec::with_capacity(n);
         // Receive exactly the probed message: its sender, in the
         // communicator's numbering, and its tag.
         ep.rank = probed.source;
+        if !T::CONTIGUOUS {
+            let mut packed = vec![0u8; n * size];
+            // SAFETY: `packed` is owned here for the whole call.
+            let status = unsafe {
+                blocking_receive(
+                    &ep,
+                    packed.as_mut_ptr(),
+                    n * size,
+                    probed.tag,
+                    (size, T::NAME),
+                )
+            }?;
+            let count = status.bytes / size;
+            let mut items: Vec<T> = Vec::with_capacity(count);
+            // SAFETY: the capacity holds `count` elements, written only
+            // here; unpacking a whole number of elements (checked by
+            // `blocking_receive`) writes every field of each, and bytes of
+            // any value are a valid field (Equivalence), so the first
+            // `count` elements are initialized.
+            unsafe {
+                T::datatype().unpack_raw(
+                    &packed[..status.bytes],
+                    items.as_mut_ptr().cast(),
+                    count,
+                    0,
+                );
+                items.set_len(count);
+            }
+            return Ok((items, status));
+        }
+        let mut items: Vec<T> = Vec::with_capacity(n);
         // SAFETY: the capacity holds `n * size >= probed.bytes` bytes,
         // written only through this pointer until the receive completes.
         let status = unsafe {
@@ -532,19 +625,26 @@ pub trait Source: Sealed {
     ) -> Result<Request<'a, S>, Error> {
         let (element_size, element_name) = element_of::<B::Item>();
         let ep = self.source_endpoint()?;
-        let bytes = buf.as_bytes_mut();
-        // SAFETY: `bytes` is exclusively borrowed for 'a, and the scope
-        // waits for the request before 'a can end (see `request`).
-        let id = unsafe { start_receive(&ep, bytes.as_mut_ptr(), bytes.len(), tag) }?;
-        Ok(Request::new(
-            ep.runtime,
-            id,
-            scope,
-            Kind::Receive {
-                element_size,
-                element_name,
-            },
-        ))
+        let kind = Kind::Receive {
+            element_size,
+            element_name,
+        };
+        if B::Item::CONTIGUOUS {
+            let bytes = contiguous_bytes_mut(buf.as_items_mut());
+            // SAFETY: `bytes` is exclusively borrowed for 'a, and the scope
+            // waits for the request before 'a can end (see `request`).
+            let id = unsafe { start_receive(&ep, bytes.as_mut_ptr(), bytes.len(), tag) }?;
+            return Ok(Request::new(ep.runtime, id, scope, kind));
+        }
+        let items = buf.as_items_mut();
+        let len = items.len() * element_size;
+        let incoming = Incoming::fresh(items);
+        // SAFETY: the staging bytes move into the request, which keeps
+        // them until MPI releases it (or hands them to its scope, which
+        // does); the buffer they are unpacked into is borrowed for 'a.
+        let id = unsafe { start_receive(&ep, incoming.ptr, len, tag) }?;
+        let kind = Kind::staged(kind, Staging::new(None, Some(incoming)));
+        Ok(Request::new(ep.runtime, id, scope, kind))
     }
 
     /// Waits for a message with any tag and returns its status without
@@ -589,7 +689,7 @@ impl Source for AnyProcess<'_> {}
 
 /// Checks that a receive of one `T` got exactly one.
 fn exactly_one<T: Equivalence>(status: &Status) -> Result<(), Error> {
-    if status.bytes == size_of::<T>() {
+    if status.bytes == T::PACKED_SIZE {
         return Ok(());
     }
     Err(Error::new(
@@ -597,7 +697,7 @@ fn exactly_one<T: Equivalence>(status: &Status) -> Result<(), Error> {
         format!(
             "expected one {} ({} bytes), but the message from rank {} (tag {}) has {} bytes; receive it into a slice or with receive_vec",
             T::NAME,
-            size_of::<T>(),
+            T::PACKED_SIZE,
             status.source,
             status.tag,
             status.bytes
@@ -700,17 +800,9 @@ where
     D: Destination,
     S: Source,
 {
-    let mut value = T::ZERO;
-    let status = send_receive_into_with_tags(
-        msg,
-        destination,
-        send_tag,
-        value.as_bytes_mut(),
-        source,
-        receive_tag,
-    )?;
-    exactly_one::<T>(&status)?;
-    Ok((value, status))
+    receive_one(|bytes| {
+        send_receive_into_with_tags(msg, destination, send_tag, bytes, source, receive_tag)
+    })
 }
 
 #[cfg(test)]

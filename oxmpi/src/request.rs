@@ -68,7 +68,17 @@
 //! an error of class `Truncate` when the message is longer than the buffer
 //! (the buffer holds its first bytes), and of class `Buffer` when it is not
 //! a whole number of the buffer's elements.
+//!
+//! **Element types with padding.** An operation on a derived type with
+//! padding works through staging bytes the request owns (the packed send
+//! buffer, or the bytes a receive or collective writes), unpacked into
+//! the receive buffer when the request completes. A request of such a
+//! type dropped before it completed is handed to its scope, which waits
+//! for it and unpacks at its end (a [`StaticScope`] request dropped
+//! early keeps its staging bytes for ever: a dropped send still
+//! completes, a dropped receive's data never reach the buffer).
 
+use crate::datatype::stage::Staging;
 use crate::datatype::{element_count_of, partial_element_error};
 use crate::error::Error;
 use crate::point_to_point::Status;
@@ -81,7 +91,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 pub(crate) mod private {
-    use oxmpi_mpi_core::RequestId;
+    use oxmpi_mpi_core::{RequestId, Runtime};
 
     /// A request MPI still holds (only this crate can make one).
     pub struct Pending {
@@ -101,10 +111,73 @@ pub(crate) mod private {
         /// `true` to detach it (sends only), `false` to leave it to the
         /// scope.
         fn detach_dropped(&self) -> bool;
+        /// Takes a dropped request that has not completed and owns
+        /// staging bytes MPI still uses (its slot already released).
+        fn adopt(&self, runtime: &'static Runtime, id: RequestId, staged: Box<Staged>);
+    }
+
+    /// An operation on elements with padding: what it is, and the
+    /// staging bytes it keeps until it completes.
+    pub struct Staged {
+        /// `Send`, `Collective` or `Receive` (never `Staged`).
+        pub(crate) kind: super::Kind,
+        pub(crate) staging: super::Staging,
+        /// Whether the staging bytes were unpacked (once is enough).
+        pub(crate) unpacked: std::sync::atomic::AtomicBool,
     }
 }
 
-use private::{Pending, ScopeImpl, Slot};
+use private::{Pending, ScopeImpl, Slot, Staged};
+
+impl Staged {
+    /// Checks and unpacks what a completed operation wrote: a receive's
+    /// whole elements, a collective's whole staging buffer.
+    fn complete(&self, status: Status) -> Result<Status, Error> {
+        match self.kind {
+            Kind::Receive {
+                element_size,
+                element_name,
+            } => {
+                if element_count_of(status.byte_count(), element_size).is_none() {
+                    return Err(partial_element_error(
+                        status.byte_count(),
+                        element_name,
+                        element_size,
+                        status.source_rank(),
+                        status.tag(),
+                    ));
+                }
+                if self.unpacked.swap(true, Ordering::Relaxed) {
+                    return Ok(status);
+                }
+                if let Some(unpack) = &self.staging.recv {
+                    // SAFETY: the operation completed, so MPI no longer
+                    // writes the staging bytes; the receive buffer is
+                    // still borrowed by the request (or, adopted, by its
+                    // scope, which ends before the borrow).
+                    unsafe { unpack.finish(status.byte_count()) };
+                }
+            }
+            Kind::Collective if !self.unpacked.swap(true, Ordering::Relaxed) => {
+                // SAFETY: as above.
+                unsafe { self.staging.finish_all() }
+            }
+            Kind::Collective => {}
+            Kind::Send | Kind::Staged(_) => {}
+        }
+        Ok(status)
+    }
+
+    fn is_send(&self) -> bool {
+        matches!(self.kind, Kind::Send)
+    }
+}
+
+impl std::fmt::Debug for Staged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Staged").field("kind", &self.kind).finish()
+    }
+}
 
 /// A scope that requests with buffers borrowed for `'a` belong to. Sealed:
 /// the scopes are [`&LocalScope`](LocalScope) (from [`scope`]) and
@@ -250,6 +323,9 @@ pub struct LocalScope<'a> {
     overflowed: AtomicBool,
     /// Requests made on other threads (and ids of 0).
     shared: Mutex<Registry>,
+    /// Dropped requests with staging bytes (types with padding), waited
+    /// for and unpacked when the scope ends.
+    adopted: Mutex<Vec<(RequestId, Box<Staged>)>>,
     // Invariant in 'a (a scope cannot be made to accept shorter borrows),
     // and Send + Sync.
     _buffers: PhantomData<fn(&'a ()) -> &'a ()>,
@@ -271,6 +347,7 @@ impl LocalScope<'_> {
             overflow: Serialized::new(),
             overflowed: AtomicBool::new(false),
             shared: Mutex::new(Registry::default()),
+            adopted: Mutex::new(Vec::new()),
             _buffers: PhantomData,
         }
     }
@@ -381,12 +458,40 @@ impl LocalScope<'_> {
             .iter()
             .filter(|s| s.load(Ordering::Acquire) != 0)
             .count();
-        inline + self.overflow_live() + self.shared().live()
+        let adopted = self.adopted.lock().unwrap_or_else(|e| e.into_inner()).len();
+        inline + self.overflow_live() + self.shared().live() + adopted
+    }
+
+    /// Waits for the adopted requests and unpacks what they received.
+    fn finish_adopted(&mut self) {
+        let adopted = std::mem::take(self.adopted.get_mut().unwrap_or_else(|e| e.into_inner()));
+        // No runtime after finalize, which released every request.
+        let Some(runtime) = oxmpi_mpi_core::runtime() else {
+            return;
+        };
+        for (id, staged) in adopted {
+            if std::thread::panicking() && !staged.is_send() {
+                let _ = runtime.cancel(id);
+            }
+            if let Ok(status) = wait_released(runtime, id) {
+                // The outcome is nobody's any more; the data are the
+                // buffer's.
+                let _ = staged.complete(Status::from(status));
+            }
+        }
     }
 }
 
 impl Drop for LocalScope<'_> {
     fn drop(&mut self) {
+        if !self
+            .adopted
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+        {
+            self.finish_adopted();
+        }
         // Usually every request completed: nothing to collect.
         let shared = self.shared.get_mut().unwrap_or_else(|e| e.into_inner());
         if shared.live() == 0
@@ -433,6 +538,13 @@ impl ScopeImpl for &LocalScope<'_> {
     fn detach_dropped(&self) -> bool {
         false
     }
+
+    fn adopt(&self, _runtime: &'static Runtime, id: RequestId, staged: Box<Staged>) {
+        self.adopted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((id, staged));
+    }
 }
 
 impl<'a> Scope<'a> for &LocalScope<'a> {}
@@ -453,6 +565,16 @@ impl ScopeImpl for StaticScope {
     fn detach_dropped(&self) -> bool {
         true
     }
+
+    fn adopt(&self, runtime: &'static Runtime, id: RequestId, staged: Box<Staged>) {
+        if staged.is_send() {
+            runtime.free(id);
+        }
+        // MPI may use the staging bytes until the program ends (a
+        // detached send until it completes, a receive for ever): they are
+        // never freed.
+        std::mem::forget(staged);
+    }
 }
 
 impl Scope<'static> for StaticScope {}
@@ -469,7 +591,7 @@ where
 }
 
 /// What a request does, for the checks at completion.
-#[derive(Copy, Clone, Debug)]
+#[derive(Debug)]
 pub(crate) enum Kind {
     Send,
     /// A non-blocking collective.
@@ -478,6 +600,32 @@ pub(crate) enum Kind {
         element_size: usize,
         element_name: &'static str,
     },
+    /// One of the others on elements with padding, with its staging.
+    Staged(Box<Staged>),
+}
+
+impl Kind {
+    /// `kind` with `staging`, boxed when something is staged.
+    #[inline(always)]
+    pub(crate) fn staged(kind: Kind, staging: Staging) -> Kind {
+        if staging.is_empty() {
+            kind
+        } else {
+            Kind::Staged(Box::new(Staged {
+                kind,
+                staging,
+                unpacked: AtomicBool::new(false),
+            }))
+        }
+    }
+
+    fn is_send(&self) -> bool {
+        match self {
+            Kind::Send => true,
+            Kind::Staged(s) => s.is_send(),
+            _ => false,
+        }
+    }
 }
 
 /// An immediate operation in progress; it borrows its buffer for `'a` and
@@ -555,8 +703,8 @@ impl<'a, S: Scope<'a>> Request<'a, S> {
     /// of a partial element is an error.
     #[inline]
     fn checked(&self, status: Status) -> Result<Status, Error> {
-        match self.kind {
-            Kind::Receive {
+        match &self.kind {
+            &Kind::Receive {
                 element_size,
                 element_name,
             } if element_count_of(status.byte_count(), element_size).is_none() => {
@@ -568,6 +716,7 @@ impl<'a, S: Scope<'a>> Request<'a, S> {
                     status.tag(),
                 ))
             }
+            Kind::Staged(staged) => staged.complete(status),
             _ => Ok(status),
         }
     }
@@ -635,7 +784,7 @@ impl<'a, S: Scope<'a>> Request<'a, S> {
     /// # Errors
     /// `Finalized`, `ThreadLevel`.
     pub fn cancel(&self) -> Result<bool, Error> {
-        if self.outcome.is_some() || matches!(self.kind, Kind::Send) {
+        if self.outcome.is_some() || self.kind.is_send() {
             return Ok(false);
         }
         Ok(self.runtime.cancel(self.id)?)
@@ -646,6 +795,24 @@ impl<'a, S: Scope<'a>> Drop for Request<'a, S> {
     fn drop(&mut self) {
         if self.slot.is_some() && self.scope.detach_dropped() && matches!(self.kind, Kind::Send) {
             self.runtime.free(self.id);
+        }
+        if let Kind::Staged(staged) = &self.kind {
+            match self.slot.take() {
+                // MPI still uses the staging bytes: the scope keeps them.
+                Some(slot) => {
+                    if let Kind::Staged(staged) = std::mem::replace(&mut self.kind, Kind::Send) {
+                        self.scope.release(slot);
+                        self.scope.adopt(self.runtime, self.id, staged);
+                    }
+                }
+                // Completed as it started and dropped unread: its data
+                // still go to the buffer (unpacked once).
+                None => {
+                    if let Some(status) = self.id.outcome() {
+                        let _ = staged.complete(Status::from(status));
+                    }
+                }
+            }
         }
         // Otherwise the scope waits for it (or, for a dropped receive of a
         // StaticScope, its 'static buffer stays lent for ever).

@@ -188,7 +188,9 @@ impl Communicator for SimpleCommunicator {
     }
 
     fn duplicate(&self) -> Result<UserCommunicator, Error> {
-        Ok(self.user(self.runtime.comm_dup(self.comm)?))
+        let dup = self.user(self.runtime.comm_dup(self.comm)?);
+        crate::attribute::copy_on_duplicate(self.comm, dup.inner.comm);
+        Ok(dup)
     }
 
     fn split_by_color_with_key(
@@ -226,6 +228,21 @@ impl Communicator for SimpleCommunicator {
 }
 
 impl SimpleCommunicator {
+    /// A duplicate (as [`Communicator::duplicate`], attributes copied)
+    /// whose hints are `info` instead of this communicator's
+    /// (`MPI_Comm_dup_with_info`). Collective.
+    ///
+    /// # Errors
+    /// As [`Communicator::duplicate`].
+    pub fn duplicate_with_info(
+        &self,
+        info: &crate::attribute::Info,
+    ) -> Result<UserCommunicator, Error> {
+        let dup = self.duplicate()?;
+        dup.set_info(info);
+        Ok(dup)
+    }
+
     fn user(&self, comm: Comm) -> UserCommunicator {
         UserCommunicator {
             inner: SimpleCommunicator::new(self.runtime, comm),
@@ -251,6 +268,7 @@ impl std::ops::Deref for UserCommunicator {
 
 impl Drop for UserCommunicator {
     fn drop(&mut self) {
+        crate::attribute::delete_all(self.inner.comm);
         // After finalize the handle is gone with everything else.
         let _ = self.inner.runtime.comm_free(self.inner.comm);
     }

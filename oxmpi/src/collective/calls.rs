@@ -7,6 +7,7 @@
 //! executor.
 
 use super::{expect_len, length_error, reduction, Operation};
+use crate::datatype::stage::{Incoming, Outgoing, Staging};
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::Error;
 use crate::point_to_point::Process;
@@ -19,18 +20,35 @@ pub(crate) trait Exec<'b> {
     /// What the caller gets: nothing (done), or a request.
     type Out;
 
-    /// Carries out `call` on `comm`.
+    /// Carries out `call` on `comm`, with `staging` (for element types
+    /// with padding) kept until it completes and unpacked then.
     ///
     /// # Safety
     ///
     /// The call's buffers (and user operation) are valid for what its
     /// fields say for `'b`, and `'b` lasts until the call completes
-    /// (returns, or its request completes).
-    unsafe fn exec(
+    /// (returns, or its request completes); buffers inside `staging` stay
+    /// valid as long as it lives.
+    unsafe fn exec_staged(
         self,
         comm: &SimpleCommunicator,
         call: &CollCall<'_>,
+        staging: Staging,
     ) -> Result<Self::Out, Error>;
+
+    /// Carries out `call` on `comm`, nothing staged.
+    ///
+    /// # Safety
+    ///
+    /// As [`exec_staged`](Self::exec_staged).
+    #[inline(always)]
+    unsafe fn exec(self, comm: &SimpleCommunicator, call: &CollCall<'_>) -> Result<Self::Out, Error>
+    where
+        Self: Sized,
+    {
+        // SAFETY: the caller's promise.
+        unsafe { self.exec_staged(comm, call, Staging::NONE) }
+    }
 }
 
 /// Runs the call to completion.
@@ -39,9 +57,19 @@ pub(crate) struct Blocking;
 impl Exec<'_> for Blocking {
     type Out = ();
 
-    unsafe fn exec(self, comm: &SimpleCommunicator, call: &CollCall<'_>) -> Result<(), Error> {
+    #[inline(always)]
+    unsafe fn exec_staged(
+        self,
+        comm: &SimpleCommunicator,
+        call: &CollCall<'_>,
+        staging: Staging,
+    ) -> Result<(), Error> {
         // SAFETY: the caller's promise, for the duration of the call.
-        unsafe { comm.run(call) }
+        unsafe { comm.run(call) }?;
+        // SAFETY: the call is over (MPI no longer writes the staging
+        // bytes); the receive buffer is borrowed by the caller.
+        unsafe { staging.finish_all() };
+        Ok(())
     }
 }
 
@@ -51,16 +79,20 @@ pub(crate) struct Immediate<S>(pub(crate) S);
 impl<'b, S: Scope<'b>> Exec<'b> for Immediate<S> {
     type Out = Request<'b, S>;
 
-    unsafe fn exec(
+    #[inline(always)]
+    unsafe fn exec_staged(
         self,
         comm: &SimpleCommunicator,
         call: &CollCall<'_>,
+        staging: Staging,
     ) -> Result<Request<'b, S>, Error> {
         // SAFETY: the caller's promise: the buffers and operation are
         // borrowed for `'b`, which the request carries, so they outlive
-        // the operation (a request's scope waits for it).
+        // the operation (a request's scope waits for it); the staging
+        // bytes move into the request, which keeps them as long.
         let id = unsafe { comm.runtime.start_collective(comm.comm, call) }?;
-        Ok(Request::new(comm.runtime, id, self.0, Kind::Collective))
+        let kind = Kind::staged(Kind::Collective, staging);
+        Ok(Request::new(comm.runtime, id, self.0, kind))
     }
 }
 
@@ -88,12 +120,13 @@ where
     let want = s.len() * comm.members();
     expect_len("all_gather_into", r.len(), want, S::Item::NAME)?;
     let mut call = CollCall::new(CollKind::Allgather);
-    call.send = s.as_ptr().cast();
-    call.recv = r.as_mut_ptr().cast();
-    call.count = std::mem::size_of_val(s);
+    call.count = s.len() * S::Item::PACKED_SIZE;
+    let (out, inc) = (Outgoing::of(s), Incoming::of(r));
+    call.send = out.ptr;
+    call.recv = inc.ptr;
     // SAFETY: `send` holds `count` bytes and `recv` `size` times as
-    // many, for the whole call.
-    unsafe { exec.exec(comm, &call) }
+    // many (packed or not), for the whole call.
+    unsafe { exec.exec_staged(comm, &call, Staging::new(Some(out), Some(inc))) }
 }
 
 /// The body of `all_to_all_into`, run by `exec`.
@@ -119,11 +152,12 @@ where
         ));
     }
     let mut call = CollCall::new(CollKind::Alltoall);
-    call.send = s.as_ptr().cast();
-    call.recv = r.as_mut_ptr().cast();
-    call.count = std::mem::size_of_val(s) / n;
+    call.count = s.len() / n * S::Item::PACKED_SIZE;
+    let (out, inc) = (Outgoing::of(s), Incoming::of(r));
+    call.send = out.ptr;
+    call.recv = inc.ptr;
     // SAFETY: both buffers hold `size` blocks of `count` bytes.
-    unsafe { exec.exec(comm, &call) }
+    unsafe { exec.exec_staged(comm, &call, Staging::new(Some(out), Some(inc))) }
 }
 
 /// The body of `all_reduce_into`, run by `exec`.
@@ -141,7 +175,7 @@ where
 {
     let (s, r) = (send.as_items(), recv.as_items_mut());
     expect_len("all_reduce_into", r.len(), s.len(), S::Item::NAME)?;
-    let mut call = reduction::<S::Item, O>(CollKind::Allreduce, s.len(), op);
+    let mut call = reduction::<S::Item, O>(CollKind::Allreduce, s.len(), op)?;
     call.send = s.as_ptr().cast();
     call.recv = r.as_mut_ptr().cast();
     // SAFETY: both buffers hold `count` elements; `op` outlives the call.
@@ -160,7 +194,7 @@ where
     O: Operation<B::Item>,
 {
     let b = buf.as_items_mut();
-    let mut call = reduction::<B::Item, O>(CollKind::Allreduce, b.len(), op);
+    let mut call = reduction::<B::Item, O>(CollKind::Allreduce, b.len(), op)?;
     call.recv = b.as_mut_ptr().cast();
     // SAFETY: the buffer holds `count` elements; `op` outlives the call.
     unsafe { exec.exec(comm, &call) }
@@ -182,7 +216,7 @@ where
     let (s, r) = (send.as_items(), recv.as_items_mut());
     let want = r.len() * comm.members();
     expect_len("reduce_scatter_block_into", s.len(), want, S::Item::NAME)?;
-    let mut call = reduction::<S::Item, O>(CollKind::ReduceScatterBlock, r.len(), op);
+    let mut call = reduction::<S::Item, O>(CollKind::ReduceScatterBlock, r.len(), op)?;
     call.send = s.as_ptr().cast();
     call.recv = r.as_mut_ptr().cast();
     // SAFETY: `send` holds `size` blocks of `count` elements, `recv`
@@ -205,7 +239,7 @@ where
 {
     let (s, r) = (send.as_items(), recv.as_items_mut());
     expect_len("scan_into", r.len(), s.len(), S::Item::NAME)?;
-    let mut call = reduction::<S::Item, O>(CollKind::Scan, s.len(), op);
+    let mut call = reduction::<S::Item, O>(CollKind::Scan, s.len(), op)?;
     call.send = s.as_ptr().cast();
     call.recv = r.as_mut_ptr().cast();
     // SAFETY: as in `all_reduce_into`.
@@ -227,7 +261,7 @@ where
 {
     let (s, r) = (send.as_items(), recv.as_items_mut());
     expect_len("exclusive_scan_into", r.len(), s.len(), S::Item::NAME)?;
-    let mut call = reduction::<S::Item, O>(CollKind::Exscan, s.len(), op);
+    let mut call = reduction::<S::Item, O>(CollKind::Exscan, s.len(), op)?;
     call.send = s.as_ptr().cast();
     call.recv = r.as_mut_ptr().cast();
     // SAFETY: as in `all_reduce_into`.
@@ -241,14 +275,15 @@ pub(crate) fn broadcast_into<'b, B: BufferMut + ?Sized, E: Exec<'b>>(
     exec: E,
 ) -> Result<E::Out, Error> {
     let root = process.root()?;
-    let b = buf.as_bytes_mut();
+    let b = buf.as_items_mut();
     let mut call = CollCall::new(CollKind::Bcast);
-    call.send = b.as_ptr();
-    call.recv = b.as_mut_ptr();
-    call.count = b.len();
+    call.count = b.len() * B::Item::PACKED_SIZE;
+    let inc = Incoming::of(b);
+    call.send = inc.ptr;
+    call.recv = inc.ptr;
     call.root = root;
     // SAFETY: the buffer holds `count` bytes for the whole call.
-    unsafe { exec.exec(process.comm, &call) }
+    unsafe { exec.exec_staged(process.comm, &call, Staging::new(None, Some(inc))) }
 }
 
 /// The body of `gather_into`, run by `exec`.
@@ -258,14 +293,15 @@ pub(crate) fn gather_into<'b, S: Buffer + ?Sized, E: Exec<'b>>(
     exec: E,
 ) -> Result<E::Out, Error> {
     let root = process.off_root("gather_into")?;
-    let s = send.as_bytes();
+    let s = send.as_items();
     let mut call = CollCall::new(CollKind::Gather);
-    call.send = s.as_ptr();
-    call.count = s.len();
+    call.count = s.len() * S::Item::PACKED_SIZE;
+    let out = Outgoing::of(s);
+    call.send = out.ptr;
     call.root = root;
     // SAFETY: `send` holds `count` bytes; no receive buffer off the
     // root.
-    unsafe { exec.exec(process.comm, &call) }
+    unsafe { exec.exec_staged(process.comm, &call, Staging::new(Some(out), None)) }
 }
 
 /// The body of `gather_into_root`, run by `exec`.
@@ -284,12 +320,13 @@ where
     let want = s.len() * process.comm.members();
     expect_len("gather_into_root", r.len(), want, S::Item::NAME)?;
     let mut call = CollCall::new(CollKind::Gather);
-    call.send = s.as_ptr().cast();
-    call.recv = r.as_mut_ptr().cast();
-    call.count = std::mem::size_of_val(s);
+    call.count = s.len() * S::Item::PACKED_SIZE;
+    let (out, inc) = (Outgoing::of(s), Incoming::of(r));
+    call.send = out.ptr;
+    call.recv = inc.ptr;
     call.root = root;
     // SAFETY: `send` holds `count` bytes, `recv` `size` times as many.
-    unsafe { exec.exec(process.comm, &call) }
+    unsafe { exec.exec_staged(process.comm, &call, Staging::new(Some(out), Some(inc))) }
 }
 
 /// The body of `scatter_into`, run by `exec`.
@@ -299,13 +336,14 @@ pub(crate) fn scatter_into<'b, R: BufferMut + ?Sized, E: Exec<'b>>(
     exec: E,
 ) -> Result<E::Out, Error> {
     let root = process.off_root("scatter_into")?;
-    let r = recv.as_bytes_mut();
+    let r = recv.as_items_mut();
     let mut call = CollCall::new(CollKind::Scatter);
-    call.recv = r.as_mut_ptr();
-    call.count = r.len();
+    call.count = r.len() * R::Item::PACKED_SIZE;
+    let inc = Incoming::of(r);
+    call.recv = inc.ptr;
     call.root = root;
     // SAFETY: `recv` holds `count` bytes; no send buffer off the root.
-    unsafe { exec.exec(process.comm, &call) }
+    unsafe { exec.exec_staged(process.comm, &call, Staging::new(None, Some(inc))) }
 }
 
 /// The body of `scatter_into_root`, run by `exec`.
@@ -324,12 +362,13 @@ where
     let want = r.len() * process.comm.members();
     expect_len("scatter_into_root", s.len(), want, S::Item::NAME)?;
     let mut call = CollCall::new(CollKind::Scatter);
-    call.send = s.as_ptr().cast();
-    call.recv = r.as_mut_ptr().cast();
-    call.count = std::mem::size_of_val(r);
+    call.count = r.len() * S::Item::PACKED_SIZE;
+    let (out, inc) = (Outgoing::of(s), Incoming::of(r));
+    call.send = out.ptr;
+    call.recv = inc.ptr;
     call.root = root;
     // SAFETY: `send` holds `size` blocks of `count` bytes, `recv` one.
-    unsafe { exec.exec(process.comm, &call) }
+    unsafe { exec.exec_staged(process.comm, &call, Staging::new(Some(out), Some(inc))) }
 }
 
 /// The body of `reduce_into`, run by `exec`.
@@ -345,7 +384,7 @@ where
 {
     let root = process.off_root("reduce_into")?;
     let s = send.as_items();
-    let mut call = reduction::<S::Item, O>(CollKind::Reduce, s.len(), op);
+    let mut call = reduction::<S::Item, O>(CollKind::Reduce, s.len(), op)?;
     call.send = s.as_ptr().cast();
     call.root = root;
     // SAFETY: `send` holds `count` elements; `op` outlives the call.
@@ -368,7 +407,7 @@ where
     let root = process.at_root("reduce_into")?;
     let (s, r) = (send.as_items(), recv.as_items_mut());
     expect_len("reduce_into_root", r.len(), s.len(), S::Item::NAME)?;
-    let mut call = reduction::<S::Item, O>(CollKind::Reduce, s.len(), op);
+    let mut call = reduction::<S::Item, O>(CollKind::Reduce, s.len(), op)?;
     call.send = s.as_ptr().cast();
     call.recv = r.as_mut_ptr().cast();
     call.root = root;

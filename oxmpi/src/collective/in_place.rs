@@ -3,6 +3,7 @@
 
 use super::calls::{Blocking, Exec, Immediate};
 use super::{length_error, reduction, Operation};
+use crate::datatype::stage::{Incoming, Outgoing, Staging};
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::Error;
 use crate::point_to_point::Process;
@@ -84,7 +85,7 @@ fn block_bytes<T: Equivalence>(what: &str, len: usize, n: usize) -> Result<usize
     if !len.is_multiple_of(n) {
         return Err(length_error(what, len, len.next_multiple_of(n), T::NAME));
     }
-    Ok(len / n * std::mem::size_of::<T>())
+    Ok(len / n * T::PACKED_SIZE)
 }
 
 impl InPlaceCollectives for SimpleCommunicator {
@@ -135,9 +136,10 @@ fn all_gather_in_place<'b, B: BufferMut + ?Sized, E: Exec<'b>>(
     let b = buf.as_items_mut();
     let mut call = CollCall::new(CollKind::Allgather);
     call.count = block_bytes::<B::Item>("all_gather_in_place", b.len(), comm.members())?;
-    call.recv = b.as_mut_ptr().cast();
+    let inc = Incoming::of(b);
+    call.recv = inc.ptr;
     // SAFETY: `buf` holds `size` blocks of `count` bytes.
-    unsafe { exec.exec(comm, &call) }
+    unsafe { exec.exec_staged(comm, &call, Staging::new(None, Some(inc))) }
 }
 
 /// The body of `all_to_all_in_place`, run by `exec`.
@@ -149,9 +151,10 @@ fn all_to_all_in_place<'b, B: BufferMut + ?Sized, E: Exec<'b>>(
     let b = buf.as_items_mut();
     let mut call = CollCall::new(CollKind::Alltoall);
     call.count = block_bytes::<B::Item>("all_to_all_in_place", b.len(), comm.members())?;
-    call.recv = b.as_mut_ptr().cast();
+    let inc = Incoming::of(b);
+    call.recv = inc.ptr;
     // SAFETY: as in `all_gather_in_place`.
-    unsafe { exec.exec(comm, &call) }
+    unsafe { exec.exec_staged(comm, &call, Staging::new(None, Some(inc))) }
 }
 
 /// The body of `scan_in_place`, run by `exec`.
@@ -166,7 +169,7 @@ where
     O: Operation<B::Item>,
 {
     let b = buf.as_items_mut();
-    let mut call = reduction::<B::Item, O>(CollKind::Scan, b.len(), op);
+    let mut call = reduction::<B::Item, O>(CollKind::Scan, b.len(), op)?;
     call.recv = b.as_mut_ptr().cast();
     // SAFETY: `buf` holds `count` elements; `op` outlives the call.
     unsafe { exec.exec(comm, &call) }
@@ -184,7 +187,7 @@ where
     O: Operation<B::Item>,
 {
     let b = buf.as_items_mut();
-    let mut call = reduction::<B::Item, O>(CollKind::Exscan, b.len(), op);
+    let mut call = reduction::<B::Item, O>(CollKind::Exscan, b.len(), op)?;
     call.recv = b.as_mut_ptr().cast();
     // SAFETY: as in `scan_in_place`.
     unsafe { exec.exec(comm, &call) }
@@ -201,10 +204,11 @@ fn gather_into_root_in_place<'b, R: BufferMut + ?Sized, E: Exec<'b>>(
     let mut call = CollCall::new(CollKind::Gather);
     call.count =
         block_bytes::<R::Item>("gather_into_root_in_place", r.len(), process.comm.members())?;
-    call.recv = r.as_mut_ptr().cast();
+    let inc = Incoming::of(r);
+    call.recv = inc.ptr;
     call.root = root;
     // SAFETY: `recv` holds `size` blocks of `count` bytes.
-    unsafe { exec.exec(process.comm, &call) }
+    unsafe { exec.exec_staged(process.comm, &call, Staging::new(None, Some(inc))) }
 }
 
 /// The body of `scatter_into_root_in_place`, run by `exec`.
@@ -221,11 +225,12 @@ fn scatter_into_root_in_place<'b, S: Buffer + ?Sized, E: Exec<'b>>(
         s.len(),
         process.comm.members(),
     )?;
-    call.send = s.as_ptr().cast();
+    let out = Outgoing::of(s);
+    call.send = out.ptr;
     call.root = root;
     // SAFETY: `send` holds `size` blocks of `count` bytes; nothing is
     // received at the root.
-    unsafe { exec.exec(process.comm, &call) }
+    unsafe { exec.exec_staged(process.comm, &call, Staging::new(Some(out), None)) }
 }
 
 /// The body of `reduce_into_root_in_place`, run by `exec`.
@@ -241,7 +246,7 @@ where
 {
     let root = process.at_root("reduce_into")?;
     let b = buf.as_items_mut();
-    let mut call = reduction::<B::Item, O>(CollKind::Reduce, b.len(), op);
+    let mut call = reduction::<B::Item, O>(CollKind::Reduce, b.len(), op)?;
     call.recv = b.as_mut_ptr().cast();
     call.root = root;
     // SAFETY: `buf` holds `count` elements; `op` outlives the call.

@@ -196,10 +196,11 @@ unsafe extern "C" fn call_user<T: Equivalence, F: Fn(&[T], &mut [T]) + Sync>(
         } else {
             let mut a = vec![T::ZERO; count];
             let mut b = vec![T::ZERO; count];
-            crate::datatype::bytes_of_mut(&mut a).copy_from_slice(input);
-            crate::datatype::bytes_of_mut(&mut b).copy_from_slice(inout);
+            // Reductions take only types without padding (`reduction`).
+            crate::datatype::contiguous_bytes_mut(&mut a).copy_from_slice(input);
+            crate::datatype::contiguous_bytes_mut(&mut b).copy_from_slice(inout);
             f(&a, &mut b);
-            inout.copy_from_slice(crate::datatype::bytes_of(&b));
+            inout.copy_from_slice(crate::datatype::contiguous_bytes(&b));
         }
     }))
     .is_ok()
@@ -423,11 +424,20 @@ impl SimpleCommunicator {
 }
 
 /// A reduction call over `count` elements of `T` with `op`.
+///
+/// # Errors
+/// `Arg` for a derived type with padding (no reduction applies to it)
+/// and for a predefined operation on a derived type (only a
+/// [`UserOperation`] combines structs).
+#[inline(always)]
 pub(crate) fn reduction<'a, T: Equivalence, O: Operation<T>>(
     kind: CollKind,
     count: usize,
     op: &O,
-) -> CollCall<'a> {
+) -> Result<CollCall<'a>, Error> {
+    if T::DERIVED {
+        check_derived_reduction::<T>(op.code())?;
+    }
     let mut call = CollCall::new(kind);
     call.count = count;
     call.op = op.code();
@@ -437,7 +447,35 @@ pub(crate) fn reduction<'a, T: Equivalence, O: Operation<T>>(
         T::ELEMENT
     };
     call.user = op.user();
-    call
+    Ok(call)
+}
+
+/// Refuses a reduction of the derived type `T` that cannot be done: any
+/// for a type with padding (reductions combine the elements in place, as
+/// their bytes), a predefined operation for any derived type.
+#[cold]
+fn check_derived_reduction<T: Equivalence>(code: OpCode) -> Result<(), Error> {
+    if !T::CONTIGUOUS {
+        return Err(Error::new(
+            ErrorClass::Arg,
+            format!(
+                "{} has padding between or after its fields ({} data bytes in {}), and reductions combine elements as they lie in memory; reduce a struct without padding (reorder or widen its fields) or reduce its fields as separate arrays",
+                T::NAME,
+                T::PACKED_SIZE,
+                size_of::<T>()
+            ),
+        ));
+    }
+    if code != OpCode::User {
+        return Err(Error::new(
+            ErrorClass::Arg,
+            format!(
+                "the predefined operation {code:?} does not apply to the derived type {}; combine structs with a UserOperation",
+                T::NAME
+            ),
+        ));
+    }
+    Ok(())
 }
 
 impl CommunicatorCollectives for SimpleCommunicator {

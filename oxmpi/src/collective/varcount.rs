@@ -4,6 +4,7 @@
 
 use super::calls::{Blocking, Exec, Immediate};
 use super::{expect_len, reduction, Operation};
+use crate::datatype::stage::{Incoming, Outgoing, Staging};
 use crate::datatype::{Buffer, BufferMut, Equivalence};
 use crate::error::Error;
 use crate::point_to_point::Process;
@@ -11,7 +12,6 @@ use crate::request::{Request, Scope};
 use crate::topology::SimpleCommunicator;
 use crate::ErrorClass;
 use oxmpi_mpi_core::coll::{CollCall, CollKind, RSlice};
-use std::mem::size_of;
 
 /// A buffer to send, cut into per-rank blocks: block `i` is `counts[i]`
 /// elements from element `displs[i]`.
@@ -84,9 +84,10 @@ impl<'b, T: Equivalence> PartitionMut<'b, T> {
     }
 }
 
-/// Element counts and displacements as bytes.
-fn bytes_of<T>(v: &[usize]) -> Vec<usize> {
-    v.iter().map(|x| x * size_of::<T>()).collect()
+/// Element counts and displacements as bytes (of the packed form, for a
+/// type with padding).
+fn bytes_of<T: Equivalence>(v: &[usize]) -> Vec<usize> {
+    v.iter().map(|x| x * T::PACKED_SIZE).collect()
 }
 
 /// Checks that a partition has one block per member.
@@ -280,14 +281,15 @@ where
         bytes_of::<S::Item>(&recv.displs),
     );
     let mut call = CollCall::new(CollKind::Allgatherv);
-    call.send = s.as_ptr().cast();
-    call.recv = recv.buf.as_mut_ptr().cast();
-    call.count = std::mem::size_of_val(s);
+    call.count = s.len() * S::Item::PACKED_SIZE;
+    let (out, inc) = (Outgoing::of(s), Incoming::of(recv.buf));
+    call.send = out.ptr;
+    call.recv = inc.ptr;
     call.counts = RSlice::from_slice(&counts);
     call.displs = RSlice::from_slice(&displs);
     // SAFETY: the blocks lie inside `recv` (checked at its making);
     // `send` holds `count` bytes.
-    unsafe { exec.exec(comm, &call) }
+    unsafe { exec.exec_staged(comm, &call, Staging::new(Some(out), Some(inc))) }
 }
 
 /// The body of `all_to_all_varcount_into`, run by `exec`.
@@ -310,14 +312,15 @@ fn all_to_all_varcount_into<'b, T: Equivalence, E: Exec<'b>>(
     let (sc, sd) = (bytes_of::<T>(&send.counts), bytes_of::<T>(&send.displs));
     let (rc, rd) = (bytes_of::<T>(&recv.counts), bytes_of::<T>(&recv.displs));
     let mut call = CollCall::new(CollKind::Alltoallv);
-    call.send = send.buf.as_ptr().cast();
-    call.recv = recv.buf.as_mut_ptr().cast();
+    let (out, inc) = (Outgoing::of(send.buf), Incoming::of(recv.buf));
+    call.send = out.ptr;
+    call.recv = inc.ptr;
     call.send_counts = RSlice::from_slice(&sc);
     call.send_displs = RSlice::from_slice(&sd);
     call.counts = RSlice::from_slice(&rc);
     call.displs = RSlice::from_slice(&rd);
     // SAFETY: every block lies inside its buffer (checked at making).
-    unsafe { exec.exec(comm, &call) }
+    unsafe { exec.exec_staged(comm, &call, Staging::new(Some(out), Some(inc))) }
 }
 
 /// The body of `reduce_scatter_into`, run by `exec`.
@@ -340,7 +343,7 @@ where
     expect_len("reduce_scatter_into", s.len(), total, S::Item::NAME)?;
     let mine = counts[comm.rank_index()];
     expect_len("reduce_scatter_into", r.len(), mine, S::Item::NAME)?;
-    let mut call = reduction::<S::Item, O>(CollKind::ReduceScatter, mine, op);
+    let mut call = reduction::<S::Item, O>(CollKind::ReduceScatter, mine, op)?;
     call.send = s.as_ptr().cast();
     call.recv = r.as_mut_ptr().cast();
     call.counts = RSlice::from_slice(counts);
@@ -356,13 +359,14 @@ fn gather_varcount_into<'b, S: Buffer + ?Sized, E: Exec<'b>>(
     exec: E,
 ) -> Result<E::Out, Error> {
     let root = process.off_root("gather_varcount_into")?;
-    let s = send.as_bytes();
+    let s = send.as_items();
     let mut call = CollCall::new(CollKind::Gatherv);
-    call.send = s.as_ptr();
-    call.count = s.len();
+    call.count = s.len() * S::Item::PACKED_SIZE;
+    let out = Outgoing::of(s);
+    call.send = out.ptr;
     call.root = root;
     // SAFETY: `send` holds `count` bytes; nothing is received here.
-    unsafe { exec.exec(process.comm, &call) }
+    unsafe { exec.exec_staged(process.comm, &call, Staging::new(Some(out), None)) }
 }
 
 /// The body of `gather_varcount_into_root`, run by `exec`.
@@ -387,14 +391,15 @@ where
         bytes_of::<S::Item>(&recv.displs),
     );
     let mut call = CollCall::new(CollKind::Gatherv);
-    call.send = s.as_ptr().cast();
-    call.recv = recv.buf.as_mut_ptr().cast();
-    call.count = std::mem::size_of_val(s);
+    call.count = s.len() * S::Item::PACKED_SIZE;
+    let (out, inc) = (Outgoing::of(s), Incoming::of(recv.buf));
+    call.send = out.ptr;
+    call.recv = inc.ptr;
     call.counts = RSlice::from_slice(&counts);
     call.displs = RSlice::from_slice(&displs);
     call.root = root;
     // SAFETY: the blocks lie inside `recv`; `send` holds `count` bytes.
-    unsafe { exec.exec(process.comm, &call) }
+    unsafe { exec.exec_staged(process.comm, &call, Staging::new(Some(out), Some(inc))) }
 }
 
 /// The body of `scatter_varcount_into`, run by `exec`.
@@ -404,13 +409,14 @@ fn scatter_varcount_into<'b, R: BufferMut + ?Sized, E: Exec<'b>>(
     exec: E,
 ) -> Result<E::Out, Error> {
     let root = process.off_root("scatter_varcount_into")?;
-    let r = recv.as_bytes_mut();
+    let r = recv.as_items_mut();
     let mut call = CollCall::new(CollKind::Scatterv);
-    call.recv = r.as_mut_ptr();
-    call.count = r.len();
+    call.count = r.len() * R::Item::PACKED_SIZE;
+    let inc = Incoming::of(r);
+    call.recv = inc.ptr;
     call.root = root;
     // SAFETY: `recv` holds `count` bytes; nothing is sent from here.
-    unsafe { exec.exec(process.comm, &call) }
+    unsafe { exec.exec_staged(process.comm, &call, Staging::new(None, Some(inc))) }
 }
 
 /// The body of `scatter_varcount_into_root`, run by `exec`.
@@ -437,14 +443,15 @@ where
         bytes_of::<R::Item>(&send.displs),
     );
     let mut call = CollCall::new(CollKind::Scatterv);
-    call.send = send.buf.as_ptr().cast();
-    call.recv = r.as_mut_ptr().cast();
-    call.count = std::mem::size_of_val(r);
+    call.count = r.len() * R::Item::PACKED_SIZE;
+    let (out, inc) = (Outgoing::of(send.buf), Incoming::of(r));
+    call.send = out.ptr;
+    call.recv = inc.ptr;
     call.counts = RSlice::from_slice(&counts);
     call.displs = RSlice::from_slice(&displs);
     call.root = root;
     // SAFETY: the blocks lie inside `send`; `recv` holds `count` bytes.
-    unsafe { exec.exec(process.comm, &call) }
+    unsafe { exec.exec_staged(process.comm, &call, Staging::new(Some(out), Some(inc))) }
 }
 
 /// The `immediate_` (non-blocking) forms of [`VarcountCollectives`].
