@@ -86,8 +86,9 @@
 //!   request that completed.
 //! - `receive::<T>()` accepts exactly one `T` (a shorter message is an
 //!   error of class `Buffer`, a longer one of class `Truncate`).
-//! - Only `MPI_COMM_WORLD` and `MPI_COMM_SELF` exist, and there are no
-//!   collectives.
+//! - There are no error handlers (see Errors above), and a predefined
+//!   reduction of a derived struct is refused (user operations take
+//!   structs without padding).
 //!
 //! # Threads
 //!
