@@ -1,7 +1,7 @@
 //! Checks derived datatypes between ranks: a struct with padding (packed
 //! on the wire) and one without (sent as its bytes), through blocking,
 //! immediate and synchronous point-to-point messages, `receive_vec`,
-//! `send_receive`, a dropped immediate receive finished by its scope,
+//! `send_receive`, matched probes and receives, a dropped immediate receive finished by its scope,
 //! broadcast, gather, scatter, all-gather, all-to-all, a `v` form and
 //! an immediate broadcast; a user reduction on the struct without
 //! padding, and the refusals of reductions the types cannot take.
@@ -154,6 +154,46 @@ fn point_to_point(world: &impl Communicator, c: &mut Checks) -> Result<(), BoxEr
         "dropped receive finished by its scope",
         &late.to_vec(),
         &want[..2].to_vec(),
+    )?;
+
+    // Matched probes: the later message is claimed first; a claimed
+    // message is invisible to probes; a dropped one is discarded.
+    next.send_with_tag(&out[..3], 6)?;
+    next.send_with_tag(&dense_out[..], 7)?;
+    next.send_with_tag(&dense_out[..1], 8)?;
+    let claimed = loop {
+        if let Some(found) = previous.immediate_matched_probe_with_tag(7)? {
+            break found;
+        }
+    };
+    let (dense_message, dense_status) = claimed;
+    c.same("matched probe tag", &dense_status.tag(), &7)?;
+    c.same(
+        "a claimed message is not probed again",
+        &previous.immediate_probe_with_tag(7)?.is_some(),
+        &false,
+    )?;
+    let (padded_message, st) = previous.matched_probe_with_tag(6)?;
+    c.same("matched probe bytes", &st.byte_count(), &(3 * 17))?;
+    let mut three = [Padded::ZERO; 3];
+    padded_message.matched_receive_into(&mut three[..])?;
+    c.same(
+        "matched padded receive",
+        &three.to_vec(),
+        &want[..3].to_vec(),
+    )?;
+    let (dense_got, _) = dense_message.matched_receive_vec::<Dense>()?;
+    c.same(
+        "matched dense receive_vec",
+        &dense_got,
+        &(0..3).map(|i| dense(prev_rank, i)).collect::<Vec<_>>(),
+    )?;
+    let (dropped, _) = previous.matched_probe_with_tag(8)?;
+    drop(dropped);
+    c.same(
+        "a dropped message is discarded",
+        &previous.immediate_probe_with_tag(8)?.is_some(),
+        &false,
     )?;
 
     // A message that is not a whole number of elements is refused.

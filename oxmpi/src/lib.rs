@@ -40,8 +40,10 @@
 //!   `immediate_send`, `immediate_synchronous_send`, each also
 //!   `..._with_tag`) and a [`Source`](traits::Source) (`receive::<T>()`,
 //!   `receive_into(&mut buf)`, `receive_vec::<T>()`,
-//!   `immediate_receive_into`, `probe`, `immediate_probe`, each also
-//!   `..._with_tag`); an [`AnyProcess`](point_to_point::AnyProcess) is a
+//!   `immediate_receive_into`, `probe`, `immediate_probe`, and the
+//!   matched `matched_probe` and `immediate_matched_probe`, whose
+//!   [`Message`](point_to_point::Message) only its own `matched_receive…`
+//!   takes, each also `..._with_tag`); an [`AnyProcess`](point_to_point::AnyProcess) is a
 //!   `Source` matching every sender. Without a tag, sends use tag 0 and
 //!   receives accept any tag ([`ANY_TAG`]). Receives and probes return a
 //!   [`Status`](point_to_point::Status) (`source_rank()`, `tag()`,

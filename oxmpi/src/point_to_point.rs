@@ -22,6 +22,9 @@ use crate::request::{self, wait_released, Kind, Request, Scope};
 use crate::topology::{Communicator, Rank, SimpleCommunicator};
 use oxmpi_mpi_core::{RequestId, SendMode, ANY_SOURCE};
 
+mod matched;
+pub use matched::Message;
+
 /// A message tag (`0..=TAG_UB`; [`ANY_TAG`] on receives).
 pub type Tag = i32;
 
@@ -253,7 +256,17 @@ unsafe fn blocking_receive(
     // SAFETY: the buffer is valid until `wait_released` returns, which is
     // when MPI has released the request.
     let id = unsafe { start_receive(ep, buf, len, tag) }?;
-    let status = Status::from(wait_released(ep.runtime, id)?);
+    finish_receive(ep.runtime, id, element)
+}
+
+/// Waits for receive `id` and checks that whole elements arrived.
+#[inline]
+fn finish_receive(
+    runtime: &oxmpi_mpi_core::Runtime,
+    id: RequestId,
+    element: (usize, &'static str),
+) -> Result<Status, Error> {
+    let status = Status::from(wait_released(runtime, id)?);
     let (size, name) = element;
     if element_count_of(status.bytes, size).is_none() {
         return Err(partial_element_error(
@@ -533,68 +546,15 @@ pub trait Source: Sealed {
     }
 
     /// Receives a whole message with `tag` (or [`ANY_TAG`]) into a new
-    /// `Vec`. With [`AnyProcess`] or [`ANY_TAG`], the message received is
-    /// the one the probe found (same sender and tag; messages between two
-    /// processes do not overtake each other), unless another thread
-    /// receives it in between.
+    /// `Vec`. The message is found by a matched probe, so the one received
+    /// is the one whose size was probed, whatever other threads receive
+    /// meanwhile.
     ///
     /// # Errors
     /// As [`receive_vec`](Source::receive_vec), and `Tag`.
     fn receive_vec_with_tag<T: Equivalence>(&self, tag: Tag) -> Result<(Vec<T>, Status), Error> {
-        let mut ep = self.source_endpoint()?;
-        let probed = Status::from(ep.runtime.probe(ep.comm, ep.rank, tag)?);
-        let size = T::PACKED_SIZE;
-        let n = probed.bytes.div_ceil(size);
-        // Receive exactly the probed message: its sender, in the
-        // communicator's numbering, and its tag.
-        ep.rank = probed.source;
-        if !T::CONTIGUOUS {
-            let mut packed = vec![0u8; n * size];
-            // SAFETY: `packed` is owned here for the whole call.
-            let status = unsafe {
-                blocking_receive(
-                    &ep,
-                    packed.as_mut_ptr(),
-                    n * size,
-                    probed.tag,
-                    (size, T::NAME),
-                )
-            }?;
-            let count = status.bytes / size;
-            let mut items: Vec<T> = Vec::with_capacity(count);
-            // SAFETY: the capacity holds `count` elements, written only
-            // here; unpacking a whole number of elements (checked by
-            // `blocking_receive`) writes every field of each, and bytes of
-            // any value are a valid field (Equivalence), so the first
-            // `count` elements are initialized.
-            unsafe {
-                T::datatype().unpack_raw(
-                    &packed[..status.bytes],
-                    items.as_mut_ptr().cast(),
-                    count,
-                    0,
-                );
-                items.set_len(count);
-            }
-            return Ok((items, status));
-        }
-        let mut items: Vec<T> = Vec::with_capacity(n);
-        // SAFETY: the capacity holds `n * size >= probed.bytes` bytes,
-        // written only through this pointer until the receive completes.
-        let status = unsafe {
-            blocking_receive(
-                &ep,
-                items.as_mut_ptr().cast::<u8>(),
-                n * size,
-                probed.tag,
-                (size, T::NAME),
-            )
-        }?;
-        // SAFETY: the receive wrote `status.bytes` bytes, a whole number of
-        // elements (checked by `blocking_receive`), and any bytes are a
-        // valid `T`.
-        unsafe { items.set_len(status.bytes / size) };
-        Ok((items, status))
+        let (message, _) = self.matched_probe_with_tag(tag)?;
+        message.matched_receive_vec()
     }
 
     /// Posts a receive with any tag into `buf` (`MPI_Irecv`); `buf` stays
@@ -681,6 +641,52 @@ pub trait Source: Sealed {
     fn immediate_probe_with_tag(&self, tag: Tag) -> Result<Option<Status>, Error> {
         let ep = self.source_endpoint()?;
         Ok(ep.runtime.iprobe(ep.comm, ep.rank, tag)?.map(Status::from))
+    }
+
+    /// Waits for a message with any tag and takes it out of matching
+    /// (`MPI_Mprobe`): no other receive or probe (of another thread) can
+    /// take it; only the returned [`Message`] receives it.
+    ///
+    /// # Errors
+    /// As [`probe`](Source::probe).
+    fn matched_probe(&self) -> Result<(Message, Status), Error> {
+        self.matched_probe_with_tag(ANY_TAG)
+    }
+
+    /// Waits for a message with `tag` (or [`ANY_TAG`]) and takes it out
+    /// of matching.
+    ///
+    /// # Errors
+    /// As [`probe`](Source::probe), and `Tag`.
+    fn matched_probe_with_tag(&self, tag: Tag) -> Result<(Message, Status), Error> {
+        let ep = self.source_endpoint()?;
+        let (m, s) = ep.runtime.mprobe(ep.comm, ep.rank, tag)?;
+        Ok(Message::new(ep.runtime, m, s.into()))
+    }
+
+    /// Takes a message with any tag out of matching if one has arrived
+    /// (`MPI_Improbe`).
+    ///
+    /// # Errors
+    /// As [`probe`](Source::probe).
+    fn immediate_matched_probe(&self) -> Result<Option<(Message, Status)>, Error> {
+        self.immediate_matched_probe_with_tag(ANY_TAG)
+    }
+
+    /// Takes a message with `tag` (or [`ANY_TAG`]) out of matching if one
+    /// has arrived.
+    ///
+    /// # Errors
+    /// As [`probe`](Source::probe), and `Tag`.
+    fn immediate_matched_probe_with_tag(
+        &self,
+        tag: Tag,
+    ) -> Result<Option<(Message, Status)>, Error> {
+        let ep = self.source_endpoint()?;
+        Ok(ep
+            .runtime
+            .improbe(ep.comm, ep.rank, tag)?
+            .map(|(m, s)| Message::new(ep.runtime, m, s.into())))
     }
 }
 
