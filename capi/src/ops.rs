@@ -6,6 +6,7 @@
 
 use crate::errors::{run, Fail, ERR_ARG, ERR_OP};
 use crate::handles::put;
+use oxmpi_datatype::Datatype;
 use slab::Slab;
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
@@ -56,6 +57,10 @@ pub struct UserCtx {
     pub func: UserFn,
     /// The datatype handle the call passes it.
     pub datatype: c_int,
+    /// That type, when it is not contiguous: the reduction then moves its
+    /// elements packed, and each call unpacks them into scratch memory
+    /// laid out as the type for the function, and packs its result back.
+    pub packed: Option<Datatype>,
 }
 
 /// The reduction kernels' entry for a program's operation: calls its
@@ -73,6 +78,12 @@ pub unsafe extern "C" fn call_user(
 ) -> bool {
     // SAFETY: the caller's promise.
     let u = unsafe { &*ctx.cast::<UserCtx>() };
+    if let Some(dt) = &u.packed {
+        // SAFETY: the caller's promise; packed, `count` elements of `dt`
+        // take `count × size` bytes.
+        unsafe { call_unpacked(u, dt, input, inout, count) };
+        return true;
+    }
     let size = crate::handles::typed(u.datatype)
         .ok()
         .and_then(|t| t.contiguous_bytes(1).ok().flatten())
@@ -94,6 +105,72 @@ pub unsafe extern "C" fn call_user(
         done += n;
     }
     true
+}
+
+/// Calls the program's function of `u` on `count` elements of the
+/// non-contiguous `dt`, packed at `input` and `inout`: both are unpacked
+/// into scratch memory laid out as the type (gaps zeroed), the function is
+/// called there with the type's handle, and the result is packed back
+/// into `inout`.
+///
+/// # Safety
+///
+/// `input` and `inout` hold `count` packed elements of `dt`.
+unsafe fn call_unpacked(
+    u: &UserCtx,
+    dt: &Datatype,
+    input: *const u8,
+    inout: *mut u8,
+    count: usize,
+) {
+    let Some((lo, hi)) = dt.reach(count) else {
+        return;
+    };
+    let bytes = count * dt.size();
+    // The scratch memory is of 16-byte words and the elements' origin is
+    // on a word: each value is as aligned as in a 16-byte aligned buffer
+    // of the program's.
+    let lo = lo.div_euclid(16) * 16;
+    let words = ((hi - lo) as usize).div_ceil(16);
+    let (mut a, mut b) = (vec![0u128; words], vec![0u128; words]);
+    // The elements' origin: their reach starts at or after `lo` bytes
+    // from it.
+    let a_origin = a.as_mut_ptr().cast::<u8>().wrapping_offset(-lo);
+    let b_origin = b.as_mut_ptr().cast::<u8>().wrapping_offset(-lo);
+    // SAFETY: `bytes` packed bytes each (the caller's promise), not the
+    // scratch vectors.
+    let (input, inout) = unsafe {
+        (
+            std::slice::from_raw_parts(input, bytes),
+            std::slice::from_raw_parts_mut(inout, bytes),
+        )
+    };
+    // SAFETY: the scratch vectors span the elements' reach from their
+    // origins, and are nobody else's.
+    unsafe {
+        dt.unpack_raw(input, a_origin, count, 0);
+        dt.unpack_raw(inout, b_origin, count, 0);
+    }
+    let extent = dt.extent();
+    let mut done = 0;
+    while done < count {
+        let n = (count - done).min(c_int::MAX as usize);
+        let (mut len, mut h) = (n as c_int, u.datatype);
+        let at = done as isize * extent;
+        // SAFETY: the program's function, called as MPI defines it, on `n`
+        // elements of the type laid out in the scratch vectors.
+        unsafe {
+            (u.func)(
+                a_origin.wrapping_offset(at).cast(),
+                b_origin.wrapping_offset(at).cast(),
+                &mut len,
+                &mut h,
+            )
+        };
+        done += n;
+    }
+    // SAFETY: as for the unpacking.
+    unsafe { dt.pack_raw(b_origin, count, 0, inout) };
 }
 
 /// `MPI_Op_create`.
@@ -205,6 +282,7 @@ pub unsafe extern "C" fn PMPI_Reduce_local(
             let mut ctx = UserCtx {
                 func: u.func,
                 datatype,
+                packed: None,
             };
             // SAFETY: `ctx` lives through the call; the buffers hold
             // `count` elements (the caller's promise).
