@@ -171,17 +171,19 @@ pub unsafe fn bcast(
     p.call.root = root_of(root)?;
     let (s, what) = Side::new("count", count_, datatype_)?;
     p.call.count = times(what, s.count, s.unit.size())?;
-    let at = if s.packed() {
-        let at_root = place(comm_)?.1 as c_int == root;
-        let prefill = if at_root {
-            Prefill::All
-        } else {
-            Prefill::Nothing
-        };
-        // SAFETY: the caller's promise (the root's elements are read).
-        unsafe { p.incoming(what, buf, 1, &s, prefill) }?
-    } else {
-        buf.cast()
+    let at = match &s.unit {
+        Unit::Bytes(_) => buf.cast(),
+        Unit::Packed(dt) => {
+            let (blocks, total) = coll_staging::uniform(what, dt, 1, s.count)?;
+            let mut u = Unpack::new(dt, buf.cast(), blocks, total);
+            if place(comm_)?.1 as c_int == root {
+                // SAFETY: the root's elements are readable (the caller's
+                // promise).
+                unsafe { u.prefill(|_| true) };
+                u = u.input_only();
+            }
+            p.staged().receive(u)
+        }
     };
     p.call.send = at;
     p.call.recv = at;

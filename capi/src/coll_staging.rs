@@ -145,8 +145,9 @@ pub struct Unpack {
     buf: *mut u8,
     /// Where the elements go.
     blocks: Vec<Block>,
-    /// Whether the result is unpacked (false where this rank gets none:
-    /// rank 0 of an exscan).
+    /// Whether the result is unpacked (false where the staged side is
+    /// input only: at the root of a bcast, and at rank 0 of an exscan,
+    /// whose result MPI leaves undefined).
     unpacks: bool,
 }
 

@@ -4,8 +4,8 @@
  * leave gaps, in-place forms, reductions over vectors of doubles and ints
  * with predefined operations and the program's own (on a vector and on a
  * struct), blocking and non-blocking (completed by wait, a test loop and
- * waitall), neighborhood collectives, and the refusal of reductions the
- * kernels cannot do. Every buffer starts filled with a sentinel; whatever
+ * waitall), neighborhood collectives and alltoallw, and the refusal of
+ * reductions the kernels cannot do. Every buffer starts filled with a sentinel; whatever
  * the call must not write (the gaps of a type, the space between blocks)
  * must keep it. Expected values are computed here from the rule that made
  * the data. Prints "coll_types: ok". */
@@ -512,6 +512,22 @@ static void neighborhood(void) {
     same("neighbor_alltoallv", &RV, rb, w, 3);
     free(sb); free(rb); free(w);
     MPI_Comm_free(&ring);
+    /* alltoallw: 2 elements of V to each rank, received as 6 ints with an
+     * int of gap before each block */
+    int *sc = malloc(sizeof(int) * size), *sd = malloc(sizeof(int) * size), *rc = malloc(sizeof(int) * size);
+    int *rd = malloc(sizeof(int) * size);
+    MPI_Datatype *st = malloc(sizeof(MPI_Datatype) * size), *rt = malloc(sizeof(MPI_Datatype) * size);
+    sb = ibuf(&V, 2 * size);
+    int *ib = ibuf(&CI, 7 * size), *iw = ibuf(&CI, 7 * size);
+    for (int q = 0; q < size; q++) {
+        sc[q] = 2; sd[q] = (int)(q * 2 * V.ext * sizeof(int)); st[q] = V.t;
+        rc[q] = 6; rd[q] = (int)((q * 7 + 1) * sizeof(int)); rt[q] = MPI_INT;
+        for (int j = 0; j < 6; j++) { sb[pos(&V, q * 6 + j)] = 1000 * rank + 10 * q + j; iw[q * 7 + 1 + j] = 1000 * q + 10 * rank + j; }
+    }
+    RUN(MPI_Alltoallw(sb, sc, sd, st, ib, rc, rd, rt, MPI_COMM_WORLD),
+        MPI_Ialltoallw(sb, sc, sd, st, ib, rc, rd, rt, MPI_COMM_WORLD, &rq));
+    same("alltoallw", &CI, ib, iw, 7 * size);
+    free(sc); free(sd); free(rc); free(rd); free(st); free(rt); free(sb); free(ib); free(iw);
 }
 
 int main(int argc, char **argv) {
