@@ -244,14 +244,20 @@ struct Elements {
 
 /// The kernels' view of a reduction with the predefined operation `op_`
 /// over the type `t` (handle `datatype_`) that is no predefined type the
-/// kernels know: the values of one primitive the type holds.
+/// kernels know: the element type of the one primitive the type's values
+/// are of, the operation, and how many values one element holds.
+///
+/// # Errors
+///
+/// `MPI_ERR_TYPE` for a type with values of several primitives (or none)
+/// or of one the kernels do not take; `MPI_ERR_OP` for `MPI_MINLOC` and
+/// `MPI_MAXLOC`, or an unknown operation.
 #[cold]
-fn derived_elements(
-    p: &mut Prepared,
+pub(crate) fn derived_element(
     t: &Typed,
     datatype_: c_int,
     op_: c_int,
-) -> Result<Elements, Fail> {
+) -> Result<(ElementCode, OpCode, usize), Fail> {
     let Typed::General(entry) = t else {
         return Err(no_reduction(datatype_));
     };
@@ -290,16 +296,7 @@ fn derived_elements(
             ),
         ));
     };
-    p.call.element = element;
-    p.call.op = code;
-    let packed = match Unit::of(t)? {
-        Unit::Bytes(_) => None,
-        Unit::Packed(dt) => Some(dt),
-    };
-    Ok(Elements {
-        per: dt.size() / prim.size(),
-        packed,
-    })
+    Ok((element, code, dt.size() / prim.size()))
 }
 
 /// A reduction of `count` elements of `datatype_` with `op_`, from
@@ -344,7 +341,14 @@ fn reduction(
             packed: None,
         }
     } else {
-        derived_elements(p, &t, datatype_, op_)?
+        let (element, code, per) = derived_element(&t, datatype_, op_)?;
+        p.call.element = element;
+        p.call.op = code;
+        let packed = match Unit::of(&t)? {
+            Unit::Bytes(_) => None,
+            Unit::Packed(dt) => Some(dt),
+        };
+        Elements { per, packed }
     };
     p.call.count = times("count", count, e.per)?;
     p.call.send = buffer(sendbuf);

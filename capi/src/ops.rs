@@ -4,8 +4,8 @@
 //! Handles: the predefined operations are 1 to 12; a program's operations
 //! come from 32.
 
-use crate::errors::{run, Fail, ERR_ARG, ERR_OP};
-use crate::handles::put;
+use crate::errors::{run, Fail, ERR_ARG, ERR_COUNT, ERR_OP};
+use crate::handles::{put, Layout};
 use oxmpi_datatype::Datatype;
 use slab::Slab;
 use std::ffi::{c_int, c_void};
@@ -250,7 +250,8 @@ pub unsafe extern "C" fn PMPI_Op_commutative(op: c_int, commute: *mut c_int) -> 
 }
 
 /// `MPI_Reduce_local`: `inout = in op inout` on `count` elements, with a
-/// predefined operation or one of the program's.
+/// predefined operation or one of the program's, over any committed type
+/// (a predefined operation: over the types collectives reduce).
 ///
 /// # Safety
 ///
@@ -266,56 +267,74 @@ pub unsafe extern "C" fn PMPI_Reduce_local(
     run("MPI_Reduce_local", 1, || {
         let n = crate::handles::count("count", count)?;
         let t = crate::handles::typed(datatype)?;
-        let bytes = t.contiguous_bytes(n)?.ok_or_else(|| {
-            Fail::new(
-                crate::errors::ERR_TYPE,
-                "MPI_Reduce_local takes contiguous types in oxmpi",
-            )
-        })?;
-        if bytes == 0 {
-            return Ok(());
-        }
+        let packed = match t.layout(n)? {
+            Layout::Contiguous(0) | Layout::Packed(_, 0) => return Ok(()),
+            Layout::Contiguous(_) => None,
+            Layout::Packed(dt, bytes) => Some((dt.clone(), bytes)),
+        };
         if inbuf.is_null() || inoutbuf.is_null() {
             return Err(Fail::new(ERR_ARG, "inbuf or inoutbuf is a null pointer"));
         }
         if let Some(u) = user(op)? {
-            let mut ctx = UserCtx {
-                func: u.func,
-                datatype,
-                packed: None,
-            };
-            // SAFETY: `ctx` lives through the call; the buffers hold
-            // `count` elements (the caller's promise).
-            unsafe {
-                call_user(
-                    std::ptr::from_mut(&mut ctx).cast(),
-                    inbuf.cast(),
-                    inoutbuf.cast(),
-                    n,
-                )
-            };
+            // The buffers are laid out in the type, as the function takes
+            // them.
+            let (mut len, mut dt) = (count, datatype);
+            // SAFETY: the program's function, called as MPI defines it, on
+            // `count` elements of the buffers (the caller's promise).
+            unsafe { (u.func)(inbuf.cast_mut(), inoutbuf, &mut len, &mut dt) };
             return Ok(());
         }
-        let code = crate::handles::op(op)?;
+        let (element, code, per) = match t.element() {
+            Some(e) => (e, crate::handles::op(op)?, 1),
+            None => crate::coll::derived_element(&t, datatype, op)?,
+        };
         let (Some(o), Some(ty)) = (
             oxmpi_reduce::Op::from_code(code as u8),
-            t.element()
-                .and_then(|e| oxmpi_reduce::ElementType::from_code(e as u8)),
+            oxmpi_reduce::ElementType::from_code(element as u8),
         ) else {
             return Err(Fail::new(
                 ERR_OP,
                 format!("operation {op} does not apply to datatype {datatype} in oxmpi"),
             ));
         };
-        // SAFETY: both buffers hold `bytes` bytes (the caller's promise);
-        // MPI forbids them to overlap.
-        let (input, inout) = unsafe {
-            (
-                std::slice::from_raw_parts(inbuf.cast::<u8>(), bytes),
-                std::slice::from_raw_parts_mut(inoutbuf.cast::<u8>(), bytes),
-            )
+        let reduce = |input: &[u8], inout: &mut [u8]| {
+            oxmpi_reduce::reduce_local(o, ty, input, inout)
+                .map_err(|e| Fail::new(ERR_OP, e.to_string()))
         };
-        oxmpi_reduce::reduce_local(o, ty, input, inout)
-            .map_err(|e| Fail::new(ERR_OP, e.to_string()))
+        match packed {
+            // A derived type of one primitive with gaps: its values are
+            // packed, reduced, and unpacked into `inoutbuf`.
+            Some((dt, bytes)) if t.element().is_none() => {
+                let (mut a, mut b) = (vec![0u8; bytes], vec![0u8; bytes]);
+                // SAFETY: both buffers hold `n` elements of `dt` (the
+                // caller's promise); the vectors are new.
+                unsafe {
+                    dt.pack_raw(inbuf.cast(), n, 0, &mut a);
+                    dt.pack_raw(inoutbuf.cast(), n, 0, &mut b);
+                }
+                reduce(&a, &mut b)?;
+                // SAFETY: as above; nothing else writes `inoutbuf` (MPI
+                // forbids it to overlap `inbuf`).
+                unsafe { dt.unpack_raw(&b, inoutbuf.cast(), n, 0) };
+                Ok(())
+            }
+            _ => {
+                // Contiguous, or a pair type, which the kernels take laid
+                // out as its C struct.
+                let size = element.size().unwrap_or(0);
+                let bytes = n.checked_mul(size * per).ok_or_else(|| {
+                    Fail::new(ERR_COUNT, format!("{n} elements pass the address space"))
+                })?;
+                // SAFETY: both buffers hold `bytes` bytes (the caller's
+                // promise); MPI forbids them to overlap.
+                let (input, inout) = unsafe {
+                    (
+                        std::slice::from_raw_parts(inbuf.cast::<u8>(), bytes),
+                        std::slice::from_raw_parts_mut(inoutbuf.cast::<u8>(), bytes),
+                    )
+                };
+                reduce(input, inout)
+            }
+        }
     })
 }

@@ -4,11 +4,12 @@
  * leave gaps, in-place forms, reductions over vectors of doubles and ints
  * with predefined operations and the program's own (on a vector and on a
  * struct), blocking and non-blocking (completed by wait, a test loop and
- * waitall), neighborhood collectives and alltoallw, and the refusal of
- * reductions the kernels cannot do. Every buffer starts filled with a sentinel; whatever
- * the call must not write (the gaps of a type, the space between blocks)
- * must keep it. Expected values are computed here from the rule that made
- * the data. Prints "coll_types: ok". */
+ * waitall), neighborhood collectives and alltoallw, MPI_Reduce_local over
+ * a vector, and the refusal of reductions the kernels cannot do. Every
+ * buffer starts filled with a sentinel; whatever the call must not write
+ * (the gaps of a type, the space between blocks) must keep it. Expected
+ * values are computed here from the rule that made the data. Prints
+ * "coll_types: ok". */
 #include <mpi.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -424,6 +425,26 @@ static void t_user_ops(void) {
     free(sb); free(rb); free(w);
 }
 
+/* MPI_Reduce_local over VD with MPI_SUM and the program's operation. */
+static void t_reduce_local(void) {
+    int n = 3;
+    double *a = dbuf(&VD, n), *b = dbuf(&VD, n), *w = dbuf(&VD, n);
+    dfill(a, n, 2, 0);
+    dfill(b, n, 5, 0);
+    for (int j = 0; j < 2 * n; j++) w[pos(&VD, j)] = dval(2, j) + dval(5, j);
+    MPI_Reduce_local(a, b, n, VD.t, MPI_SUM);
+    dsame("reduce_local", &VD, b, w, n);
+    MPI_Op vop;
+    MPI_Op_create(vd_op, 1, &vop);
+    dfill(b, n, 5, 0);
+    dfill(a, n, 9, 0);
+    for (int j = 0; j < 2 * n; j++) w[pos(&VD, j)] = j % 2 == 0 ? dval(9, j) + dval(5, j) : dval(9, j);
+    MPI_Reduce_local(a, b, n, VD.t, vop);
+    dsame("reduce_local with the program's operation", &VD, b, w, n);
+    MPI_Op_free(&vop);
+    free(a); free(b); free(w);
+}
+
 static void reductions(void) {
     for (int in_place = 0; in_place <= 1; in_place++) {
         t_reduce(in_place);
@@ -566,6 +587,7 @@ int main(int argc, char **argv) {
         reductions();
         neighborhood();
     }
+    t_reduce_local();
     refusals();
 
     for (int i = 0; i < 5; i++) MPI_Type_free(&all[i]);
