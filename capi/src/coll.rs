@@ -1,28 +1,49 @@
 //! Collectives: each operation's arguments become a [`Prepared`] call
-//! (a builder per operation, in this file), which the blocking form runs
-//! and the non-blocking form starts as a request (`coll_calls.rs`).
+//! (a builder per operation: the reductions here, the operations that
+//! move data in `coll_move.rs`), which the blocking form runs and the
+//! non-blocking form starts as a request (`coll_calls.rs`).
 //!
-//! The data of a collective must be of a contiguous type (a derived type
-//! whose data fill its extent from its origin, or any predefined type);
-//! a non-contiguous one is refused with `MPI_ERR_TYPE`. Reductions take
-//! the predefined types the reduction kernels know.
+//! Any committed datatype may be used. A side of a call in a contiguous
+//! type (any predefined type, or a derived type whose data fill its
+//! extent from its origin) is the user's memory itself, with no copy. A
+//! side in another type goes through a staging buffer in the type's
+//! packed form (`coll_staging.rs`): packed before the call, unpacked
+//! after it completed, which [`Keep::finish`] does, by the blocking call
+//! or when the request completes. The sides of one call may be of
+//! different types whose packed bytes agree, as MPI's matching type
+//! signatures allow.
+//!
+//! Reductions take the predefined types the reduction kernels know
+//! (integers, floating point, `MPI_C_BOOL`, `MPI_BYTE`, the pair types)
+//! and derived types whose values are all of one of them (a vector of
+//! doubles is reduced as its doubles, packed when it has gaps). With a
+//! program's operation any type goes: a non-contiguous one travels
+//! packed, and the operation is called on elements unpacked into scratch
+//! memory laid out as the type, with the type's own handle (`ops.rs`).
 
 // The builders take MPI's arguments as the C functions do.
 #![allow(clippy::too_many_arguments)]
 
-use crate::errors::{Fail, ERR_ARG, ERR_ROOT, ERR_TRUNCATE, ERR_TYPE};
-use crate::handles::{comm, count, op, typed, Typed};
+use crate::coll_staging::{self, Staged, Unpack};
+use crate::errors::{Fail, ERR_ARG, ERR_OP, ERR_ROOT, ERR_TYPE};
+use crate::handles::{comm, count, op, typed, Layout, Typed};
 use crate::ops::UserCtx;
 use crate::requests::{self, Pending};
 use crate::{runtime, IN_PLACE};
+use oxmpi_datatype::Datatype;
 use oxmpi_mpi_core::coll::{CollCall, CollKind, ElementCode, OpCode, RSlice, UserOp};
 use std::ffi::{c_int, c_void};
 
+pub use crate::coll_move::{
+    allgather, allgatherv, alltoall, alltoallv, bcast, gather, gatherv, scatter, scatterv,
+};
+
 /// A collective call ready to run or start, with what it points into.
 pub struct Prepared {
-    /// The call. Its slices point into `keep`'s boxes, and its user
-    /// operation's context into `keep`'s context, whose heap memory
-    /// neither moves nor goes while `self` lives.
+    /// The call. Its slices point into `keep`'s boxes, its buffers may
+    /// point into `keep`'s staging buffers, and its user operation's
+    /// context into `keep`'s context, whose heap memory neither moves nor
+    /// goes while `self` lives.
     pub call: CollCall<'static>,
     /// What the call borrows.
     keep: Keep,
@@ -36,6 +57,26 @@ pub struct Keep {
     arrays: Vec<Box<[usize]>>,
     /// A program's reduction operation, with its datatype.
     user: Option<Box<UserCtx>>,
+    /// The staging buffers of sides in non-contiguous types (boxed: the
+    /// rare case, kept out of the size of every request).
+    staged: Option<Box<Staged>>,
+}
+
+impl Keep {
+    /// Finishes the call after it completed: a staged receive side is
+    /// unpacked into the user's buffer.
+    ///
+    /// # Safety
+    ///
+    /// The call completed without error, and its receive buffer is the
+    /// application's again (and still valid).
+    #[inline]
+    pub unsafe fn finish(&self) {
+        if let Some(s) = &self.staged {
+            // SAFETY: the caller's promise.
+            unsafe { s.finish() };
+        }
+    }
 }
 
 impl Prepared {
@@ -49,7 +90,7 @@ impl Prepared {
     }
 
     /// Keeps `v` and answers a slice of it for the call.
-    fn slice(&mut self, v: Box<[usize]>) -> RSlice<'static, usize> {
+    pub(crate) fn slice(&mut self, v: Box<[usize]>) -> RSlice<'static, usize> {
         // SAFETY: the box's heap memory stays where it is and lives as
         // long as `self` (it is only dropped with `self.keep`), and the
         // call that borrows it is `self.call`, used only while `self`
@@ -58,12 +99,49 @@ impl Prepared {
         self.keep.arrays.push(v);
         RSlice::from_slice(s)
     }
+
+    /// The staging buffers the call keeps.
+    pub(crate) fn staged(&mut self) -> &mut Staged {
+        self.keep.staged.get_or_insert_with(Box::default)
+    }
 }
 
-/// The bytes of `n` elements of the contiguous type `t`.
+/// How the elements of one side of a call lie in the user's memory.
+pub(crate) enum Unit {
+    /// Contiguous, this many bytes each.
+    Bytes(usize),
+    /// Of this non-contiguous type: packed into a staging buffer.
+    Packed(Datatype),
+}
+
+impl Unit {
+    /// The unit of type `t`.
+    #[inline(always)]
+    pub(crate) fn of(t: &Typed) -> Result<Unit, Fail> {
+        Ok(match t.layout(1)? {
+            Layout::Contiguous(bytes) => Unit::Bytes(bytes),
+            Layout::Packed(dt, _) => Unit::Packed(dt.clone()),
+        })
+    }
+
+    /// Bytes of one element's data.
+    #[inline(always)]
+    pub(crate) fn size(&self) -> usize {
+        match self {
+            Unit::Bytes(b) => *b,
+            Unit::Packed(dt) => dt.size(),
+        }
+    }
+}
+
+/// `a × b` bytes of `what`.
+///
+/// # Errors
+///
+/// `MPI_ERR_COUNT` when it overflows.
 #[inline(always)]
-fn bytes(what: &str, n: c_int, t: &Typed) -> Result<usize, Fail> {
-    unit_bytes(t)?.checked_mul(count(what, n)?).ok_or_else(|| {
+pub(crate) fn times(what: &str, a: usize, b: usize) -> Result<usize, Fail> {
+    a.checked_mul(b).ok_or_else(|| {
         Fail::new(
             crate::errors::ERR_COUNT,
             format!("{what} passes the address space"),
@@ -71,21 +149,9 @@ fn bytes(what: &str, n: c_int, t: &Typed) -> Result<usize, Fail> {
     })
 }
 
-/// Bytes per element of the contiguous type `t`.
-#[inline(always)]
-fn unit_bytes(t: &Typed) -> Result<usize, Fail> {
-    t.contiguous_bytes(1)?.ok_or_else(|| {
-        Fail::new(
-            ERR_TYPE,
-            "collectives over a non-contiguous datatype are not supported by oxmpi yet; pack the \
-             data (MPI_Pack) or use a contiguous type",
-        )
-    })
-}
-
 /// A user buffer, or null for `MPI_IN_PLACE`.
 #[inline]
-fn buffer(p: *const c_void) -> *const u8 {
+pub(crate) fn buffer(p: *const c_void) -> *const u8 {
     if p == IN_PLACE {
         std::ptr::null()
     } else {
@@ -93,12 +159,13 @@ fn buffer(p: *const c_void) -> *const u8 {
     }
 }
 
-fn root_of(root: c_int) -> Result<u32, Fail> {
+/// The rank `root` names.
+pub(crate) fn root_of(root: c_int) -> Result<u32, Fail> {
     u32::try_from(root).map_err(|_| Fail::new(ERR_ROOT, format!("root {root} is not a rank")))
 }
 
 /// The size of `comm_` and this process's rank in it.
-fn place(comm_: c_int) -> Result<(usize, usize), Fail> {
+pub(crate) fn place(comm_: c_int) -> Result<(usize, usize), Fail> {
     let rt = runtime()?;
     let c = comm(comm_)?;
     let (n, me) = (rt.comm_size(c), rt.comm_rank(c));
@@ -116,7 +183,12 @@ fn place(comm_: c_int) -> Result<(usize, usize), Fail> {
 /// # Safety
 ///
 /// `p` holds `n` ints.
-unsafe fn scaled(what: &str, p: *const c_int, n: usize, unit: usize) -> Result<Box<[usize]>, Fail> {
+pub(crate) unsafe fn scaled(
+    what: &str,
+    p: *const c_int,
+    n: usize,
+    unit: usize,
+) -> Result<Box<[usize]>, Fail> {
     if p.is_null() {
         return Err(Fail::new(ERR_ARG, format!("{what} is a null pointer")));
     }
@@ -138,24 +210,96 @@ unsafe fn scaled(what: &str, p: *const c_int, n: usize, unit: usize) -> Result<B
         .collect()
 }
 
-/// The refusal of a reduction over a type the kernels do not take.
-#[cold]
-fn no_reduction(datatype_: c_int) -> Fail {
-    let name = crate::handles::any_type(datatype_)
+/// The name of datatype `datatype_` for a message.
+fn type_name(datatype_: c_int) -> String {
+    crate::handles::any_type(datatype_)
         .map(|t| t.dt.name())
         .ok()
         .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| "a derived type".into());
+        .unwrap_or_else(|| "a derived type".into())
+}
+
+/// The refusal of a reduction over a type the kernels do not take.
+#[cold]
+fn no_reduction(datatype_: c_int) -> Fail {
     Fail::new(
         ERR_TYPE,
         format!(
             "reductions in oxmpi take the predefined integer, floating-point, logical, byte and \
-             pair types; datatype {datatype_} ({name}) is not one of them"
+             pair types, and derived types of one of them; datatype {datatype_} ({}) is none of \
+             these",
+            type_name(datatype_)
         ),
     )
 }
 
-/// A reduction of `count_` elements of `datatype_` with `op_`, from
+/// How a reduction's elements reach the kernels.
+struct Elements {
+    /// Kernel elements per element of the user's type.
+    per: usize,
+    /// The user's type, when it is not contiguous (the call then goes
+    /// through staging buffers).
+    packed: Option<Datatype>,
+}
+
+/// The kernels' view of a reduction with the predefined operation `op_`
+/// over the type `t` (handle `datatype_`) that is no predefined type the
+/// kernels know: the element type of the one primitive the type's values
+/// are of, the operation, and how many values one element holds.
+///
+/// # Errors
+///
+/// `MPI_ERR_TYPE` for a type with values of several primitives (or none)
+/// or of one the kernels do not take; `MPI_ERR_OP` for `MPI_MINLOC` and
+/// `MPI_MAXLOC`, or an unknown operation.
+#[cold]
+pub(crate) fn derived_element(
+    t: &Typed,
+    datatype_: c_int,
+    op_: c_int,
+) -> Result<(ElementCode, OpCode, usize), Fail> {
+    let Typed::General(entry) = t else {
+        return Err(no_reduction(datatype_));
+    };
+    let code = op(op_)?;
+    if matches!(code, OpCode::MinLoc | OpCode::MaxLoc) {
+        return Err(Fail::new(
+            ERR_OP,
+            format!(
+                "MPI_MINLOC and MPI_MAXLOC take the predefined pair types (MPI_2INT, \
+                 MPI_DOUBLE_INT and kin) in oxmpi; datatype {datatype_} ({}) is a derived type: \
+                 reduce the pairs as an array of the pair type, or with an operation of the \
+                 program's own (MPI_Op_create)",
+                type_name(datatype_)
+            ),
+        ));
+    }
+    let dt = &entry.dt;
+    let Some(prim) = dt.primitive() else {
+        return Err(Fail::new(
+            ERR_TYPE,
+            format!(
+                "a predefined operation reduces a derived type when all its values are of one \
+                 predefined type; datatype {datatype_} ({}) holds values of several types (or \
+                 none); reduce it with an operation of the program's own (MPI_Op_create)",
+                type_name(datatype_)
+            ),
+        ));
+    };
+    let Some(element) = crate::handles::element_of(prim) else {
+        return Err(Fail::new(
+            ERR_TYPE,
+            format!(
+                "datatype {datatype_} ({}) is made of {}, which reductions in oxmpi do not take",
+                type_name(datatype_),
+                prim.name()
+            ),
+        ));
+    };
+    Ok((element, code, dt.size() / prim.size()))
+}
+
+/// A reduction of `count` elements of `datatype_` with `op_`, from
 /// `sendbuf` (or `MPI_IN_PLACE`) into `recvbuf`.
 #[inline(always)]
 fn reduction(
@@ -163,36 +307,107 @@ fn reduction(
     kind: CollKind,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count_: c_int,
+    count: usize,
     datatype_: c_int,
     op_: c_int,
-) -> Result<(), Fail> {
+) -> Result<Elements, Fail> {
     p.call.kind = kind;
-    p.call.count = count("count", count_)?;
-    if let Some(u) = crate::ops::user(op_)? {
-        let unit = unit_bytes(&typed(datatype_)?)?;
+    let t = typed(datatype_)?;
+    let e = if let Some(u) = crate::ops::user(op_)? {
+        let (size, packed) = match Unit::of(&t)? {
+            Unit::Bytes(b) => (b, None),
+            Unit::Packed(dt) => (dt.size(), Some(dt)),
+        };
         let ctx = Box::new(UserCtx {
             func: u.func,
             datatype: datatype_,
+            packed: packed.clone(),
         });
         p.call.op = OpCode::User;
         p.call.element = ElementCode::User;
         p.call.user = UserOp {
             func: Some(crate::ops::call_user),
             ctx: std::ptr::from_ref::<UserCtx>(&ctx).cast_mut().cast(),
-            elem_size: unit,
+            elem_size: size,
             commutative: u.commute,
         };
         p.keep.user = Some(ctx);
-    } else {
-        let Some(element) = typed(datatype_)?.element() else {
-            return Err(no_reduction(datatype_));
-        };
+        Elements { per: 1, packed }
+    } else if let Some(element) = t.element() {
         p.call.element = element;
         p.call.op = op(op_)?;
-    }
+        Elements {
+            per: 1,
+            packed: None,
+        }
+    } else {
+        let (element, code, per) = derived_element(&t, datatype_, op_)?;
+        p.call.element = element;
+        p.call.op = code;
+        let packed = match Unit::of(&t)? {
+            Unit::Bytes(_) => None,
+            Unit::Packed(dt) => Some(dt),
+        };
+        Elements { per, packed }
+    };
+    p.call.count = times("count", count, e.per)?;
     p.call.send = buffer(sendbuf);
     p.call.recv = recvbuf.cast();
+    Ok(e)
+}
+
+/// Whether a rank gets a reduction's result.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Gets {
+    /// It does.
+    Result,
+    /// It does not (a reduce off the root).
+    Nothing,
+    /// MPI leaves it undefined (rank 0 of an exscan): the buffer is left
+    /// as it was.
+    Undefined,
+}
+
+/// Stages a reduction over the non-contiguous `dt`: its input of `input`
+/// elements (from `sendbuf`, or in place from `recvbuf`) is packed, and
+/// its result of `result` elements arrives in a staging buffer that is
+/// unpacked into `recvbuf` where this rank `gets` it.
+///
+/// # Safety
+///
+/// The input's elements are readable.
+unsafe fn stage_reduction(
+    p: &mut Prepared,
+    dt: &Datatype,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    input: usize,
+    result: usize,
+    gets: Gets,
+) -> Result<(), Fail> {
+    let in_place = sendbuf == IN_PLACE;
+    if !in_place {
+        let (blocks, total) = coll_staging::uniform("count", dt, 1, input)?;
+        // SAFETY: the caller's promise.
+        p.call.send = unsafe { p.staged().pack(dt, sendbuf.cast(), &blocks, total) };
+    }
+    if gets == Gets::Nothing {
+        p.call.recv = std::ptr::null_mut();
+        return Ok(());
+    }
+    let len = if in_place { input } else { result };
+    let (blocks, total) = coll_staging::uniform("count", dt, 1, len)?;
+    let mut u = Unpack::new(dt, recvbuf.cast(), blocks, total);
+    if in_place {
+        // SAFETY: in place, the input is in `recvbuf` (the caller's
+        // promise).
+        unsafe { u.prefill(|_| true) };
+        u.result_only(result);
+    }
+    if gets == Gets::Undefined {
+        u = u.input_only();
+    }
+    p.call.recv = p.staged().receive(u);
     Ok(())
 }
 
@@ -203,27 +418,14 @@ pub fn barrier(p: &mut Prepared, _comm: c_int) -> Result<(), Fail> {
     Ok(())
 }
 
-/// `MPI_Bcast`.
-#[inline(always)]
-pub fn bcast(
-    p: &mut Prepared,
-    buf: *mut c_void,
-    count_: c_int,
-    datatype_: c_int,
-    root: c_int,
-    _comm: c_int,
-) -> Result<(), Fail> {
-    p.call.kind = CollKind::Bcast;
-    p.call.count = bytes("count", count_, &typed(datatype_)?)?;
-    p.call.send = buf.cast();
-    p.call.recv = buf.cast();
-    p.call.root = root_of(root)?;
-    Ok(())
-}
-
 /// `MPI_Reduce`.
+///
+/// # Safety
+///
+/// The buffers hold `count_` elements of `datatype_` (the receive buffer
+/// at the root).
 #[inline(always)]
-pub fn reduce(
+pub unsafe fn reduce(
     p: &mut Prepared,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
@@ -231,103 +433,174 @@ pub fn reduce(
     datatype_: c_int,
     op_: c_int,
     root: c_int,
-    _comm: c_int,
+    comm_: c_int,
 ) -> Result<(), Fail> {
-    reduction(
-        p,
-        CollKind::Reduce,
-        sendbuf,
-        recvbuf,
-        count_,
-        datatype_,
-        op_,
-    )?;
+    let n = count("count", count_)?;
+    let e = reduction(p, CollKind::Reduce, sendbuf, recvbuf, n, datatype_, op_)?;
     p.call.root = root_of(root)?;
+    if let Some(dt) = e.packed {
+        let gets = if place(comm_)?.1 as c_int == root {
+            Gets::Result
+        } else {
+            Gets::Nothing
+        };
+        // SAFETY: the caller's promise.
+        unsafe { stage_reduction(p, &dt, sendbuf, recvbuf, n, n, gets) }?;
+    }
+    Ok(())
+}
+
+/// `MPI_Allreduce`, `MPI_Scan` and `MPI_Exscan` (`kind`).
+///
+/// # Safety
+///
+/// As [`reduce`], at every rank.
+#[inline(always)]
+unsafe fn everywhere(
+    p: &mut Prepared,
+    kind: CollKind,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count_: c_int,
+    datatype_: c_int,
+    op_: c_int,
+    comm_: c_int,
+) -> Result<(), Fail> {
+    let n = count("count", count_)?;
+    let e = reduction(p, kind, sendbuf, recvbuf, n, datatype_, op_)?;
+    if let Some(dt) = e.packed {
+        let gets = if kind == CollKind::Exscan && place(comm_)?.1 == 0 {
+            Gets::Undefined
+        } else {
+            Gets::Result
+        };
+        // SAFETY: the caller's promise.
+        unsafe { stage_reduction(p, &dt, sendbuf, recvbuf, n, n, gets) }?;
+    }
     Ok(())
 }
 
 /// `MPI_Allreduce`.
+///
+/// # Safety
+///
+/// As [`reduce`], at every rank.
 #[inline(always)]
-pub fn allreduce(
+pub unsafe fn allreduce(
     p: &mut Prepared,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count_: c_int,
     datatype_: c_int,
     op_: c_int,
-    _comm: c_int,
+    comm_: c_int,
 ) -> Result<(), Fail> {
-    reduction(
-        p,
-        CollKind::Allreduce,
-        sendbuf,
-        recvbuf,
-        count_,
-        datatype_,
-        op_,
-    )
-}
-
-/// `MPI_Reduce_scatter_block`.
-pub fn reduce_scatter_block(
-    p: &mut Prepared,
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    datatype_: c_int,
-    op_: c_int,
-    _comm: c_int,
-) -> Result<(), Fail> {
-    reduction(
-        p,
-        CollKind::ReduceScatterBlock,
-        sendbuf,
-        recvbuf,
-        recvcount,
-        datatype_,
-        op_,
-    )
+    // SAFETY: the caller's promise.
+    unsafe {
+        everywhere(
+            p,
+            CollKind::Allreduce,
+            sendbuf,
+            recvbuf,
+            count_,
+            datatype_,
+            op_,
+            comm_,
+        )
+    }
 }
 
 /// `MPI_Scan`.
-pub fn scan(
+///
+/// # Safety
+///
+/// As [`reduce`], at every rank.
+pub unsafe fn scan(
     p: &mut Prepared,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count_: c_int,
     datatype_: c_int,
     op_: c_int,
-    _comm: c_int,
+    comm_: c_int,
 ) -> Result<(), Fail> {
-    reduction(p, CollKind::Scan, sendbuf, recvbuf, count_, datatype_, op_)
+    // SAFETY: the caller's promise.
+    unsafe {
+        everywhere(
+            p,
+            CollKind::Scan,
+            sendbuf,
+            recvbuf,
+            count_,
+            datatype_,
+            op_,
+            comm_,
+        )
+    }
 }
 
 /// `MPI_Exscan`.
-pub fn exscan(
+///
+/// # Safety
+///
+/// As [`reduce`], at every rank.
+pub unsafe fn exscan(
     p: &mut Prepared,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count_: c_int,
     datatype_: c_int,
     op_: c_int,
-    _comm: c_int,
+    comm_: c_int,
 ) -> Result<(), Fail> {
-    reduction(
-        p,
-        CollKind::Exscan,
-        sendbuf,
-        recvbuf,
-        count_,
-        datatype_,
-        op_,
-    )
+    // SAFETY: the caller's promise.
+    unsafe {
+        everywhere(
+            p,
+            CollKind::Exscan,
+            sendbuf,
+            recvbuf,
+            count_,
+            datatype_,
+            op_,
+            comm_,
+        )
+    }
+}
+
+/// `MPI_Reduce_scatter_block`.
+///
+/// # Safety
+///
+/// The send buffer (the receive buffer in place) holds `recvcount_`
+/// elements of `datatype_` per rank, the receive buffer `recvcount_`.
+pub unsafe fn reduce_scatter_block(
+    p: &mut Prepared,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount_: c_int,
+    datatype_: c_int,
+    op_: c_int,
+    comm_: c_int,
+) -> Result<(), Fail> {
+    let n = count("recvcount", recvcount_)?;
+    let kind = CollKind::ReduceScatterBlock;
+    let e = reduction(p, kind, sendbuf, recvbuf, n, datatype_, op_)?;
+    if let Some(dt) = e.packed {
+        let all = times("recvcount", n, place(comm_)?.0)?;
+        // SAFETY: the caller's promise.
+        unsafe { stage_reduction(p, &dt, sendbuf, recvbuf, all, n, Gets::Result) }?;
+    }
+    Ok(())
 }
 
 /// `MPI_Reduce_scatter`: `recvcounts` (elements, one per rank).
 ///
 /// # Safety
 ///
-/// `recvcounts` holds one int per rank.
+/// `recvcounts` holds one int per rank; the send buffer (the receive
+/// buffer in place) holds their sum of elements of `datatype_`, the
+/// receive buffer this rank's count.
 pub unsafe fn reduce_scatter(
     p: &mut Prepared,
     sendbuf: *const c_void,
@@ -339,390 +612,32 @@ pub unsafe fn reduce_scatter(
 ) -> Result<(), Fail> {
     let (n, me) = place(comm_)?;
     // SAFETY: the caller's promise.
-    let counts = unsafe { scaled("recvcounts", recvcounts, n, 1) }?;
-    let mine = counts[me] as c_int;
-    reduction(
-        p,
-        CollKind::ReduceScatter,
-        sendbuf,
-        recvbuf,
-        mine,
-        datatype_,
-        op_,
-    )?;
+    let mut counts = unsafe { scaled("recvcounts", recvcounts, n, 1) }?;
+    let mine = counts[me];
+    let kind = CollKind::ReduceScatter;
+    let e = reduction(p, kind, sendbuf, recvbuf, mine, datatype_, op_)?;
+    if let Some(dt) = &e.packed {
+        let total = counts.iter().try_fold(0usize, |a, &c| a.checked_add(c));
+        let total = total.ok_or_else(|| {
+            Fail::new(
+                crate::errors::ERR_COUNT,
+                "the sum of recvcounts passes the address space",
+            )
+        })?;
+        // SAFETY: the caller's promise.
+        unsafe { stage_reduction(p, dt, sendbuf, recvbuf, total, mine, Gets::Result) }?;
+    }
+    if e.per != 1 {
+        for c in counts.iter_mut() {
+            *c = times("recvcounts", *c, e.per)?;
+        }
+    }
     p.call.counts = p.slice(counts);
     Ok(())
 }
 
-/// The bytes per rank of a data-moving collective, from whichever side
-/// the caller's rank gives (both must agree where both count).
-fn per_rank(send: Option<(c_int, c_int)>, recv: Option<(c_int, c_int)>) -> Result<usize, Fail> {
-    let side =
-        |(n, t): (c_int, c_int), what: &str| -> Result<usize, Fail> { bytes(what, n, &typed(t)?) };
-    let s = send.map(|x| side(x, "sendcount")).transpose()?;
-    let r = recv.map(|x| side(x, "recvcount")).transpose()?;
-    match (s, r) {
-        (Some(a), Some(b)) if a != b => Err(Fail::new(
-            ERR_TRUNCATE,
-            format!(
-                "the send side moves {a} bytes per rank and the receive side {b}; they must match"
-            ),
-        )),
-        (Some(a), _) | (None, Some(a)) => Ok(a),
-        (None, None) => Ok(0),
-    }
-}
-
-/// `MPI_Gather` (`scatter` false) and `MPI_Scatter` (true): every rank
-/// sends and the root receives, or the other way; in place at the root,
-/// its own side is not given.
-fn rooted(
-    p: &mut Prepared,
-    kind: CollKind,
-    scatter: bool,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-    root: c_int,
-    comm_: c_int,
-) -> Result<(), Fail> {
-    let at_root = place(comm_)?.1 as c_int == root;
-    let (sends, recvs) = if scatter {
-        (at_root, true)
-    } else {
-        (true, at_root)
-    };
-    let send_given = sends && sendbuf != IN_PLACE;
-    let recv_given = recvs && recvbuf.cast_const() != IN_PLACE;
-    p.call.kind = kind;
-    p.call.count = per_rank(
-        send_given.then_some((sendcount, sendtype)),
-        recv_given.then_some((recvcount, recvtype)),
-    )?;
-    p.call.send = if send_given {
-        sendbuf.cast()
-    } else {
-        std::ptr::null()
-    };
-    p.call.recv = if recv_given {
-        recvbuf.cast()
-    } else {
-        std::ptr::null_mut()
-    };
-    p.call.root = root_of(root)?;
-    Ok(())
-}
-
-/// `MPI_Gather`.
-pub fn gather(
-    p: &mut Prepared,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-    root: c_int,
-    comm_: c_int,
-) -> Result<(), Fail> {
-    rooted(
-        p,
-        CollKind::Gather,
-        false,
-        sendbuf,
-        sendcount,
-        sendtype,
-        recvbuf,
-        recvcount,
-        recvtype,
-        root,
-        comm_,
-    )
-}
-
-/// `MPI_Scatter`.
-pub fn scatter(
-    p: &mut Prepared,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-    root: c_int,
-    comm_: c_int,
-) -> Result<(), Fail> {
-    rooted(
-        p,
-        CollKind::Scatter,
-        true,
-        sendbuf,
-        sendcount,
-        sendtype,
-        recvbuf,
-        recvcount,
-        recvtype,
-        root,
-        comm_,
-    )
-}
-
-/// `MPI_Allgather` and `MPI_Alltoall`.
-fn everyone(
-    p: &mut Prepared,
-    kind: CollKind,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-) -> Result<(), Fail> {
-    let in_place = sendbuf == IN_PLACE;
-    p.call.kind = kind;
-    p.call.count = per_rank(
-        (!in_place).then_some((sendcount, sendtype)),
-        Some((recvcount, recvtype)),
-    )?;
-    p.call.send = buffer(sendbuf);
-    p.call.recv = recvbuf.cast();
-    Ok(())
-}
-
-/// `MPI_Allgather`.
-pub fn allgather(
-    p: &mut Prepared,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-    _comm: c_int,
-) -> Result<(), Fail> {
-    everyone(
-        p,
-        CollKind::Allgather,
-        sendbuf,
-        sendcount,
-        sendtype,
-        recvbuf,
-        recvcount,
-        recvtype,
-    )
-}
-
-/// `MPI_Alltoall`.
-pub fn alltoall(
-    p: &mut Prepared,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-    _comm: c_int,
-) -> Result<(), Fail> {
-    everyone(
-        p,
-        CollKind::Alltoall,
-        sendbuf,
-        sendcount,
-        sendtype,
-        recvbuf,
-        recvcount,
-        recvtype,
-    )
-}
-
-/// `MPI_Gatherv`: the root's counts and displacements are in elements of
-/// `recvtype`; in place, the root's block is already in `recvbuf`.
-///
-/// # Safety
-///
-/// At the root, `recvcounts` and `displs` hold one int per rank.
-pub unsafe fn gatherv(
-    p: &mut Prepared,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: c_int,
-    root: c_int,
-    comm_: c_int,
-) -> Result<(), Fail> {
-    let (n, me) = place(comm_)?;
-    p.call.kind = CollKind::Gatherv;
-    p.call.root = root_of(root)?;
-    let in_place = sendbuf == IN_PLACE;
-    if me as c_int == root {
-        let unit = unit_bytes(&typed(recvtype)?)?;
-        // SAFETY: the caller's promise.
-        let (c, d) = unsafe {
-            (
-                scaled("recvcounts", recvcounts, n, unit)?,
-                scaled("displs", displs, n, unit)?,
-            )
-        };
-        p.call.count = if in_place {
-            c[me]
-        } else {
-            bytes("sendcount", sendcount, &typed(sendtype)?)?
-        };
-        p.call.counts = p.slice(c);
-        p.call.displs = p.slice(d);
-        p.call.recv = recvbuf.cast();
-    } else {
-        p.call.count = bytes("sendcount", sendcount, &typed(sendtype)?)?;
-    }
-    p.call.send = buffer(sendbuf);
-    Ok(())
-}
-
-/// `MPI_Scatterv`: the root's counts and displacements are in elements
-/// of `sendtype`; in place, the root's block stays in `sendbuf`.
-///
-/// # Safety
-///
-/// At the root, `sendcounts` and `displs` hold one int per rank.
-pub unsafe fn scatterv(
-    p: &mut Prepared,
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: c_int,
-    root: c_int,
-    comm_: c_int,
-) -> Result<(), Fail> {
-    let (n, me) = place(comm_)?;
-    p.call.kind = CollKind::Scatterv;
-    p.call.root = root_of(root)?;
-    let in_place = recvbuf.cast_const() == IN_PLACE;
-    if me as c_int == root {
-        let unit = unit_bytes(&typed(sendtype)?)?;
-        // SAFETY: the caller's promise.
-        let (c, d) = unsafe {
-            (
-                scaled("sendcounts", sendcounts, n, unit)?,
-                scaled("displs", displs, n, unit)?,
-            )
-        };
-        p.call.count = if in_place {
-            c[me]
-        } else {
-            bytes("recvcount", recvcount, &typed(recvtype)?)?
-        };
-        p.call.counts = p.slice(c);
-        p.call.displs = p.slice(d);
-        p.call.send = sendbuf.cast();
-    } else {
-        p.call.count = bytes("recvcount", recvcount, &typed(recvtype)?)?;
-    }
-    p.call.recv = if in_place {
-        std::ptr::null_mut()
-    } else {
-        recvbuf.cast()
-    };
-    Ok(())
-}
-
-/// `MPI_Allgatherv`: counts and displacements in elements of `recvtype`.
-///
-/// # Safety
-///
-/// `recvcounts` and `displs` hold one int per rank.
-pub unsafe fn allgatherv(
-    p: &mut Prepared,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: c_int,
-    comm_: c_int,
-) -> Result<(), Fail> {
-    let (n, me) = place(comm_)?;
-    let unit = unit_bytes(&typed(recvtype)?)?;
-    // SAFETY: the caller's promise.
-    let (c, d) = unsafe {
-        (
-            scaled("recvcounts", recvcounts, n, unit)?,
-            scaled("displs", displs, n, unit)?,
-        )
-    };
-    p.call.kind = CollKind::Allgatherv;
-    p.call.count = if sendbuf == IN_PLACE {
-        c[me]
-    } else {
-        bytes("sendcount", sendcount, &typed(sendtype)?)?
-    };
-    p.call.counts = p.slice(c);
-    p.call.displs = p.slice(d);
-    p.call.send = buffer(sendbuf);
-    p.call.recv = recvbuf.cast();
-    Ok(())
-}
-
-/// `MPI_Alltoallv`: each side's counts and displacements in elements of
-/// its type; in place, the send side is the receive side.
-///
-/// # Safety
-///
-/// The four arrays hold one int per rank (the send side's are not read
-/// in place).
-pub unsafe fn alltoallv(
-    p: &mut Prepared,
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: c_int,
-    comm_: c_int,
-) -> Result<(), Fail> {
-    let n = place(comm_)?.0;
-    let runit = unit_bytes(&typed(recvtype)?)?;
-    // SAFETY: the caller's promise.
-    let (rc, rd) = unsafe {
-        (
-            scaled("recvcounts", recvcounts, n, runit)?,
-            scaled("rdispls", rdispls, n, runit)?,
-        )
-    };
-    let (sc, sd) = if sendbuf == IN_PLACE {
-        (rc.clone(), rd.clone())
-    } else {
-        let sunit = unit_bytes(&typed(sendtype)?)?;
-        // SAFETY: the caller's promise.
-        unsafe {
-            (
-                scaled("sendcounts", sendcounts, n, sunit)?,
-                scaled("sdispls", sdispls, n, sunit)?,
-            )
-        }
-    };
-    p.call.kind = CollKind::Alltoallv;
-    p.call.send_counts = p.slice(sc);
-    p.call.send_displs = p.slice(sd);
-    p.call.counts = p.slice(rc);
-    p.call.displs = p.slice(rd);
-    p.call.send = buffer(sendbuf);
-    p.call.recv = recvbuf.cast();
-    Ok(())
-}
-
-/// Runs `p` on `comm_`.
+/// Runs `p` on `comm_`, and finishes it (a staged receive side is
+/// unpacked).
 ///
 /// # Safety
 ///
@@ -733,6 +648,9 @@ pub unsafe fn go(comm_: c_int, p: &Prepared) -> Result<(), Fail> {
     let c = comm(comm_)?;
     // SAFETY: the caller's promise.
     unsafe { rt.collective(c, &p.call) }?;
+    // SAFETY: the call completed; the user's buffers are the caller's
+    // promise.
+    unsafe { p.keep.finish() };
     Ok(())
 }
 
@@ -748,8 +666,9 @@ pub unsafe fn start(comm_: c_int, p: Prepared, request: *mut c_int) -> Result<()
     }
     let rt = runtime()?;
     let c = comm(comm_)?;
-    // SAFETY: the caller's promise; the arrays the call borrows go into
-    // the request, which keeps them until it completes.
+    // SAFETY: the caller's promise; the arrays and staging buffers the
+    // call borrows go into the request, which keeps them until it
+    // completes (and then finishes the call: `requests::finish`).
     let id = unsafe { rt.start_collective(c, &p.call) }?;
     let h = requests::insert(Pending::Coll(id, p.keep));
     // SAFETY: not null; the caller's promise.

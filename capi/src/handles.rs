@@ -97,6 +97,15 @@ const PAIRS: &[(Pair, Option<ElementCode>)] = &[
     (Pair::LongDoubleInt, None),
 ];
 
+/// The element type reductions see for values of the primitive `p`, if
+/// they take it.
+pub fn element_of(p: Primitive) -> Option<ElementCode> {
+    PREDEFINED
+        .iter()
+        .find(|(q, _)| *q == p)
+        .and_then(|&(_, e)| e)
+}
+
 /// Handles of derived types start here.
 pub const FIRST_DERIVED: c_int = 1024;
 

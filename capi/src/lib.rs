@@ -11,6 +11,8 @@ mod buffered;
 mod buffers;
 mod coll;
 mod coll_calls;
+mod coll_move;
+mod coll_staging;
 mod comm;
 mod completion;
 mod constructors;

@@ -4,8 +4,9 @@
 //! Handles: the predefined operations are 1 to 12; a program's operations
 //! come from 32.
 
-use crate::errors::{run, Fail, ERR_ARG, ERR_OP};
-use crate::handles::put;
+use crate::errors::{run, Fail, ERR_ARG, ERR_COUNT, ERR_OP};
+use crate::handles::{put, Layout};
+use oxmpi_datatype::Datatype;
 use slab::Slab;
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
@@ -56,6 +57,10 @@ pub struct UserCtx {
     pub func: UserFn,
     /// The datatype handle the call passes it.
     pub datatype: c_int,
+    /// That type, when it is not contiguous: the reduction then moves its
+    /// elements packed, and each call unpacks them into scratch memory
+    /// laid out as the type for the function, and packs its result back.
+    pub packed: Option<Datatype>,
 }
 
 /// The reduction kernels' entry for a program's operation: calls its
@@ -73,6 +78,12 @@ pub unsafe extern "C" fn call_user(
 ) -> bool {
     // SAFETY: the caller's promise.
     let u = unsafe { &*ctx.cast::<UserCtx>() };
+    if let Some(dt) = &u.packed {
+        // SAFETY: the caller's promise; packed, `count` elements of `dt`
+        // take `count × size` bytes.
+        unsafe { call_unpacked(u, dt, input, inout, count) };
+        return true;
+    }
     let size = crate::handles::typed(u.datatype)
         .ok()
         .and_then(|t| t.contiguous_bytes(1).ok().flatten())
@@ -94,6 +105,72 @@ pub unsafe extern "C" fn call_user(
         done += n;
     }
     true
+}
+
+/// Calls the program's function of `u` on `count` elements of the
+/// non-contiguous `dt`, packed at `input` and `inout`: both are unpacked
+/// into scratch memory laid out as the type (gaps zeroed), the function is
+/// called there with the type's handle, and the result is packed back
+/// into `inout`.
+///
+/// # Safety
+///
+/// `input` and `inout` hold `count` packed elements of `dt`.
+unsafe fn call_unpacked(
+    u: &UserCtx,
+    dt: &Datatype,
+    input: *const u8,
+    inout: *mut u8,
+    count: usize,
+) {
+    let Some((lo, hi)) = dt.reach(count) else {
+        return;
+    };
+    let bytes = count * dt.size();
+    // The scratch memory is of 16-byte words and the elements' origin is
+    // on a word: each value is as aligned as in a 16-byte aligned buffer
+    // of the program's.
+    let lo = lo.div_euclid(16) * 16;
+    let words = ((hi - lo) as usize).div_ceil(16);
+    let (mut a, mut b) = (vec![0u128; words], vec![0u128; words]);
+    // The elements' origin: their reach starts at or after `lo` bytes
+    // from it.
+    let a_origin = a.as_mut_ptr().cast::<u8>().wrapping_offset(-lo);
+    let b_origin = b.as_mut_ptr().cast::<u8>().wrapping_offset(-lo);
+    // SAFETY: `bytes` packed bytes each (the caller's promise), not the
+    // scratch vectors.
+    let (input, inout) = unsafe {
+        (
+            std::slice::from_raw_parts(input, bytes),
+            std::slice::from_raw_parts_mut(inout, bytes),
+        )
+    };
+    // SAFETY: the scratch vectors span the elements' reach from their
+    // origins, and are nobody else's.
+    unsafe {
+        dt.unpack_raw(input, a_origin, count, 0);
+        dt.unpack_raw(inout, b_origin, count, 0);
+    }
+    let extent = dt.extent();
+    let mut done = 0;
+    while done < count {
+        let n = (count - done).min(c_int::MAX as usize);
+        let (mut len, mut h) = (n as c_int, u.datatype);
+        let at = done as isize * extent;
+        // SAFETY: the program's function, called as MPI defines it, on `n`
+        // elements of the type laid out in the scratch vectors.
+        unsafe {
+            (u.func)(
+                a_origin.wrapping_offset(at).cast(),
+                b_origin.wrapping_offset(at).cast(),
+                &mut len,
+                &mut h,
+            )
+        };
+        done += n;
+    }
+    // SAFETY: as for the unpacking.
+    unsafe { dt.pack_raw(b_origin, count, 0, inout) };
 }
 
 /// `MPI_Op_create`.
@@ -173,7 +250,8 @@ pub unsafe extern "C" fn PMPI_Op_commutative(op: c_int, commute: *mut c_int) -> 
 }
 
 /// `MPI_Reduce_local`: `inout = in op inout` on `count` elements, with a
-/// predefined operation or one of the program's.
+/// predefined operation or one of the program's, over any committed type
+/// (a predefined operation: over the types collectives reduce).
 ///
 /// # Safety
 ///
@@ -189,55 +267,74 @@ pub unsafe extern "C" fn PMPI_Reduce_local(
     run("MPI_Reduce_local", 1, || {
         let n = crate::handles::count("count", count)?;
         let t = crate::handles::typed(datatype)?;
-        let bytes = t.contiguous_bytes(n)?.ok_or_else(|| {
-            Fail::new(
-                crate::errors::ERR_TYPE,
-                "MPI_Reduce_local takes contiguous types in oxmpi",
-            )
-        })?;
-        if bytes == 0 {
-            return Ok(());
-        }
+        let packed = match t.layout(n)? {
+            Layout::Contiguous(0) | Layout::Packed(_, 0) => return Ok(()),
+            Layout::Contiguous(_) => None,
+            Layout::Packed(dt, bytes) => Some((dt.clone(), bytes)),
+        };
         if inbuf.is_null() || inoutbuf.is_null() {
             return Err(Fail::new(ERR_ARG, "inbuf or inoutbuf is a null pointer"));
         }
         if let Some(u) = user(op)? {
-            let mut ctx = UserCtx {
-                func: u.func,
-                datatype,
-            };
-            // SAFETY: `ctx` lives through the call; the buffers hold
-            // `count` elements (the caller's promise).
-            unsafe {
-                call_user(
-                    std::ptr::from_mut(&mut ctx).cast(),
-                    inbuf.cast(),
-                    inoutbuf.cast(),
-                    n,
-                )
-            };
+            // The buffers are laid out in the type, as the function takes
+            // them.
+            let (mut len, mut dt) = (count, datatype);
+            // SAFETY: the program's function, called as MPI defines it, on
+            // `count` elements of the buffers (the caller's promise).
+            unsafe { (u.func)(inbuf.cast_mut(), inoutbuf, &mut len, &mut dt) };
             return Ok(());
         }
-        let code = crate::handles::op(op)?;
+        let (element, code, per) = match t.element() {
+            Some(e) => (e, crate::handles::op(op)?, 1),
+            None => crate::coll::derived_element(&t, datatype, op)?,
+        };
         let (Some(o), Some(ty)) = (
             oxmpi_reduce::Op::from_code(code as u8),
-            t.element()
-                .and_then(|e| oxmpi_reduce::ElementType::from_code(e as u8)),
+            oxmpi_reduce::ElementType::from_code(element as u8),
         ) else {
             return Err(Fail::new(
                 ERR_OP,
                 format!("operation {op} does not apply to datatype {datatype} in oxmpi"),
             ));
         };
-        // SAFETY: both buffers hold `bytes` bytes (the caller's promise);
-        // MPI forbids them to overlap.
-        let (input, inout) = unsafe {
-            (
-                std::slice::from_raw_parts(inbuf.cast::<u8>(), bytes),
-                std::slice::from_raw_parts_mut(inoutbuf.cast::<u8>(), bytes),
-            )
+        let reduce = |input: &[u8], inout: &mut [u8]| {
+            oxmpi_reduce::reduce_local(o, ty, input, inout)
+                .map_err(|e| Fail::new(ERR_OP, e.to_string()))
         };
-        oxmpi_reduce::reduce_local(o, ty, input, inout)
-            .map_err(|e| Fail::new(ERR_OP, e.to_string()))
+        match packed {
+            // A derived type of one primitive with gaps: its values are
+            // packed, reduced, and unpacked into `inoutbuf`.
+            Some((dt, bytes)) if t.element().is_none() => {
+                let (mut a, mut b) = (vec![0u8; bytes], vec![0u8; bytes]);
+                // SAFETY: both buffers hold `n` elements of `dt` (the
+                // caller's promise); the vectors are new.
+                unsafe {
+                    dt.pack_raw(inbuf.cast(), n, 0, &mut a);
+                    dt.pack_raw(inoutbuf.cast(), n, 0, &mut b);
+                }
+                reduce(&a, &mut b)?;
+                // SAFETY: as above; nothing else writes `inoutbuf` (MPI
+                // forbids it to overlap `inbuf`).
+                unsafe { dt.unpack_raw(&b, inoutbuf.cast(), n, 0) };
+                Ok(())
+            }
+            _ => {
+                // Contiguous, or a pair type, which the kernels take laid
+                // out as its C struct.
+                let size = element.size().unwrap_or(0);
+                let bytes = n.checked_mul(size * per).ok_or_else(|| {
+                    Fail::new(ERR_COUNT, format!("{n} elements pass the address space"))
+                })?;
+                // SAFETY: both buffers hold `bytes` bytes (the caller's
+                // promise); MPI forbids them to overlap.
+                let (input, inout) = unsafe {
+                    (
+                        std::slice::from_raw_parts(inbuf.cast::<u8>(), bytes),
+                        std::slice::from_raw_parts_mut(inoutbuf.cast::<u8>(), bytes),
+                    )
+                };
+                reduce(input, inout)
+            }
+        }
     })
 }

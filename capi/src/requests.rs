@@ -20,9 +20,10 @@ pub enum Pending {
     Send(RequestId, #[allow(dead_code)] Outgoing),
     /// A receive; a staged one is unpacked when it completes.
     Recv(RequestId, Incoming),
-    /// A non-blocking collective, with the count and displacement arrays
-    /// its call borrows (held, never read).
-    Coll(RequestId, #[allow(dead_code)] crate::coll::Keep),
+    /// A non-blocking collective, with what its call borrows (count and
+    /// displacement arrays, staging buffers); a staged receive side is
+    /// unpacked when it completes.
+    Coll(RequestId, crate::coll::Keep),
     /// An operation already complete (with `MPI_PROC_NULL`, a buffered
     /// send, or one `MPI_Request_get_status` saw complete).
     Done(Status),
@@ -187,10 +188,13 @@ fn take_run(h: c_int) -> Result<Option<(Pending, bool)>, Fail> {
 /// (a staged receive is unpacked; kept buffers go).
 fn finish(p: Pending, outcome: Result<Status, oxmpi_mpi_core::Error>) -> Result<Status, Fail> {
     let s = outcome?;
-    if let Pending::Recv(_, inc) = &p {
+    match &p {
         // SAFETY: the receive completed, so the user's buffer is the
         // application's again and the staging bytes are final.
-        unsafe { inc.finish(s.count) };
+        Pending::Recv(_, inc) => unsafe { inc.finish(s.count) },
+        // SAFETY: as above, for the collective's receive side.
+        Pending::Coll(_, keep) => unsafe { keep.finish() },
+        _ => {}
     }
     Ok(s)
 }

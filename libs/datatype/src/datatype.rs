@@ -425,6 +425,25 @@ impl Datatype {
         self.0.values
     }
 
+    /// The one primitive every value of the type is of: `None` for a
+    /// type without values or with values of several primitives (a pair
+    /// type among them). A reduction with a predefined operation takes a
+    /// derived type of one primitive as that many values of it.
+    pub fn primitive(&self) -> Option<Primitive> {
+        fn of(nodes: &[Node], found: &mut Option<Primitive>) -> bool {
+            nodes.iter().all(|node| match node {
+                Node::Run { prim, .. } => *found.get_or_insert(*prim) == *prim,
+                Node::Repeat { body, .. } => of(body, found),
+            })
+        }
+        let mut found = None;
+        if of(&self.0.nodes, &mut found) {
+            found
+        } else {
+            None
+        }
+    }
+
     /// How the type was made.
     pub fn combiner(&self) -> Combiner {
         self.0.combiner

@@ -318,3 +318,23 @@ fn packing_checks_both_buffers() {
     assert_eq!(e.kind(), ErrorKind::Truncate);
     assert_eq!(dst, [0u8; 12]);
 }
+
+#[test]
+fn a_type_knows_the_one_primitive_of_its_values() {
+    let v = Datatype::vector(3, 2, 4, &double()).unwrap();
+    assert_eq!(v.primitive(), Some(Primitive::Double));
+    let nested = Datatype::vector(2, 1, 3, &Datatype::resized(&v, 0, 100).unwrap()).unwrap();
+    assert_eq!(nested.primitive(), Some(Primitive::Double));
+    let same = Datatype::structure(&[1, 2], &[0, 16], &[int(), int()]).unwrap();
+    assert_eq!(same.primitive(), Some(Primitive::Int));
+    let mixed = Datatype::structure(&[1, 1], &[0, 8], &[double(), int()]).unwrap();
+    assert_eq!(mixed.primitive(), None);
+    let deep = Datatype::vector(2, 1, 2, &mixed).unwrap();
+    assert_eq!(deep.primitive(), None);
+    assert_eq!(Datatype::pair(Pair::DoubleInt).primitive(), None);
+    assert_eq!(
+        Datatype::pair(Pair::TwoInt).primitive(),
+        Some(Primitive::Int)
+    );
+    assert_eq!(Datatype::contiguous(0, &int()).unwrap().primitive(), None);
+}

@@ -66,6 +66,11 @@ fn every_collective_blocking_and_not_passes_on_1_to_4_ranks() {
 }
 
 #[test]
+fn every_collective_takes_non_contiguous_types_on_1_to_4_ranks() {
+    passes("coll_types.c", &["1", "2", "3", "4"], "coll_types: ok");
+}
+
+#[test]
 fn derived_types_travel_and_describe_themselves() {
     passes("types.c", &["2", "3"], "types: ok");
 }
