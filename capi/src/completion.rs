@@ -125,8 +125,14 @@ unsafe fn all(slots: &mut [c_int], statuses: *mut MpiStatus, block: bool) -> Res
         }
     }
     let mut failed = None;
-    for (i, slot) in slots.iter_mut().enumerate() {
-        let st = match requests::complete(rt, *slot, true) {
+    // Every run is taken out of the table under one lock, then waited for.
+    let runs = requests::take_runs(slots);
+    for (i, (slot, run)) in slots.iter_mut().zip(runs).enumerate() {
+        let done = run.and_then(|run| match run {
+            None => Ok(None),
+            Some((p, null)) => requests::wait(rt, p).map(|s| Some((MpiStatus::of(&s), null))),
+        });
+        let st = match done {
             Ok(Some(done)) => settle(slot, done),
             Ok(None) => requests::empty_status(),
             Err(f) => {

@@ -223,16 +223,13 @@ macro_rules! immediate_send {
                         // SAFETY: the user's buffer holds `len` bytes (the
                         // caller's promise) until the request completes.
                         let id = unsafe { rt.isend(c, dest, tag, buf.cast(), len, $mode) }?;
-                        requests::insert_started(
-                            id,
-                            Pending::Send(id, Outgoing::Direct(buf.cast(), len)),
-                        )
+                        requests::insert_plain(id, false)
                     }
                     _ => {
+                        let (n, t) = (count, datatype);
                         // SAFETY: the caller's promise (the buffer lives
                         // until the request completes).
-                        let p =
-                            unsafe { start_send(buf, count, datatype, dest, tag, comm, $mode) }?;
+                        let p = unsafe { start_send(buf, n, t, dest, tag, comm, $mode) }?;
                         requests::insert(p)
                     }
                 };
@@ -315,7 +312,7 @@ pub unsafe extern "C" fn PMPI_Irecv(
                 // SAFETY: the user's buffer holds `len` bytes (the caller's
                 // promise), untouched until the request completes.
                 let id = unsafe { rt.irecv(c, source, tag, buf.cast(), len) }?;
-                requests::insert(Pending::Recv(id, Incoming::Direct(buf.cast(), len)))
+                requests::insert_plain(id, true)
             }
             _ => {
                 // SAFETY: the caller's promise (the buffer is untouched

@@ -15,6 +15,11 @@ pub const REQUEST_NULL: c_int = 0;
 
 /// A request the application holds.
 pub enum Pending {
+    /// A send straight from the user's buffer: nothing to keep or finish.
+    PlainSend(RequestId),
+    /// A receive straight into the user's buffer: nothing to keep or
+    /// finish.
+    PlainRecv(RequestId),
     /// A send; its packed copy lives until it completes (held, never
     /// read).
     Send(RequestId, #[allow(dead_code)] Outgoing),
@@ -67,14 +72,20 @@ pub fn insert(p: Pending) -> c_int {
     key as c_int + 1
 }
 
-/// Registers the operation `p` of runtime request `id`, which keeps no
-/// buffer alive, and answers its handle: [`COMPLETE`] when `id` completed
-/// as it started with the empty status (the table is not touched).
+/// Registers the send (`receive` false) or receive of runtime request
+/// `id`, straight from or into the user's buffer, and answers its handle:
+/// [`COMPLETE`] when `id` completed as it started with the empty status
+/// (the table is not touched).
 #[inline(always)]
-pub fn insert_started(id: RequestId, p: Pending) -> c_int {
+pub fn insert_plain(id: RequestId, receive: bool) -> c_int {
     if id.outcome() == Some(Status::default()) {
         return COMPLETE;
     }
+    let p = if receive {
+        Pending::PlainRecv(id)
+    } else {
+        Pending::PlainSend(id)
+    };
     let key = TABLE.lock().unwrap_or_else(|e| e.into_inner()).insert(p);
     key as c_int + 1
 }
@@ -83,7 +94,9 @@ pub fn insert_started(id: RequestId, p: Pending) -> c_int {
 #[inline]
 fn settled_empty(p: &Pending) -> bool {
     match p {
-        Pending::Send(id, Outgoing::Direct(..)) => id.outcome() == Some(Status::default()),
+        Pending::PlainSend(id) | Pending::Send(id, Outgoing::Direct(..)) => {
+            id.outcome() == Some(Status::default())
+        }
         Pending::Done(s) => *s == Status::default(),
         _ => false,
     }
@@ -111,10 +124,14 @@ pub fn empty_status() -> MpiStatus {
 }
 
 /// The runtime's id of a started, incomplete request.
-#[inline]
+#[inline(always)]
 fn id_in(p: &Pending) -> Option<RequestId> {
     match p {
-        Pending::Send(id, _) | Pending::Recv(id, _) | Pending::Coll(id, _) => Some(*id),
+        Pending::PlainSend(id)
+        | Pending::PlainRecv(id)
+        | Pending::Send(id, _)
+        | Pending::Recv(id, _)
+        | Pending::Coll(id, _) => Some(*id),
         Pending::Persistent(q) => q.active.as_ref().and_then(id_in),
         Pending::Many(parts) => parts.iter().find_map(id_in),
         Pending::Done(_) => None,
@@ -184,6 +201,27 @@ fn take_run(h: c_int) -> Result<Option<(Pending, bool)>, Fail> {
     }
 }
 
+/// [`take_run`] of every handle of `handles`, under one lock (for the
+/// calls that wait for all of them).
+pub fn take_runs(handles: &[c_int]) -> Vec<Result<Option<(Pending, bool)>, Fail>> {
+    let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+    handles
+        .iter()
+        .map(|&h| match h {
+            REQUEST_NULL => Ok(None),
+            COMPLETE => Ok(Some((Pending::Done(Status::default()), true))),
+            _ => {
+                let k = key(h)?;
+                match t.get_mut(k) {
+                    None => Err(bad(h)),
+                    Some(Pending::Persistent(q)) => Ok(q.active.take().map(|run| (run, false))),
+                    Some(_) => Ok(Some((t.remove(k), true))),
+                }
+            }
+        })
+        .collect()
+}
+
 /// Finishes the run `p` whose runtime request completed with `outcome`
 /// (a staged receive is unpacked; kept buffers go).
 fn finish(p: Pending, outcome: Result<Status, oxmpi_mpi_core::Error>) -> Result<Status, Fail> {
@@ -240,7 +278,18 @@ fn progress_many(rt: &Runtime, h: c_int) -> Result<bool, Fail> {
 /// # Errors
 ///
 /// The request's error.
+#[inline]
 pub fn wait(rt: &Runtime, p: Pending) -> Result<Status, Fail> {
+    match p {
+        Pending::PlainSend(id) | Pending::PlainRecv(id) => Ok(rt.wait(id)?),
+        Pending::Done(s) => Ok(s),
+        p => wait_kept(rt, p),
+    }
+}
+
+/// [`wait`] for a run that keeps buffers or has parts.
+#[inline(never)]
+fn wait_kept(rt: &Runtime, p: Pending) -> Result<Status, Fail> {
     if let Pending::Many(parts) = p {
         let mut first_error = None;
         for part in parts {
@@ -433,8 +482,10 @@ pub fn free(rt: &Runtime, h: c_int) -> Result<(), Fail> {
         let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
         let pending_recv = match t.get(k) {
             None => return Err(bad(h)),
-            Some(Pending::Recv(..)) => true,
-            Some(Pending::Persistent(q)) => matches!(q.active, Some(Pending::Recv(..))),
+            Some(Pending::Recv(..) | Pending::PlainRecv(_)) => true,
+            Some(Pending::Persistent(q)) => {
+                matches!(q.active, Some(Pending::Recv(..) | Pending::PlainRecv(_)))
+            }
             Some(_) => false,
         };
         if pending_recv {
