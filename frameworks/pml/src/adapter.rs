@@ -626,13 +626,27 @@ unsafe extern "C" fn irecv<P: Exported>(
     status: &mut RequestStatus,
     error: &mut RString,
 ) -> bool {
-    let posted = P::instance().call("irecv", |p| {
+    recv_entry::<P>("irecv", request, error, |p| {
         // SAFETY: the MPI layer keeps the buffer valid and untouched until
         // the request completes (the interface contract), `irecv`'s
         // requirement.
         // A receive that matched an arrived message and completed without
         // error is handed back as handle 0 with its status.
-        let posted = unsafe { p.irecv_or_complete(args, status) };
+        unsafe { p.irecv_or_complete(args, status) }
+    })
+}
+
+/// The body of `irecv` and `imrecv`: `post` answers the request handle
+/// (0: complete, its status written) or the refusal.
+#[inline(always)]
+fn recv_entry<P: Exported>(
+    what: &'static str,
+    request: &mut u64,
+    error: &mut RString,
+    post: impl FnOnce(&mut P) -> Result<u64, String>,
+) -> bool {
+    let posted = P::instance().call(what, |p| {
+        let posted = post(p);
         record(p);
         *request = posted?;
         Ok::<(), String>(())
@@ -644,7 +658,7 @@ unsafe extern "C" fn irecv<P: Exported>(
             false
         }
         Err(entry) => {
-            *error = refused::<P>("irecv", entry).into();
+            *error = refused::<P>(what, entry).into();
             false
         }
     }
@@ -747,26 +761,12 @@ unsafe extern "C" fn imrecv<P: Exported>(
     status: &mut RequestStatus,
     error: &mut RString,
 ) -> bool {
-    let posted = P::instance().call("imrecv", |p| {
+    recv_entry::<P>("imrecv", request, error, |p| {
         // SAFETY: the MPI layer keeps the buffer valid and untouched until
         // the request completes (the interface contract), `imrecv`'s
         // requirement.
-        let posted = unsafe { p.imrecv(message, args, status) };
-        record(p);
-        *request = posted?;
-        Ok::<(), String>(())
-    });
-    match posted {
-        Ok(Ok(())) => true,
-        Ok(Err(why)) => {
-            *error = why.into();
-            false
-        }
-        Err(entry) => {
-            *error = refused::<P>("imrecv", entry).into();
-            false
-        }
-    }
+        unsafe { p.imrecv(message, args, status) }
+    })
 }
 
 unsafe extern "C" fn progress<P: Exported>() -> usize {

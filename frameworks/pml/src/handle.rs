@@ -234,15 +234,7 @@ impl PmlHandle {
         let mut error = RString::new();
         // SAFETY: as in `init`; the buffer is the caller's promise.
         let ok = unsafe { (self.table.irecv)(args, &mut request, &mut status, &mut error) };
-        if ok {
-            release_unused(error);
-            Ok((request, status))
-        } else {
-            Err(reason(
-                error,
-                "the pml refused the receive without a reason",
-            ))
-        }
+        posted(ok, (request, status), error, "receive")
     }
 
     /// The request's status once complete (then
@@ -335,15 +327,7 @@ impl PmlHandle {
         // SAFETY: as in `init`; the buffer is the caller's promise.
         let ok =
             unsafe { (self.table.imrecv)(message, args, &mut request, &mut status, &mut error) };
-        if ok {
-            release_unused(error);
-            Ok((request, status))
-        } else {
-            Err(reason(
-                error,
-                "the pml refused the matched receive without a reason",
-            ))
-        }
+        posted(ok, (request, status), error, "matched receive")
     }
 
     /// The pml's own progress; returns the number of events.
@@ -358,6 +342,26 @@ impl PmlHandle {
     pub fn finalize(&self) {
         // SAFETY: as in `init`.
         unsafe { (self.table.finalize)() }
+    }
+}
+
+/// The answer of a receive entry point: the request and status when `ok`,
+/// else the pml's sentence (or one saying it gave none, naming `what`).
+#[inline(always)]
+fn posted(
+    ok: bool,
+    answer: (u64, RequestStatus),
+    error: RString,
+    what: &str,
+) -> Result<(u64, RequestStatus), String> {
+    if ok {
+        release_unused(error);
+        Ok(answer)
+    } else {
+        Err(reason(
+            error,
+            &format!("the pml refused the {what} without a reason"),
+        ))
     }
 }
 

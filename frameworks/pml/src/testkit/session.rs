@@ -205,22 +205,38 @@ impl Session {
         tag: i32,
         context: u32,
     ) -> Result<u64, String> {
+        let args = self.recv_args(buf, len, source, tag, context);
+        // SAFETY: as in `isend`; nothing else writes the buffer.
+        let posted = unsafe { self.pml.irecv(&args) }?;
+        Ok(self.handle_of(posted))
+    }
+
+    /// The arguments of a receive into the first `len` bytes of `buf`.
+    ///
+    /// # Panics
+    ///
+    /// When `len` passes the end of `buf` (a bug in the test).
+    fn recv_args(&self, buf: Buf, len: usize, source: i32, tag: i32, context: u32) -> RecvArgs {
         assert!(
             len <= buf.len,
             "a receive of {len} bytes into a {}-byte buffer",
             buf.len
         );
-        let args = RecvArgs {
+        RecvArgs {
             buf: self.raw(buf),
             len,
             source,
             tag,
             context,
-        };
-        // SAFETY: as in `isend`; nothing else writes the buffer.
-        match unsafe { self.pml.irecv(&args) }? {
-            (0, status) => Ok(self.core.keep_immediate(status)),
-            (h, _) => Ok(h),
+        }
+    }
+
+    /// The handle of a receive the pml took: its own, or a kit handle
+    /// keeping the status of one that completed at once.
+    fn handle_of(&mut self, (h, status): (u64, RequestStatus)) -> u64 {
+        match h {
+            0 => self.core.keep_immediate(status),
+            h => h,
         }
     }
 
@@ -235,23 +251,10 @@ impl Session {
     ///
     /// When `len` passes the end of `buf` (a bug in the test).
     pub fn imrecv(&mut self, message: u64, buf: Buf, len: usize) -> Result<u64, String> {
-        assert!(
-            len <= buf.len,
-            "a receive of {len} bytes into a {}-byte buffer",
-            buf.len
-        );
-        let args = RecvArgs {
-            buf: self.raw(buf),
-            len,
-            source: ANY_SOURCE,
-            tag: ANY_TAG,
-            context: 0,
-        };
+        let args = self.recv_args(buf, len, ANY_SOURCE, ANY_TAG, 0);
         // SAFETY: as in `isend`; nothing else writes the buffer.
-        match unsafe { self.pml.imrecv(message, &args) }? {
-            (0, status) => Ok(self.core.keep_immediate(status)),
-            (h, _) => Ok(h),
-        }
+        let posted = unsafe { self.pml.imrecv(message, &args) }?;
+        Ok(self.handle_of(posted))
     }
 
     /// One progress round ([`KitCore::round`]).

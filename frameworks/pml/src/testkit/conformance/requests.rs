@@ -7,7 +7,7 @@ use super::{
 };
 use crate::module::{RequestError, SendMode, ANY_SOURCE, ANY_TAG};
 use crate::testkit::loopback;
-use crate::testkit::session::KitPml;
+use crate::testkit::session::{KitPml, Session};
 
 /// Check 5: A synchronous send completes only after a receive matched it
 /// (under `behaviour`).
@@ -149,6 +149,28 @@ pub(super) fn cancel(subject: &Subject) {
     end(s, &at);
 }
 
+/// The sends of the probe checks and the bytes they carry.
+struct Probed {
+    s7: u64,
+    s8: u64,
+    m7: Vec<u8>,
+    m8: Vec<u8>,
+}
+
+/// Sends an eager message of 1000 bytes with tag 7 and a rendezvous of
+/// 1 MiB with tag 8 to this process, and progresses until both arrived
+/// (tag 8 is probed: the order of arrival is the order of sending).
+fn send_two(s: &mut Session, at: &str) -> Probed {
+    let (b7, m7) = message(s, 1000, 7);
+    let (b8, m8) = message(s, 1 << 20, 8);
+    let s7 = s.isend(b7, 0, 7, 0, SendMode::Standard).expect("isend");
+    let s8 = s.isend(b8, 0, 8, 0, SendMode::Standard).expect("isend");
+    s.wait_until(&format!("{at}: iprobe of tag 8"), |s| {
+        s.pml().iprobe(0, 0, 8).is_some()
+    });
+    Probed { s7, s8, m7, m8 }
+}
+
 /// Check 5: matched probes: `improbe` claims a message (eager, then
 /// rendezvous) that no probe or receive sees again, `imrecv` receives it
 /// whole or truncated, and a handle received once is refused.
@@ -160,13 +182,7 @@ pub(super) fn improbe(subject: &Subject) {
         None,
         "{at}: improbe found a message before any was sent"
     );
-    let (b7, m7) = message(&mut s, 1000, 7);
-    let (b8, m8) = message(&mut s, 1 << 20, 8);
-    let s7 = s.isend(b7, 0, 7, 0, SendMode::Standard).expect("isend");
-    let s8 = s.isend(b8, 0, 8, 0, SendMode::Standard).expect("isend");
-    s.wait_until(&format!("{at}: iprobe of tag 8"), |s| {
-        s.pml().iprobe(0, 0, 8).is_some()
-    });
+    let Probed { s7, s8, m7, m8 } = send_two(&mut s, &at);
     let (h8, st8) = s.pml().improbe(0, ANY_SOURCE, 8).expect("improbe of tag 8");
     assert_eq!(
         (st8.source, st8.tag, st8.count),
@@ -226,13 +242,7 @@ pub(super) fn iprobe(subject: &Subject) {
         None,
         "{at}: iprobe found a message before any was sent"
     );
-    let (b7, m7) = message(&mut s, 1000, 7);
-    let (b8, m8) = message(&mut s, 1 << 20, 8);
-    let s7 = s.isend(b7, 0, 7, 0, SendMode::Standard).expect("isend");
-    let s8 = s.isend(b8, 0, 8, 0, SendMode::Standard).expect("isend");
-    s.wait_until(&format!("{at}: iprobe of tag 8"), |s| {
-        s.pml().iprobe(0, 0, 8).is_some()
-    });
+    let Probed { s7, s8, m7, m8 } = send_two(&mut s, &at);
     let summary = |p: Option<crate::module::RequestStatus>| p.map(|p| (p.source, p.tag, p.count));
     let pml = s.pml();
     assert_eq!(
