@@ -90,16 +90,12 @@ pub fn insert_plain(id: RequestId, receive: bool) -> c_int {
     key as c_int + 1
 }
 
-/// Whether `p` completed with the empty status and keeps nothing alive.
+/// Whether `p` is complete with the empty status (it keeps nothing
+/// alive: a plain send complete at its start comes through
+/// [`insert_plain`]).
 #[inline]
 fn settled_empty(p: &Pending) -> bool {
-    match p {
-        Pending::PlainSend(id) | Pending::Send(id, Outgoing::Direct(..)) => {
-            id.outcome() == Some(Status::default())
-        }
-        Pending::Done(s) => *s == Status::default(),
-        _ => false,
-    }
+    matches!(p, Pending::Done(s) if *s == Status::default())
 }
 
 fn bad(h: c_int) -> Fail {
@@ -186,18 +182,26 @@ pub fn is_many(h: c_int) -> bool {
 /// one goes inactive. `None` for `MPI_REQUEST_NULL` or an inactive
 /// persistent request.
 fn take_run(h: c_int) -> Result<Option<(Pending, bool)>, Fail> {
-    if h == REQUEST_NULL {
-        return Ok(None);
+    if h == REQUEST_NULL || h == COMPLETE {
+        return take_from(&mut Slab::new(), h);
     }
-    if h == COMPLETE {
-        return Ok(Some((Pending::Done(Status::default()), true)));
-    }
-    let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-    let k = key(h)?;
-    match t.get_mut(k) {
-        None => Err(bad(h)),
-        Some(Pending::Persistent(q)) => Ok(q.active.take().map(|run| (run, false))),
-        Some(_) => Ok(Some((t.remove(k), true))),
+    take_from(&mut TABLE.lock().unwrap_or_else(|e| e.into_inner()), h)
+}
+
+/// [`take_run`] in the locked table `t`.
+#[inline]
+fn take_from(t: &mut Slab<Pending>, h: c_int) -> Result<Option<(Pending, bool)>, Fail> {
+    match h {
+        REQUEST_NULL => Ok(None),
+        COMPLETE => Ok(Some((Pending::Done(Status::default()), true))),
+        _ => {
+            let k = key(h)?;
+            match t.get_mut(k) {
+                None => Err(bad(h)),
+                Some(Pending::Persistent(q)) => Ok(q.active.take().map(|run| (run, false))),
+                Some(_) => Ok(Some((t.remove(k), true))),
+            }
+        }
     }
 }
 
@@ -205,21 +209,7 @@ fn take_run(h: c_int) -> Result<Option<(Pending, bool)>, Fail> {
 /// calls that wait for all of them).
 pub fn take_runs(handles: &[c_int]) -> Vec<Result<Option<(Pending, bool)>, Fail>> {
     let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-    handles
-        .iter()
-        .map(|&h| match h {
-            REQUEST_NULL => Ok(None),
-            COMPLETE => Ok(Some((Pending::Done(Status::default()), true))),
-            _ => {
-                let k = key(h)?;
-                match t.get_mut(k) {
-                    None => Err(bad(h)),
-                    Some(Pending::Persistent(q)) => Ok(q.active.take().map(|run| (run, false))),
-                    Some(_) => Ok(Some((t.remove(k), true))),
-                }
-            }
-        })
-        .collect()
+    handles.iter().map(|&h| take_from(&mut t, h)).collect()
 }
 
 /// Finishes the run `p` whose runtime request completed with `outcome`
