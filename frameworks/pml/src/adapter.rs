@@ -143,7 +143,8 @@ pub trait Pml: Send + Sized + 'static {
     fn request_error(&mut self, request: u64) -> String;
 
     /// Releases a handle (a completed request, or one the caller no longer
-    /// watches: it still completes).
+    /// watches: it still completes, and its completion slot, if it has
+    /// one, is never written again).
     fn free(&mut self, request: u64);
 
     /// Cancels a receive that has not matched yet; true if it was
@@ -252,16 +253,10 @@ pub trait Exported: Pml {
 }
 
 /// Records in `P`'s signals an entry that may have completed requests or
-/// queued work, and releases the watched request if it completed without
-/// error (see [`PmlSignals`]).
+/// queued work (see [`PmlSignals`]).
 #[inline(always)]
 fn record<P: Exported>(p: &mut P) {
-    let signals = P::signals();
-    signals.record(p.has_work());
-    let watched = signals.watched();
-    if watched != 0 {
-        release_watched(p, signals, watched);
-    }
+    P::signals().record(p.has_work());
 }
 
 /// The status of request `handle`, just started, if it is complete
@@ -270,17 +265,6 @@ fn record<P: Exported>(p: &mut P) {
 #[inline]
 fn released_at_start<P: Pml>(p: &mut P, handle: u64) -> Option<RequestStatus> {
     p.take(handle).filter(|st| st.error == RequestError::None)
-}
-
-/// The watched request, if complete without error: released (by `take`)
-/// and published. One in error stays for its waiter's `take`.
-#[inline]
-fn release_watched<P: Pml>(p: &mut P, signals: &PmlSignals, watched: u64) {
-    if let Some(status) = p.take(watched) {
-        if status.error == RequestError::None {
-            signals.publish_release(watched, &status);
-        }
-    }
 }
 
 /// What the MPI layer offers the pml during and after `init`: the modex

@@ -30,9 +30,12 @@
 //!   the pml keeps current ([`PmlSignals`]): a counter of entries that may
 //!   have completed requests, so a waiting caller tests again only after
 //!   one; whether [`progress`](PmlModule::progress) has work, so it is
-//!   called only then; and a watched request, which the pml releases as
-//!   soon as it completes without error, publishing its status, so the
-//!   waiter needs no further call.
+//!   called only then.
+//! - **Completion slots.** A request started with a [`Completion`] slot
+//!   (`done` in [`SendArgs`] and [`RecvArgs`]) is released by the pml as
+//!   soon as it completes without error, its status published in the
+//!   slot, so the waiter needs no further call; one that completes in
+//!   error is kept and its slot says so.
 //!   A handle the pml does not know — freed, or never issued — is refused:
 //!   `test` answers it complete with an error (never "not complete", so no
 //!   wait hangs, and never the status of a request issued since),
@@ -122,6 +125,9 @@ pub struct SendArgs {
     pub context: u32,
     /// Completion mode.
     pub mode: SendMode,
+    /// Where to publish the request's completion, or null (then the
+    /// caller tests or takes it); see [`Completion`].
+    pub done: *const Completion,
 }
 
 /// A receive to post.
@@ -138,6 +144,154 @@ pub struct RecvArgs {
     pub tag: i32,
     /// Context id of the communicator.
     pub context: u32,
+    /// Where to publish the request's completion, or null (then the
+    /// caller tests or takes it); see [`Completion`].
+    pub done: *const Completion,
+}
+
+/// Where a pml publishes the completion of a request started with it
+/// ([`SendArgs::done`], [`RecvArgs::done`]), so its caller learns of it
+/// with a load instead of a call.
+///
+/// The MPI layer owns the slot: it [`arm`](Completion::arm)s it before
+/// starting the operation and keeps it in place until it reads a
+/// completion (or until it [`free`](PmlModule::free)d the request). The
+/// pml writes it only inside its entry points, and the MPI layer reads it
+/// under the same lock, so relaxed order suffices.
+///
+/// - A request that completes **without error** (cancelled receives
+///   included) is released by the pml as it completes, as
+///   [`take`](PmlModule::take) would, and its status
+///   [`publish`](Completion::publish)ed: the handle is stale from then on.
+/// - A request that completes **in error** is kept, as always, and
+///   marked [`failed`](Completion::fail): the caller asks
+///   [`request_error`](PmlModule::request_error) and frees it.
+/// - After [`free`](PmlModule::free) of a running request the pml never
+///   writes its slot again.
+/// - An operation that completes during the call that starts it (handle
+///   0) leaves its slot untouched.
+#[repr(C)]
+#[derive(StableAbi, Debug)]
+pub struct Completion {
+    /// [`Completion::RUNNING`], [`Completion::RELEASED`] or
+    /// [`Completion::FAILED`].
+    state: AtomicU8,
+    /// Whether the request was cancelled (1) or not (0).
+    cancelled: AtomicU8,
+    /// The status's `source`.
+    source: AtomicI32,
+    /// The status's `tag`.
+    tag: AtomicI32,
+    /// The status's `count`.
+    count: AtomicU64,
+}
+
+/// What a [`Completion`] says.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Completed {
+    /// Still running.
+    Running,
+    /// Completed without error and released, with this status.
+    Released(RequestStatus),
+    /// Completed in error; the request is kept for `request_error`.
+    Failed,
+}
+
+impl Completion {
+    /// Not completed.
+    const RUNNING: u8 = 0;
+    /// Completed without error; status published, request released.
+    const RELEASED: u8 = 1;
+    /// Completed in error; request kept.
+    const FAILED: u8 = 2;
+
+    /// A slot that says "running".
+    pub const fn new() -> Self {
+        Completion {
+            state: AtomicU8::new(Self::RUNNING),
+            cancelled: AtomicU8::new(0),
+            source: AtomicI32::new(0),
+            tag: AtomicI32::new(0),
+            count: AtomicU64::new(0),
+        }
+    }
+
+    /// The MPI layer: the slot says "running" again, for a new request.
+    #[inline]
+    pub fn arm(&self) {
+        self.state.store(Self::RUNNING, Ordering::Relaxed);
+    }
+
+    /// The pml: the request completed without error with `status` and is
+    /// released.
+    #[inline]
+    pub fn publish(&self, status: &RequestStatus) {
+        self.source.store(status.source, Ordering::Relaxed);
+        self.tag.store(status.tag, Ordering::Relaxed);
+        self.count.store(status.count as u64, Ordering::Relaxed);
+        self.cancelled
+            .store(u8::from(status.cancelled), Ordering::Relaxed);
+        self.state.store(Self::RELEASED, Ordering::Relaxed);
+    }
+
+    /// The pml: the request completed in error and is kept.
+    #[inline]
+    pub fn fail(&self) {
+        self.state.store(Self::FAILED, Ordering::Relaxed);
+    }
+
+    /// What the slot says.
+    #[inline]
+    pub fn read(&self) -> Completed {
+        match self.state.load(Ordering::Relaxed) {
+            Self::RUNNING => Completed::Running,
+            Self::RELEASED => Completed::Released(RequestStatus {
+                source: self.source.load(Ordering::Relaxed),
+                tag: self.tag.load(Ordering::Relaxed),
+                count: self.count.load(Ordering::Relaxed) as usize,
+                cancelled: self.cancelled.load(Ordering::Relaxed) != 0,
+                error: RequestError::None,
+            }),
+            _ => Completed::Failed,
+        }
+    }
+
+    /// Whether the slot says "running".
+    #[inline]
+    pub fn is_running(&self) -> bool {
+        self.state.load(Ordering::Relaxed) == Self::RUNNING
+    }
+}
+
+impl Default for Completion {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Publishes through `done`, if not null, that a request completed with
+/// `status` (released when error-free, see [`Completion`]); answers
+/// whether the pml is to release the request now (it completed without
+/// error and was published).
+///
+/// # Safety
+///
+/// `done` is null or the slot its request was started with, which the
+/// caller has not freed (the [`Completion`] contract keeps it valid).
+#[inline]
+pub unsafe fn publish_completion(done: *const Completion, status: &RequestStatus) -> bool {
+    if done.is_null() {
+        return false;
+    }
+    // SAFETY: the caller's promise.
+    let slot = unsafe { &*done };
+    if status.error == RequestError::None {
+        slot.publish(status);
+        true
+    } else {
+        slot.fail();
+        false
+    }
 }
 
 /// Answer of [`PmlCore::modex_get`].
@@ -193,90 +347,22 @@ pub struct PmlSignals {
     /// Whether [`PmlModule::progress`] has work (queued sends or
     /// acknowledgements); while false the MPI layer does not call it.
     pub work: AtomicBool,
-    /// The request a caller that stays entered between polls waits for (0:
-    /// none), written by the MPI layer. When an entry point that moves
-    /// `events` finds it complete without error, the pml releases it (as
-    /// `take` would) and publishes its handle in `released` and its status
-    /// in the `released_*` words, so the waiter needs no `take`.
-    pub watched: AtomicU64,
-    /// The watched request the pml released (0: none since the watch was
-    /// set).
-    pub released: AtomicU64,
-    /// Its status's `source`.
-    pub released_source: AtomicI32,
-    /// Its status's `tag`.
-    pub released_tag: AtomicI32,
-    /// Its status's `count`.
-    pub released_count: AtomicU64,
-    /// Its status's `cancelled` (1) or not (0).
-    pub released_cancelled: AtomicU8,
 }
 
 impl PmlSignals {
-    /// A block with no events, work pending (so `progress` runs until the
-    /// pml says otherwise) and nothing watched.
+    /// A block with no events and work pending (so `progress` runs until
+    /// the pml says otherwise).
     pub const fn new() -> Self {
         PmlSignals {
             events: AtomicU64::new(0),
             work: AtomicBool::new(true),
-            watched: AtomicU64::new(0),
-            released: AtomicU64::new(0),
-            released_source: AtomicI32::new(0),
-            released_tag: AtomicI32::new(0),
-            released_count: AtomicU64::new(0),
-            released_cancelled: AtomicU8::new(0),
         }
     }
 
-    /// Forgets every event, watch and release (a pml's `init`).
+    /// Forgets every event (a pml's `init`).
     pub fn reset(&self) {
         self.events.store(0, Ordering::Relaxed);
         self.work.store(true, Ordering::Relaxed);
-        self.watched.store(0, Ordering::Relaxed);
-        self.released.store(0, Ordering::Relaxed);
-    }
-
-    /// The MPI layer: watch `request` (0: stop watching).
-    #[inline]
-    pub fn watch(&self, request: u64) {
-        self.watched.store(request, Ordering::Relaxed);
-        self.released.store(0, Ordering::Relaxed);
-    }
-
-    /// The request being watched (0: none).
-    #[inline]
-    pub fn watched(&self) -> u64 {
-        self.watched.load(Ordering::Relaxed)
-    }
-
-    /// The pml: the watched request completed without error with `status`
-    /// and was released.
-    #[inline]
-    pub fn publish_release(&self, request: u64, status: &RequestStatus) {
-        self.released_source.store(status.source, Ordering::Relaxed);
-        self.released_tag.store(status.tag, Ordering::Relaxed);
-        self.released_count
-            .store(status.count as u64, Ordering::Relaxed);
-        self.released_cancelled
-            .store(u8::from(status.cancelled), Ordering::Relaxed);
-        self.released.store(request, Ordering::Relaxed);
-        self.watched.store(0, Ordering::Relaxed);
-    }
-
-    /// The MPI layer: the status of `request` if the pml released it
-    /// while it was watched.
-    #[inline]
-    pub fn released(&self, request: u64) -> Option<RequestStatus> {
-        if self.released.load(Ordering::Relaxed) != request {
-            return None;
-        }
-        Some(RequestStatus {
-            source: self.released_source.load(Ordering::Relaxed),
-            tag: self.released_tag.load(Ordering::Relaxed),
-            count: self.released_count.load(Ordering::Relaxed) as usize,
-            cancelled: self.released_cancelled.load(Ordering::Relaxed) != 0,
-            error: RequestError::None,
-        })
     }
 
     /// The event counter's value.

@@ -109,10 +109,10 @@ pub struct Ob1 {
     engine: Engine<AbiTransport>,
 }
 
-// SAFETY: the engine's raw pointers are the MPI layer's buffers, which it
-// promises to keep valid on whichever thread it calls the pml from; the
-// adapter admits one entry at a time, so the state is never used by two
-// threads at once.
+// SAFETY: the engine's raw pointers are the MPI layer's buffers and
+// completion slots, which it promises to keep valid on whichever thread it
+// calls the pml from; the adapter admits one entry at a time, so the
+// state is never used by two threads at once.
 unsafe impl Send for Ob1 {}
 
 /// Starts one btl: its description for the engine, and whether its

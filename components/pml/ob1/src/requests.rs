@@ -7,7 +7,7 @@
 //! below 2^31, so a handle's top bit is always clear (the pml interface
 //! leaves it to the MPI layer).
 
-use oxmpi_framework_pml::module::{RequestError, RequestStatus};
+use oxmpi_framework_pml::module::{publish_completion, Completion, RequestError, RequestStatus};
 
 /// Generations wrap within 31 bits (see the module docs).
 const GENERATION_MASK: u32 = (1 << 31) - 1;
@@ -159,26 +159,43 @@ pub(crate) struct Request {
     pub status: RequestStatus,
     /// Error detail (valid once complete).
     pub failure: Failure,
+    /// The caller's completion slot (null: none, or freed by the caller);
+    /// see [`Completion`].
+    pub done: *const Completion,
 }
 
 impl Request {
-    /// A new, incomplete request.
-    pub(crate) fn new(op: Op) -> Request {
+    /// A new, incomplete request that publishes its completion in `done`
+    /// (null: none).
+    pub(crate) fn new(op: Op, done: *const Completion) -> Request {
         Request {
             op,
             complete: false,
             detached: false,
             status: RequestStatus::default(),
             failure: Failure::None,
+            done,
         }
     }
 
-    /// Marks it complete; true if the caller already freed it (then it is
-    /// to be released now).
+    /// Marks it complete (its status set) and publishes that in its
+    /// completion slot; true if it is to be released now: the caller
+    /// freed it already, or its slot received its error-free status.
     #[inline]
     pub(crate) fn mark_complete(&mut self) -> bool {
         self.complete = true;
-        self.detached
+        // SAFETY: `done` is the slot the request started with, valid until
+        // published or until the caller frees the request, which clears it
+        // (the `Completion` contract).
+        self.detached || unsafe { publish_completion(self.done, &self.status) }
+    }
+
+    /// The caller freed the request: it is released once complete, and
+    /// its slot is never written again.
+    #[inline]
+    pub(crate) fn detach(&mut self) {
+        self.detached = true;
+        self.done = std::ptr::null();
     }
 }
 
@@ -337,13 +354,16 @@ mod tests {
     use super::*;
 
     fn recv() -> Request {
-        Request::new(Op::Recv(RecvReq {
-            buf: std::ptr::null_mut(),
-            capacity: 0,
-            source: 0,
-            tag: 0,
-            phase: RecvPhase::Posted,
-        }))
+        Request::new(
+            Op::Recv(RecvReq {
+                buf: std::ptr::null_mut(),
+                capacity: 0,
+                source: 0,
+                tag: 0,
+                phase: RecvPhase::Posted,
+            }),
+            std::ptr::null(),
+        )
     }
 
     #[test]

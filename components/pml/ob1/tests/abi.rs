@@ -402,6 +402,7 @@ fn isend_kind(
         tag,
         context: 0,
         mode,
+        done: std::ptr::null(),
     };
     // SAFETY: the buffer outlives the request in these tests.
     match unsafe { pml().isend(&args) }? {
@@ -417,6 +418,7 @@ fn irecv(buf: &mut [u8], source: i32, tag: i32) -> Req {
         source,
         tag,
         context: 0,
+        done: std::ptr::null(),
     };
     // SAFETY: the buffer outlives the request in these tests.
     match unsafe { pml().irecv(&args) }.unwrap() {

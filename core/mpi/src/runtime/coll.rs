@@ -105,6 +105,7 @@ impl MpiColl for Services {
             tag,
             context,
             mode: SendMode::Standard,
+            done: std::ptr::null(),
         };
         // SAFETY: the component's promise (the interface contract): the
         // buffer stays valid until the request is waited.
@@ -130,6 +131,7 @@ impl MpiColl for Services {
             source: source as i32,
             tag,
             context,
+            done: std::ptr::null(),
         };
         // SAFETY: as in `isend`, for a writable buffer.
         match unsafe { rt.pml.irecv(&args) } {

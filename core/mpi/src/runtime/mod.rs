@@ -37,6 +37,7 @@
 //!   processes share (mpirun's `OXMPI_JOB_DIR`, or a singleton's own, made
 //!   on first use and removed at finalize and at exit).
 
+mod board;
 mod coll;
 mod comms;
 mod error;
@@ -52,7 +53,7 @@ pub use probe::Message;
 
 use oxmpi_framework_pml::handle::PmlHandle;
 use oxmpi_framework_pml::module::{
-    PmlSignals, ProgressFn, RecvArgs, RequestError, RequestStatus, SendArgs,
+    Completed, PmlSignals, ProgressFn, RecvArgs, RequestError, RequestStatus, SendArgs,
 };
 use oxmpi_mca::framework::OpenFramework;
 use std::cell::Cell;
@@ -134,8 +135,10 @@ impl Status {
     }
 }
 
-/// A request of this process: a pml handle, or an operation that
-/// completed without error while it started, with its outcome.
+/// A request of this process: a pml handle (with the completion slot the
+/// pml publishes it in, for the requests this layer starts), or an
+/// operation that completed without error while it started, with its
+/// outcome.
 ///
 /// Three words, each written whole: the caller reads the value right
 /// after the call, and a word assembled from narrower stores cannot be
@@ -145,7 +148,8 @@ pub struct RequestId {
     /// The pml's handle; 0 for an operation complete at its start.
     handle: u64,
     /// The outcome of an operation complete at its start: source (high
-    /// half) and tag (low half).
+    /// half) and tag (low half). For a pending one: its completion slot
+    /// plus 1 (0: none; the pml is asked).
     source_tag: u64,
     /// Its byte count, with `cancelled` in the top bit.
     count_cancelled: u64,
@@ -155,13 +159,33 @@ pub struct RequestId {
 const CANCELLED_BIT: u64 = 1 << 63;
 
 impl RequestId {
-    /// A request the pml holds under `handle` (not 0).
+    /// A request the pml holds under `handle` (not 0), without a
+    /// completion slot.
     pub fn pending(handle: u64) -> Self {
         RequestId {
             handle,
             source_tag: 0,
             count_cancelled: 0,
         }
+    }
+
+    /// A request the pml holds under `handle` (not 0) and publishes in
+    /// completion slot `slot` of the runtime's board.
+    fn pending_in(handle: u64, slot: u32) -> Self {
+        RequestId {
+            handle,
+            source_tag: u64::from(slot) + 1,
+            count_cancelled: 0,
+        }
+    }
+
+    /// The completion slot of a pending request, if it has one.
+    #[inline]
+    fn slot(&self) -> Option<u32> {
+        if self.handle == 0 || self.source_tag == 0 {
+            return None;
+        }
+        Some((self.source_tag - 1) as u32)
     }
 
     /// An operation that completed without error while it started.
@@ -194,34 +218,16 @@ impl RequestId {
 /// State behind the lock.
 #[derive(Default)]
 struct State {
-    /// Sends the application stopped watching; finalize waits for them.
-    detached: Vec<u64>,
-    /// Outstanding requests on communicators other than `WORLD` (their
-    /// sources are translated to ranks of those).
-    on_comm: Vec<(u64, Comm)>,
+    /// Requests the application stopped watching; finalize waits for
+    /// them.
+    detached: Vec<RequestId>,
+    /// The completion slots of the requests this layer started.
+    board: board::Board,
     /// Per registered progress function (one each, from init): polls in a
     /// row that found nothing (see [`Runtime::poll`]).
     idle_polls: Vec<u32>,
     /// Polls so far (wrapping).
     polls: u32,
-}
-
-/// A request the pml watches while a wait runs (see
-/// [`PmlSignals::watch`]); the watch ends when this is dropped, however the
-/// wait ends.
-struct Watch(&'static PmlSignals);
-
-impl Watch {
-    fn new(signals: &'static PmlSignals, request: u64) -> Self {
-        signals.watch(request);
-        Watch(signals)
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        self.0.watch(0);
-    }
 }
 
 /// Polls in a row that found nothing after which a progress function is
@@ -614,27 +620,32 @@ impl Runtime {
         len: usize,
         mode: SendMode,
     ) -> Result<RequestId, Error> {
+        let context = self.context_of(comm)?;
+        let slot = state.board.take(comm);
         let args = SendArgs {
             buf,
             len,
             dest,
             tag,
-            context: self.context_of(comm)?,
+            context,
             mode,
+            done: state.board.slot(slot),
         };
         // SAFETY: the caller keeps the buffer valid and unchanged until
-        // the request completes (this function's contract).
+        // the request completes (this function's contract); the slot stays
+        // until read or the request freed.
         match unsafe { self.pml.isend(&args) } {
-            // Complete already: a send's status is all zeros.
-            Ok(0) => Ok(RequestId::completed(Status::default())),
-            Ok(handle) => {
-                if comm != Comm::World {
-                    state.on_comm.push((handle, comm));
-                }
-                Ok(RequestId::pending(handle))
+            Ok(0) => {
+                // Complete already: a send's status is all zeros.
+                state.board.give_back(slot);
+                Ok(RequestId::completed(Status::default()))
             }
+            Ok(handle) => Ok(RequestId::pending_in(handle, slot)),
             // The pml's sentence names the peer.
-            Err((kind, message)) => Err(self.send_refused(dest, kind, message)),
+            Err((kind, message)) => {
+                state.board.give_back(slot);
+                Err(self.send_refused(dest, kind, message))
+            }
         }
     }
 
@@ -707,38 +718,45 @@ impl Runtime {
         buf: *mut u8,
         len: usize,
     ) -> Result<RequestId, Error> {
+        let context = self.context_of(comm)?;
+        let slot = state.board.take(comm);
         let args = RecvArgs {
             buf,
             len,
             source,
             tag,
-            context: self.context_of(comm)?,
+            context,
+            done: state.board.slot(slot),
         };
         // SAFETY: the caller keeps the buffer valid and untouched until
-        // the request completes (this function's contract).
+        // the request completes (this function's contract); the slot stays
+        // until read or the request freed.
         match unsafe { self.pml.irecv(&args) } {
-            Ok((handle, st)) => Ok(self.recv_started(state, comm, handle, &st)),
-            Err(error) => Err(Self::recv_refused(error)),
+            Ok((handle, st)) => Ok(self.recv_started(state, comm, slot, handle, &st)),
+            Err(error) => {
+                state.board.give_back(slot);
+                Err(Self::recv_refused(error))
+            }
         }
     }
 
-    /// The request of a receive the pml took: complete already (handle 0,
-    /// with `st`), or pending (noted with its communicator).
+    /// The request of a receive on `comm` the pml took with completion
+    /// slot `slot`: complete already (handle 0, with `st`; the slot is
+    /// given back), or pending.
     #[inline]
     fn recv_started(
         &self,
         state: &mut State,
         comm: Comm,
+        slot: u32,
         handle: u64,
         st: &RequestStatus,
     ) -> RequestId {
         if handle == 0 {
+            state.board.give_back(slot);
             return RequestId::completed(Status::of_request(st, self.source_in(comm, st.source)));
         }
-        if comm != Comm::World {
-            state.on_comm.push((handle, comm));
-        }
-        RequestId::pending(handle)
+        RequestId::pending_in(handle, slot)
     }
 
     /// The error of a receive the pml refused.
@@ -771,15 +789,11 @@ impl Runtime {
             events += self.pml.progress();
         }
         if !state.detached.is_empty() {
-            let pml = &self.pml;
-            state.detached.retain(|&h| {
-                let done = pml.test(h).is_some();
-                if done {
-                    // Completed: released once, here.
-                    pml.free(h);
-                }
-                !done
-            });
+            let mut detached = std::mem::take(&mut state.detached);
+            // Completed ones are released (an error goes unreported: the
+            // application let go of them).
+            detached.retain(|&id| self.complete(state, id).is_none());
+            state.detached = detached;
         }
         events
     }
@@ -793,22 +807,46 @@ impl Runtime {
         events + self.nb_advance()
     }
 
-    /// If `req` (a pml handle) is complete: releases it and returns its
-    /// outcome.
+    /// If `req` (pending, not a collective's) is complete: releases it
+    /// and returns its outcome. A request with a completion slot is
+    /// answered from the slot; one without, by the pml's `take`.
+    #[inline]
     fn complete(&self, state: &mut State, req: RequestId) -> Option<Result<Status, Error>> {
         let handle = req.handle;
-        // Tests and releases an error-free request in one call.
-        let st = self.pml.take(handle)?;
-        Some(self.outcome(state, handle, st))
+        let Some(slot) = req.slot() else {
+            // Tests and releases an error-free request in one call.
+            let st = self.pml.take(handle)?;
+            return Some(self.outcome(Comm::World, handle, st));
+        };
+        match state.board.slot(slot).read() {
+            Completed::Running => None,
+            Completed::Released(st) => {
+                let comm = state.board.comm(slot);
+                state.board.give_back(slot);
+                Some(Ok(Status::of_request(&st, self.source_in(comm, st.source))))
+            }
+            Completed::Failed => {
+                state.board.give_back(slot);
+                Some(self.failed(handle))
+            }
+        }
     }
 
-    /// The outcome of request `handle`, which completed with `st` (and was
-    /// released, unless in error: then it is released here).
-    fn outcome(&self, state: &mut State, handle: u64, st: RequestStatus) -> Result<Status, Error> {
-        let comm = match state.on_comm.iter().position(|&(h, _)| h == handle) {
-            Some(i) => state.on_comm.swap_remove(i).1,
-            None => Comm::World,
-        };
+    /// The error of request `handle`, whose completion slot said it
+    /// failed (the pml kept it; it is released here).
+    #[cold]
+    #[inline(never)]
+    fn failed(&self, handle: u64) -> Result<Status, Error> {
+        let st = self.pml.take(handle).unwrap_or(RequestStatus {
+            error: RequestError::Other,
+            ..RequestStatus::default()
+        });
+        self.outcome(Comm::World, handle, st)
+    }
+
+    /// The outcome of request `handle` on `comm`, which completed with
+    /// `st` (and was released, unless in error: then it is released here).
+    fn outcome(&self, comm: Comm, handle: u64, st: RequestStatus) -> Result<Status, Error> {
         match st.error {
             RequestError::None => Ok(Status::of_request(&st, self.source_in(comm, st.source))),
             other => Err(self.request_failed(handle, other)),
@@ -884,10 +922,8 @@ impl Runtime {
             return r;
         }
         // Below MULTIPLE/SERIALIZED there is no lock to let go of between
-        // polls: the thread stays entered until the request completes, and
-        // has the pml watch it (released as it completes, no `take`).
+        // polls: the thread stays entered until the request completes.
         let relock = state.lock.is_some();
-        let _watch = (!relock).then(|| Watch::new(self.signals, req.handle));
         // The counter when the request was last found incomplete: until it
         // moves, nothing can have completed it.
         let mut seen = self.signals.events();
@@ -895,11 +931,6 @@ impl Runtime {
             let events = self.poll(&mut state);
             let now = self.signals.events();
             if now != seen {
-                if !relock {
-                    if let Some(st) = self.signals.released(req.handle) {
-                        return self.outcome(&mut state, req.handle, st);
-                    }
-                }
                 if let Some(r) = self.complete(&mut state, req) {
                     return r;
                 }
@@ -974,7 +1005,13 @@ impl Runtime {
             // A collective cannot be cancelled.
             return Ok(false);
         }
-        let _state = self.enter()?;
+        let state = self.enter()?;
+        if let Some(slot) = req.slot() {
+            if !state.board.slot(slot).is_running() {
+                // Complete already (and released, unless in error).
+                return Ok(false);
+            }
+        }
         Ok(self.pml.cancel(req.handle))
     }
 
@@ -990,7 +1027,7 @@ impl Runtime {
             if let Some(r) = self.complete(&mut state, req) {
                 drop(r);
             } else {
-                state.detached.push(req.handle);
+                state.detached.push(req);
             }
         }
     }

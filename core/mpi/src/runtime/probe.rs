@@ -133,22 +133,29 @@ impl Runtime {
         len: usize,
     ) -> Result<RequestId, Error> {
         let mut state = self.enter()?;
+        let context = self.context_of(message.comm)?;
+        let slot = state.board.take(message.comm);
         let args = RecvArgs {
             buf,
             len,
             source: 0,
             tag: 0,
-            context: self.context_of(message.comm)?,
+            context,
+            done: state.board.slot(slot),
         };
         // SAFETY: the caller keeps the buffer valid and untouched until
-        // the request completes (this function's contract).
+        // the request completes (this function's contract); the slot stays
+        // until read or the request freed.
         let started = unsafe { self.pml.imrecv(message.handle, &args) };
         match started {
-            Ok((handle, st)) => Ok(self.recv_started(&mut state, message.comm, handle, &st)),
-            Err(why) => Err(Error::new(
-                ErrorClass::Request,
-                format!("cannot receive the matched message: {why}"),
-            )),
+            Ok((handle, st)) => Ok(self.recv_started(&mut state, message.comm, slot, handle, &st)),
+            Err(why) => {
+                state.board.give_back(slot);
+                Err(Error::new(
+                    ErrorClass::Request,
+                    format!("cannot receive the matched message: {why}"),
+                ))
+            }
         }
     }
 }

@@ -69,6 +69,15 @@
 //!    without a panic: `test` answers complete in error (never `None`,
 //!    never another request's status), `request_error` a sentence,
 //!    `cancel` false, `free` nothing (the new request is unaffected).
+//!    Requests started with a completion slot (under three btl
+//!    behaviours): a receive (from a named source, from any) and a
+//!    rendezvous send stay "running" until they complete, then their slot
+//!    holds the status and the handle is stale; a truncated receive's
+//!    slot says "failed" and the request stays for `take` and
+//!    `request_error`; a cancelled receive is published cancelled; the
+//!    slots of a receive and a send freed while running are never
+//!    written (their message still arrives); a receive that completes
+//!    during `irecv` (handle 0) leaves its slot alone.
 //! 6. **Peer failure.** When the btl fails the peer, a pending receive
 //!    from it, a rendezvous send waiting for its match and an eager send
 //!    whose payload the btl held (dropped without `on_send_done`) all
@@ -126,6 +135,7 @@ mod faults;
 mod matching;
 mod messages;
 mod requests;
+mod slots;
 
 use super::loopback::{self, Answer, Behaviour, Placement, RdmaAnswer, RdmaOffer};
 use super::session::{Buf, Session};
@@ -308,6 +318,9 @@ pub fn run(subject: &Subject) {
     requests::stale_handles(subject);
     requests::take(subject);
     requests::improbe(subject);
+    for (name, behaviour) in [BEHAVIOURS[0], BEHAVIOURS[2], RDMA_BEHAVIOURS[0]] {
+        slots::completion_slots(subject, name, behaviour);
+    }
     faults::peer_failure(subject);
     faults::peer_failure_mid_transfer(subject);
     for offer in [RdmaOffer::Get, RdmaOffer::Put] {

@@ -14,8 +14,8 @@ use super::core::{KitCore, KIT_HANDLE};
 use super::loopback;
 use crate::handle::PmlHandle;
 use crate::module::{
-    BtlCandidate, PmlModule, PmlSignals, RecvArgs, RequestError, RequestStatus, SendArgs, SendMode,
-    ANY_SOURCE, ANY_TAG,
+    BtlCandidate, Completion, PmlModule, PmlSignals, RecvArgs, RequestError, RequestStatus,
+    SendArgs, SendMode, ANY_SOURCE, ANY_TAG,
 };
 use oxmpi_framework_btl::module::JobIdentity;
 use oxmpi_plugin_api::testkit;
@@ -170,6 +170,40 @@ impl Session {
         context: u32,
         mode: SendMode,
     ) -> Result<u64, (RequestError, String)> {
+        match self.start_send(buf, dest, tag, context, mode, std::ptr::null())? {
+            0 => Ok(self.core.keep_immediate(RequestStatus::default())),
+            h => Ok(h),
+        }
+    }
+
+    /// [`Session::isend`] with the completion slot `done`: the pml's own
+    /// answer (0 for a send complete during the call, whose slot the pml
+    /// leaves alone).
+    ///
+    /// # Errors
+    ///
+    /// The pml's refusal: its kind and sentence.
+    pub fn isend_published(
+        &mut self,
+        buf: Buf,
+        dest: u32,
+        tag: i32,
+        mode: SendMode,
+        done: &'static Completion,
+    ) -> Result<u64, (RequestError, String)> {
+        self.start_send(buf, dest, tag, 0, mode, done)
+    }
+
+    /// Hands a send of all of `buf` to the pml; its answer.
+    fn start_send(
+        &mut self,
+        buf: Buf,
+        dest: u32,
+        tag: i32,
+        context: u32,
+        mode: SendMode,
+        done: *const Completion,
+    ) -> Result<u64, (RequestError, String)> {
         let args = SendArgs {
             buf: self.raw(buf),
             len: buf.len,
@@ -177,15 +211,13 @@ impl Session {
             tag,
             context,
             mode,
+            done,
         };
         // SAFETY: the buffer lives until after the pml's finalize, and the
         // session hands out no writable view of it while the pml may
         // read it (a test rewrites a buffer only after its send
-        // completed).
-        match unsafe { self.pml.isend(&args) }? {
-            0 => Ok(self.core.keep_immediate(RequestStatus::default())),
-            h => Ok(h),
-        }
+        // completed); a slot is `'static`.
+        unsafe { self.pml.isend(&args) }
     }
 
     /// Posts a receive into the first `len` bytes of `buf`.
@@ -206,9 +238,36 @@ impl Session {
         context: u32,
     ) -> Result<u64, String> {
         let args = self.recv_args(buf, len, source, tag, context);
-        // SAFETY: as in `isend`; nothing else writes the buffer.
+        // SAFETY: as in `start_send`; nothing else writes the buffer.
         let posted = unsafe { self.pml.irecv(&args) }?;
         Ok(self.handle_of(posted))
+    }
+
+    /// [`Session::irecv`] (context 0) with the completion slot `done`:
+    /// the pml's own answer (handle 0 and the status for a receive
+    /// complete during the call, whose slot the pml leaves alone).
+    ///
+    /// # Errors
+    ///
+    /// The pml's refusal.
+    ///
+    /// # Panics
+    ///
+    /// When `len` passes the end of `buf` (a bug in the test).
+    pub fn irecv_published(
+        &mut self,
+        buf: Buf,
+        len: usize,
+        source: i32,
+        tag: i32,
+        done: &'static Completion,
+    ) -> Result<(u64, RequestStatus), String> {
+        let args = RecvArgs {
+            done,
+            ..self.recv_args(buf, len, source, tag, 0)
+        };
+        // SAFETY: as in `start_send`; nothing else writes the buffer.
+        unsafe { self.pml.irecv(&args) }
     }
 
     /// The arguments of a receive into the first `len` bytes of `buf`.
@@ -228,6 +287,7 @@ impl Session {
             source,
             tag,
             context,
+            done: std::ptr::null(),
         }
     }
 

@@ -21,7 +21,7 @@
 
 use std::ptr;
 
-use oxmpi_framework_pml::module::{RecvArgs, RequestError, RequestStatus, ANY_SOURCE};
+use oxmpi_framework_pml::module::{Completion, RecvArgs, RequestError, RequestStatus, ANY_SOURCE};
 use oxmpi_matching::{ContextId, Envelope, InOrder, Tag};
 use oxmpi_plugin_api::verbosity;
 
@@ -60,12 +60,14 @@ pub(super) struct Armed {
     buf: *mut u8,
     /// Its capacity.
     capacity: usize,
+    /// Its completion slot (null: none).
+    done: *const Completion,
     /// The fired message's tag.
     fired_tag: i32,
     /// The fired message's length.
     fired_len: usize,
-    /// Whether the fired receive was released through `take` (its record
-    /// goes when settled).
+    /// Whether the fired receive was released, through `take` or its
+    /// completion slot (its record goes when settled).
     released: bool,
     /// Messages delivered this way so far.
     pub(super) deliveries: u64,
@@ -83,6 +85,7 @@ impl Armed {
             sequence: 0,
             buf: ptr::null_mut(),
             capacity: 0,
+            done: ptr::null(),
             fired_tag: 0,
             fired_len: 0,
             released: false,
@@ -128,6 +131,7 @@ impl<T: Transport> Engine<T> {
             sequence: self.matcher.expected_sequence(context, args.source),
             buf: args.buf,
             capacity: args.len,
+            done: args.done,
             fired_tag: 0,
             fired_len: 0,
             released: false,
@@ -168,8 +172,15 @@ impl<T: Transport> Engine<T> {
         a.state = State::Fired;
         a.fired_tag = info.tag;
         a.fired_len = len;
-        a.released = false;
         a.deliveries += 1;
+        // Published at once: the waiter reads its slot; the record goes
+        // when settled.
+        a.released = !a.done.is_null();
+        if a.released {
+            // SAFETY: the slot the armed receive started with; the caller
+            // has not freed the receive (a free settles and disarms first).
+            unsafe { (*a.done).publish(&a.status()) };
+        }
         true
     }
 
@@ -258,6 +269,21 @@ impl<T: Transport> Engine<T> {
     pub(super) fn fired_status(&self, h: u64) -> Option<RequestStatus> {
         let a = &self.armed;
         (a.state == State::Fired && a.request == h && !a.released).then(|| a.status())
+    }
+
+    /// `test` of the fired receive `h`: its status, or the answer for an
+    /// unknown handle once it was released (its record stays until
+    /// settled); `None` when `h` is not the fired receive.
+    #[inline]
+    pub(super) fn fired_answer(&self, h: u64) -> Option<RequestStatus> {
+        let a = &self.armed;
+        (a.state == State::Fired && a.request == h).then(|| {
+            if a.released {
+                super::completion::unknown_status()
+            } else {
+                a.status()
+            }
+        })
     }
 
     /// `take` of the fired receive, not released yet: its status, and it

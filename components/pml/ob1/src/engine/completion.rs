@@ -59,7 +59,7 @@ impl<T: Transport> Engine<T> {
     /// "complete" with error `Other` (see [`Engine::request_error`]).
     #[inline]
     pub(crate) fn test(&self, h: u64) -> Option<RequestStatus> {
-        if let Some(status) = self.fired_status(h) {
+        if let Some(status) = self.fired_answer(h) {
             return Some(status);
         }
         match self.requests.get(h) {
@@ -94,7 +94,7 @@ impl<T: Transport> Engine<T> {
         if r.complete {
             self.requests.remove(h);
         } else {
-            r.detached = true;
+            r.detach();
         }
     }
 
@@ -191,7 +191,7 @@ impl<T: Transport> Engine<T> {
 /// The status `test` answers for an unknown or freed handle (see
 /// [`Engine::request_error`]).
 #[inline]
-fn unknown_status() -> RequestStatus {
+pub(super) fn unknown_status() -> RequestStatus {
     RequestStatus {
         source: ANY_SOURCE,
         tag: ANY_TAG,

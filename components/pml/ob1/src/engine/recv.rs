@@ -199,13 +199,16 @@ impl<T: Transport> Engine<T> {
     #[inline]
     fn new_recv(&mut self, args: &RecvArgs) -> u64 {
         self.requests.insert_with(|| {
-            Request::new(Op::Recv(RecvReq {
-                buf: args.buf,
-                capacity: args.len,
-                source: args.source,
-                tag: args.tag,
-                phase: RecvPhase::Posted,
-            }))
+            Request::new(
+                Op::Recv(RecvReq {
+                    buf: args.buf,
+                    capacity: args.len,
+                    source: args.source,
+                    tag: args.tag,
+                    phase: RecvPhase::Posted,
+                }),
+                args.done,
+            )
         })
     }
 

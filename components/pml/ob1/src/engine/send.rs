@@ -131,27 +131,30 @@ impl<T: Transport> Engine<T> {
     fn track_send(&mut self, args: &SendArgs, plan: SendPlan) -> u64 {
         let dest = args.dest;
         let h = self.requests.insert_with(|| {
-            Request::new(Op::Send(SendReq {
-                buf: args.buf,
-                len: args.len,
-                dest,
-                tag: args.tag,
-                context: args.context,
-                sync: plan.sync,
-                sequence: plan.sequence,
-                protocol: plan.protocol,
-                lane: plan.lane,
-                first_len: plan.first_len,
-                started: false,
-                acked: false,
-                receiver: 0,
-                end: args.len,
-                next: plan.first_len,
-                outstanding: 0,
-                put_addr: 0,
-                fin_queued: false,
-                offer_put: plan.offer_put,
-            }))
+            Request::new(
+                Op::Send(SendReq {
+                    buf: args.buf,
+                    len: args.len,
+                    dest,
+                    tag: args.tag,
+                    context: args.context,
+                    sync: plan.sync,
+                    sequence: plan.sequence,
+                    protocol: plan.protocol,
+                    lane: plan.lane,
+                    first_len: plan.first_len,
+                    started: false,
+                    acked: false,
+                    receiver: 0,
+                    end: args.len,
+                    next: plan.first_len,
+                    outstanding: 0,
+                    put_addr: 0,
+                    fin_queued: false,
+                    offer_put: plan.offer_put,
+                }),
+                args.done,
+            )
         });
         let taken = match plan.outcome {
             None => self.start(h),

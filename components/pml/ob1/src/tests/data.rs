@@ -266,6 +266,7 @@ fn zero_byte_messages_with_null_buffers() {
             tag: 3,
             context: 0,
             mode,
+            done: std::ptr::null(),
         };
         // SAFETY: no bytes are read.
         let s = unsafe { w.engines[0].isend(&args) }.unwrap();

@@ -569,6 +569,7 @@ impl World {
             tag,
             context: 0,
             mode,
+            done: std::ptr::null(),
         };
         // SAFETY: tests keep their buffers until completion.
         counted(|| unsafe { self.engines[from as usize].isend(&args) }).map_err(|(_, e)| e)
@@ -645,6 +646,7 @@ fn recv_args(buf: *mut u8, len: usize, source: i32, tag: i32) -> RecvArgs {
         source,
         tag,
         context: 0,
+        done: std::ptr::null(),
     }
 }
 

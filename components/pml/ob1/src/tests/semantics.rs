@@ -251,6 +251,7 @@ fn invalid_arguments_are_refused() {
         tag: 0,
         context: 0,
         mode: SendMode::Standard,
+        done: std::ptr::null(),
     };
     // SAFETY: refused before any read.
     let err = unsafe { w.engines[0].isend(&args) }.unwrap_err();
@@ -268,6 +269,7 @@ fn invalid_arguments_are_refused() {
             source,
             tag: 0,
             context: 0,
+            done: std::ptr::null(),
         };
         // SAFETY: refused before any write.
         let err = unsafe { w.engines[0].irecv(&args) }.unwrap_err();
@@ -282,6 +284,7 @@ fn invalid_arguments_are_refused() {
         source: 0,
         tag: 0,
         context: 0,
+        done: std::ptr::null(),
     };
     // SAFETY: refused before any write.
     let err = unsafe { w.engines[1].irecv(&args) }.unwrap_err();
@@ -439,6 +442,7 @@ fn contexts_are_separate() {
         tag: 0,
         context: ctx,
         mode: SendMode::Standard,
+        done: std::ptr::null(),
     };
     // SAFETY: static data.
     let s = unsafe { w.engines[0].isend(&args(7)) }.unwrap();

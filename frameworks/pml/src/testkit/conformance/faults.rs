@@ -24,6 +24,7 @@ pub(super) fn lifecycle(subject: &Subject) {
         tag: 0,
         context: 0,
         mode: SendMode::Standard,
+        done: std::ptr::null(),
     };
     // SAFETY: the buffer outlives the call; a refused send keeps nothing.
     match unsafe { pml.isend(&args) } {
@@ -40,6 +41,7 @@ pub(super) fn lifecycle(subject: &Subject) {
         source: 0,
         tag: 0,
         context: 0,
+        done: std::ptr::null(),
     };
     // SAFETY: as above; a refused receive writes nothing.
     match unsafe { pml.irecv(&rargs) } {

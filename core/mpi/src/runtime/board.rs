@@ -1,0 +1,118 @@
+//! The completion board: one [`Completion`] slot per request this layer
+//! starts, where the pml publishes the request's completion (so a wait or
+//! test reads a word instead of calling the pml), with the communicator
+//! the request runs on (whose ranks its status's source is translated to).
+//!
+//! Slots are handed to the pml by address, so they never move: they come
+//! in chunks of [`CHUNK`] that live as long as the process (the runtime
+//! does), and are reused through a free list.
+
+use super::Comm;
+use oxmpi_framework_pml::module::Completion;
+
+/// Slots per chunk.
+const CHUNK: usize = 256;
+
+/// The slots and their communicators; see the module docs.
+#[derive(Default)]
+pub(super) struct Board {
+    /// The slots, [`CHUNK`] per chunk; never moved or freed.
+    chunks: Vec<&'static [Completion]>,
+    /// The communicator of each slot's request.
+    comms: Vec<Comm>,
+    /// Slots not in use.
+    free: Vec<u32>,
+}
+
+impl Board {
+    /// A slot, armed, for a request on `comm`: its index.
+    #[inline]
+    pub(super) fn take(&mut self, comm: Comm) -> u32 {
+        let i = match self.free.pop() {
+            Some(i) => i,
+            None => self.grow(),
+        };
+        self.comms[i as usize] = comm;
+        self.slot(i).arm();
+        i
+    }
+
+    /// Slot `i` (one [`Board::take`] answered).
+    #[inline]
+    pub(super) fn slot(&self, i: u32) -> &'static Completion {
+        let i = i as usize;
+        &self.chunks[i / CHUNK][i % CHUNK]
+    }
+
+    /// The communicator of slot `i`'s request.
+    #[inline]
+    pub(super) fn comm(&self, i: u32) -> Comm {
+        self.comms[i as usize]
+    }
+
+    /// Slot `i` is free again (the pml writes it no more: its request was
+    /// published, freed, or never started).
+    #[inline]
+    pub(super) fn give_back(&mut self, i: u32) {
+        self.free.push(i);
+    }
+
+    /// Slots in use (for tests).
+    #[cfg(test)]
+    fn in_use(&self) -> usize {
+        self.comms.len() - self.free.len()
+    }
+
+    /// Adds a chunk; answers one of its slots and frees the others.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) -> u32 {
+        let first = u32::try_from(self.comms.len()).expect("more than 2^32 requests at once");
+        let chunk: Vec<Completion> = (0..CHUNK).map(|_| Completion::new()).collect();
+        self.chunks.push(Box::leak(chunk.into_boxed_slice()));
+        self.comms.resize(self.comms.len() + CHUNK, Comm::World);
+        // Lowest indices first out, so a program with few requests keeps
+        // to the first slots.
+        self.free.extend((first + 1..first + CHUNK as u32).rev());
+        first
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxmpi_framework_pml::module::{Completed, RequestError, RequestStatus};
+
+    #[test]
+    fn slots_are_reused_stay_in_place_and_come_armed() {
+        let mut b = Board::default();
+        let a = b.take(Comm::World);
+        let at = b.slot(a) as *const Completion;
+        let status = RequestStatus {
+            source: 3,
+            tag: 9,
+            count: 12,
+            cancelled: false,
+            error: RequestError::None,
+        };
+        b.slot(a).publish(&status);
+        assert_eq!(b.slot(a).read(), Completed::Released(status));
+        // Enough slots to need more chunks: the first one does not move.
+        let many: Vec<u32> = (0..3 * CHUNK).map(|_| b.take(Comm::SelfComm)).collect();
+        assert!(std::ptr::eq(at, b.slot(a)));
+        assert_eq!(b.in_use(), 3 * CHUNK + 1);
+        assert_eq!(b.comm(many[700]), Comm::SelfComm);
+        for i in many {
+            b.give_back(i);
+        }
+        b.give_back(a);
+        assert_eq!(b.in_use(), 0);
+        // Taken again: armed, with its new communicator.
+        let again = b.take(Comm::World);
+        assert_eq!(again, a, "the slot given back last comes out first");
+        assert_eq!(b.slot(again).read(), Completed::Running);
+        assert_eq!(b.comm(again), Comm::World);
+        b.slot(again).fail();
+        assert_eq!(b.slot(again).read(), Completed::Failed);
+    }
+}
