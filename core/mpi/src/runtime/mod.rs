@@ -499,10 +499,20 @@ impl Runtime {
         )
     }
 
-    #[inline]
+    /// The job rank of rank `rank` of `comm` (`what` names it in the
+    /// error: "destination", "source").
+    #[inline(always)]
     fn world_rank(&self, comm: Comm, rank: i32, what: &str) -> Result<u32, Error> {
+        if comm == Comm::World && rank >= 0 && rank < self.size as i32 {
+            return Ok(rank as u32);
+        }
+        self.world_rank_other(comm, rank, what)
+    }
+
+    /// [`Runtime::world_rank`] past its common case.
+    #[inline(never)]
+    fn world_rank_other(&self, comm: Comm, rank: i32, what: &str) -> Result<u32, Error> {
         match comm {
-            Comm::World if rank >= 0 && rank < self.size as i32 => Ok(rank as u32),
             Comm::SelfComm if rank == 0 => Ok(self.rank),
             Comm::World | Comm::SelfComm => {
                 Err(self.rank_error(comm, rank, what, self.comm_size(comm)))
