@@ -215,8 +215,20 @@ impl Typed {
     /// # Errors
     ///
     /// As [`Typed::layout`].
-    #[inline]
+    #[inline(always)]
     pub fn contiguous_bytes(&self, count: usize) -> Result<Option<usize>, Fail> {
+        if let Typed::Plain { size, .. } = self {
+            if let Some(bytes) = size.checked_mul(count) {
+                return Ok(Some(bytes));
+            }
+        }
+        self.contiguous_bytes_otherwise(count)
+    }
+
+    /// [`Typed::contiguous_bytes`] past its common case (a predefined
+    /// type whose size does not overflow).
+    #[inline(never)]
+    fn contiguous_bytes_otherwise(&self, count: usize) -> Result<Option<usize>, Fail> {
         Ok(match self.layout(count)? {
             Layout::Contiguous(bytes) => Some(bytes),
             Layout::Packed(..) => None,
