@@ -19,7 +19,10 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-type BoxError = Box<dyn std::error::Error>;
+#[path = "support/checks.rs"]
+mod checks;
+
+use checks::{BoxError, Checks};
 
 /// Values whose deletion is counted.
 static DELETED: AtomicUsize = AtomicUsize::new(0);
@@ -32,26 +35,6 @@ struct Tracked(i32);
 impl Drop for Tracked {
     fn drop(&mut self) {
         DELETED.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-struct Checks {
-    done: usize,
-}
-
-impl Checks {
-    fn same<T: PartialEq + std::fmt::Debug>(
-        &mut self,
-        what: &str,
-        got: &T,
-        want: &T,
-    ) -> Result<(), BoxError> {
-        self.done += 1;
-        if got == want {
-            Ok(())
-        } else {
-            Err(format!("{what}: got {got:?}, expected {want:?}").into())
-        }
     }
 }
 
@@ -194,23 +177,5 @@ fn run(world: &SimpleCommunicator, c: &mut Checks) -> Result<(), BoxError> {
 }
 
 fn main() -> ExitCode {
-    let universe = match oxmpi::initialize() {
-        Ok(u) => u,
-        Err(e) => {
-            eprintln!("attr_check: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let world = universe.world();
-    let mut c = Checks { done: 0 };
-    match run(&world, &mut c) {
-        Ok(()) => {
-            println!("rank {}: attr ok ({} checks)", world.rank(), c.done);
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("rank {}: attr_check failed: {e}", world.rank());
-            world.abort(1)
-        }
-    }
+    checks::main_with("attr_check", "attr", run)
 }

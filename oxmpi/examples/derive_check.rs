@@ -17,7 +17,10 @@ use oxmpi::topology::SimpleCommunicator;
 use oxmpi::traits::*;
 use std::process::ExitCode;
 
-type BoxError = Box<dyn std::error::Error>;
+#[path = "support/checks.rs"]
+mod checks;
+
+use checks::{BoxError, Checks};
 
 /// Padding after `tag` and at the end (C layout: 24 bytes, 17 of data).
 #[derive(Equivalence, Clone, Copy, Debug, PartialEq)]
@@ -67,26 +70,6 @@ fn nested(rank: i32) -> Nested {
         head: padded(rank, 7),
         rest: [padded(rank, 8), padded(rank, 9)],
         flag: 0xA0 | rank as u8,
-    }
-}
-
-struct Checks {
-    done: usize,
-}
-
-impl Checks {
-    fn same<T: PartialEq + std::fmt::Debug>(
-        &mut self,
-        what: &str,
-        got: &T,
-        want: &T,
-    ) -> Result<(), BoxError> {
-        self.done += 1;
-        if got == want {
-            Ok(())
-        } else {
-            Err(format!("{what}: got {got:?}, expected {want:?}").into())
-        }
     }
 }
 
@@ -348,24 +331,7 @@ fn collectives(world: &SimpleCommunicator, c: &mut Checks) -> Result<(), BoxErro
 }
 
 fn main() -> ExitCode {
-    let universe = match oxmpi::initialize() {
-        Ok(u) => u,
-        Err(e) => {
-            eprintln!("derive_check: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let world = universe.world();
-    let mut c = Checks { done: 0 };
-    let result = point_to_point(&world, &mut c).and_then(|()| collectives(&world, &mut c));
-    match result {
-        Ok(()) => {
-            println!("rank {}: derive ok ({} checks)", world.rank(), c.done);
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("rank {}: derive_check failed: {e}", world.rank());
-            world.abort(1)
-        }
-    }
+    checks::main_with("derive_check", "derive", |world, c| {
+        point_to_point(world, c).and_then(|()| collectives(world, c))
+    })
 }

@@ -263,14 +263,6 @@ impl<T: Transport> Engine<T> {
         }
     }
 
-    /// The status of request `h` if it is the fired receive and was not
-    /// released.
-    #[inline]
-    pub(super) fn fired_status(&self, h: u64) -> Option<RequestStatus> {
-        let a = &self.armed;
-        (a.state == State::Fired && a.request == h && !a.released).then(|| a.status())
-    }
-
     /// `test` of the fired receive `h`: its status, or the answer for an
     /// unknown handle once it was released (its record stays until
     /// settled); `None` when `h` is not the fired receive.
@@ -290,9 +282,12 @@ impl<T: Transport> Engine<T> {
     /// is released.
     #[inline]
     pub(super) fn take_fired(&mut self, h: u64) -> Option<RequestStatus> {
-        let status = self.fired_status(h)?;
-        self.armed.released = true;
-        Some(status)
+        let a = &mut self.armed;
+        if a.state != State::Fired || a.request != h || a.released {
+            return None;
+        }
+        a.released = true;
+        Some(a.status())
     }
 
     /// Whether `h` is the armed (not fired) receive.
