@@ -24,13 +24,13 @@
 // The builders take MPI's arguments as the C functions do.
 #![allow(clippy::too_many_arguments)]
 
-use crate::coll_staging::{self, Staged, Unpack};
-use crate::errors::{Fail, ERR_ARG, ERR_OP, ERR_ROOT, ERR_TYPE};
+use crate::coll_staging::{self, Staged, Unpack, Wide};
+use crate::errors::{Fail, ERR_ARG, ERR_ROOT, ERR_TYPE};
 use crate::handles::{comm, count, op, typed, Layout, Typed};
 use crate::ops::UserCtx;
 use crate::requests::{self, Pending};
 use crate::{runtime, IN_PLACE};
-use oxmpi_datatype::Datatype;
+use oxmpi_datatype::{Datatype, Pair};
 use oxmpi_mpi_core::coll::{CollCall, CollKind, ElementCode, OpCode, RSlice, UserOp};
 use std::ffi::{c_int, c_void};
 
@@ -240,41 +240,66 @@ struct Elements {
     /// The user's type, when it is not contiguous (the call then goes
     /// through staging buffers).
     packed: Option<Datatype>,
+    /// The wide form the staging buffers hold the kernels' pairs in (a
+    /// derived type of pairs with `MPI_MINLOC` or `MPI_MAXLOC`).
+    wide: Option<Wide>,
+}
+
+/// The kernels' view of a reduction over a derived type.
+pub(crate) struct Derived {
+    /// The kernels' element type.
+    pub(crate) element: ElementCode,
+    /// The operation.
+    pub(crate) op: OpCode,
+    /// Kernel elements per element of the type.
+    pub(crate) per: usize,
+    /// The pair type the elements are pairs of, for `MPI_MINLOC` and
+    /// `MPI_MAXLOC`.
+    pub(crate) pair: Option<Pair>,
 }
 
 /// The kernels' view of a reduction with the predefined operation `op_`
 /// over the type `t` (handle `datatype_`) that is no predefined type the
 /// kernels know: the element type of the one primitive the type's values
-/// are of, the operation, and how many values one element holds.
+/// are of (of the pair type they are pairs of, for `MPI_MINLOC` and
+/// `MPI_MAXLOC`), the operation, and how many of those one element holds.
 ///
 /// # Errors
 ///
 /// `MPI_ERR_TYPE` for a type with values of several primitives (or none)
-/// or of one the kernels do not take; `MPI_ERR_OP` for `MPI_MINLOC` and
-/// `MPI_MAXLOC`, or an unknown operation.
+/// or of one the kernels do not take, and for `MPI_MINLOC` and
+/// `MPI_MAXLOC` over a type that is not made of pairs of one pair type;
+/// `MPI_ERR_OP` for an unknown operation.
 #[cold]
-pub(crate) fn derived_element(
-    t: &Typed,
-    datatype_: c_int,
-    op_: c_int,
-) -> Result<(ElementCode, OpCode, usize), Fail> {
+pub(crate) fn derived_element(t: &Typed, datatype_: c_int, op_: c_int) -> Result<Derived, Fail> {
     let Typed::General(entry) = t else {
         return Err(no_reduction(datatype_));
     };
     let code = op(op_)?;
-    if matches!(code, OpCode::MinLoc | OpCode::MaxLoc) {
-        return Err(Fail::new(
-            ERR_OP,
-            format!(
-                "MPI_MINLOC and MPI_MAXLOC take the predefined pair types (MPI_2INT, \
-                 MPI_DOUBLE_INT and kin) in oxmpi; datatype {datatype_} ({}) is a derived type: \
-                 reduce the pairs as an array of the pair type, or with an operation of the \
-                 program's own (MPI_Op_create)",
-                type_name(datatype_)
-            ),
-        ));
-    }
     let dt = &entry.dt;
+    if matches!(code, OpCode::MinLoc | OpCode::MaxLoc) {
+        let element = dt
+            .pairs()
+            .and_then(|(pair, n)| Some((crate::handles::element_of_pair(pair)?, pair, n)));
+        let Some((element, pair, per)) = element else {
+            return Err(Fail::new(
+                ERR_TYPE,
+                format!(
+                    "MPI_MINLOC and MPI_MAXLOC reduce pairs of a value and an int index: the \
+                     pair types MPI_2INT, MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT and \
+                     MPI_SHORT_INT, and derived types whose values are pairs of one of them; \
+                     datatype {datatype_} ({}) is none of these",
+                    type_name(datatype_)
+                ),
+            ));
+        };
+        return Ok(Derived {
+            element,
+            op: code,
+            per,
+            pair: Some(pair),
+        });
+    }
     let Some(prim) = dt.primitive() else {
         return Err(Fail::new(
             ERR_TYPE,
@@ -296,7 +321,12 @@ pub(crate) fn derived_element(
             ),
         ));
     };
-    Ok((element, code, dt.size() / prim.size()))
+    Ok(Derived {
+        element,
+        op: code,
+        per: dt.size() / prim.size(),
+        pair: None,
+    })
 }
 
 /// A reduction of `count` elements of `datatype_` with `op_`, from
@@ -332,23 +362,34 @@ fn reduction(
             commutative: u.commute,
         };
         p.keep.user = Some(ctx);
-        Elements { per: 1, packed }
+        Elements {
+            per: 1,
+            packed,
+            wide: None,
+        }
     } else if let Some(element) = t.element() {
         p.call.element = element;
         p.call.op = op(op_)?;
         Elements {
             per: 1,
             packed: None,
+            wide: None,
         }
     } else {
-        let (element, code, per) = derived_element(&t, datatype_, op_)?;
-        p.call.element = element;
-        p.call.op = code;
+        let d = derived_element(&t, datatype_, op_)?;
+        p.call.element = d.element;
+        p.call.op = d.op;
+        // A contiguous type of pairs is already in the kernels' form
+        // (only MPI_2INT's pairs can be: the others mix primitives).
         let packed = match Unit::of(&t)? {
             Unit::Bytes(_) => None,
             Unit::Packed(dt) => Some(dt),
         };
-        Elements { per, packed }
+        Elements {
+            per: d.per,
+            wide: packed.as_ref().and(d.pair).map(Wide::of),
+            packed,
+        }
     };
     p.call.count = times("count", count, e.per)?;
     p.call.send = buffer(sendbuf);
@@ -371,7 +412,8 @@ enum Gets {
 /// Stages a reduction over the non-contiguous `dt`: its input of `input`
 /// elements (from `sendbuf`, or in place from `recvbuf`) is packed, and
 /// its result of `result` elements arrives in a staging buffer that is
-/// unpacked into `recvbuf` where this rank `gets` it.
+/// unpacked into `recvbuf` where this rank `gets` it. The staging
+/// buffers hold pairs in the `wide` form, if there is one.
 ///
 /// # Safety
 ///
@@ -379,6 +421,7 @@ enum Gets {
 unsafe fn stage_reduction(
     p: &mut Prepared,
     dt: &Datatype,
+    wide: Option<Wide>,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     input: usize,
@@ -388,8 +431,14 @@ unsafe fn stage_reduction(
     let in_place = sendbuf == IN_PLACE;
     if !in_place {
         let (blocks, total) = coll_staging::uniform("count", dt, 1, input)?;
+        let staged = p.staged();
         // SAFETY: the caller's promise.
-        p.call.send = unsafe { p.staged().pack(dt, sendbuf.cast(), &blocks, total) };
+        p.call.send = unsafe {
+            match wide {
+                None => staged.pack(dt, sendbuf.cast(), &blocks, total),
+                Some(w) => staged.pack_wide(dt, w, sendbuf.cast(), &blocks, total),
+            }
+        };
     }
     if gets == Gets::Nothing {
         p.call.recv = std::ptr::null_mut();
@@ -398,6 +447,9 @@ unsafe fn stage_reduction(
     let len = if in_place { input } else { result };
     let (blocks, total) = coll_staging::uniform("count", dt, 1, len)?;
     let mut u = Unpack::new(dt, recvbuf.cast(), blocks, total);
+    if let Some(w) = wide {
+        u = u.widened(w);
+    }
     if in_place {
         // SAFETY: in place, the input is in `recvbuf` (the caller's
         // promise).
@@ -445,7 +497,7 @@ pub unsafe fn reduce(
             Gets::Nothing
         };
         // SAFETY: the caller's promise.
-        unsafe { stage_reduction(p, &dt, sendbuf, recvbuf, n, n, gets) }?;
+        unsafe { stage_reduction(p, &dt, e.wide, sendbuf, recvbuf, n, n, gets) }?;
     }
     Ok(())
 }
@@ -475,7 +527,7 @@ unsafe fn everywhere(
             Gets::Result
         };
         // SAFETY: the caller's promise.
-        unsafe { stage_reduction(p, &dt, sendbuf, recvbuf, n, n, gets) }?;
+        unsafe { stage_reduction(p, &dt, e.wide, sendbuf, recvbuf, n, n, gets) }?;
     }
     Ok(())
 }
@@ -589,7 +641,7 @@ pub unsafe fn reduce_scatter_block(
     if let Some(dt) = e.packed {
         let all = times("recvcount", n, place(comm_)?.0)?;
         // SAFETY: the caller's promise.
-        unsafe { stage_reduction(p, &dt, sendbuf, recvbuf, all, n, Gets::Result) }?;
+        unsafe { stage_reduction(p, &dt, e.wide, sendbuf, recvbuf, all, n, Gets::Result) }?;
     }
     Ok(())
 }
@@ -625,7 +677,7 @@ pub unsafe fn reduce_scatter(
             )
         })?;
         // SAFETY: the caller's promise.
-        unsafe { stage_reduction(p, dt, sendbuf, recvbuf, total, mine, Gets::Result) }?;
+        unsafe { stage_reduction(p, dt, e.wide, sendbuf, recvbuf, total, mine, Gets::Result) }?;
     }
     if e.per != 1 {
         for c in counts.iter_mut() {

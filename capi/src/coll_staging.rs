@@ -13,7 +13,78 @@
 //! unpacked to `buf + displs[i] × extent` in the user's.
 
 use crate::errors::{Fail, ERR_COUNT};
-use oxmpi_datatype::Datatype;
+use oxmpi_datatype::{Datatype, Pair};
+
+/// The form the reduction kernels take the elements of a pair type in:
+/// each pair laid out as the C struct (the value at 0, the `int` index
+/// after it, padding to the pair's extent), where the packed form has no
+/// padding. A staged reduction over a derived type of pairs holds its
+/// elements in this wide form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wide {
+    /// Bytes of the value.
+    value: usize,
+    /// Where the index lies in a wide pair.
+    index_at: usize,
+    /// Bytes of a wide pair (the pair type's extent).
+    extent: usize,
+}
+
+impl Wide {
+    /// The wide form of `pair`.
+    pub fn of(pair: Pair) -> Wide {
+        let dt = Datatype::pair(pair);
+        Wide {
+            value: pair.value().size(),
+            // The index is the type's last value, and an int.
+            index_at: (dt.true_extent() - 4) as usize,
+            extent: dt.extent() as usize,
+        }
+    }
+
+    /// Bytes of a packed pair.
+    fn packed(self) -> usize {
+        self.value + 4
+    }
+
+    /// Bytes of the wide form of `packed` bytes of pairs.
+    fn widened(self, packed: usize) -> usize {
+        packed / self.packed() * self.extent
+    }
+
+    /// Lays the packed pairs of `packed` out wide in `wide` (as many as
+    /// both hold; padding is left as it was).
+    fn widen(self, packed: &[u8], wide: &mut [u8]) {
+        let (v, i) = (self.value, self.index_at);
+        for (p, w) in packed
+            .chunks_exact(self.packed())
+            .zip(wide.chunks_exact_mut(self.extent))
+        {
+            w[..v].copy_from_slice(&p[..v]);
+            w[i..i + 4].copy_from_slice(&p[v..]);
+        }
+    }
+
+    /// The wide form of the packed pairs `packed`, in a new buffer.
+    pub fn wide_copy(self, packed: &[u8]) -> Vec<u8> {
+        let mut out = vec![0; self.widened(packed.len())];
+        self.widen(packed, &mut out);
+        out
+    }
+
+    /// Packs the wide pairs of `wide` into `packed` (as many as both
+    /// hold).
+    pub fn narrow(self, wide: &[u8], packed: &mut [u8]) {
+        let (v, i) = (self.value, self.index_at);
+        for (w, p) in wide
+            .chunks_exact(self.extent)
+            .zip(packed.chunks_exact_mut(self.packed()))
+        {
+            p[..v].copy_from_slice(&w[..v]);
+            p[v..].copy_from_slice(&w[i..i + 4]);
+        }
+    }
+}
 
 /// Elements of a staged side: `count` elements of the side's type whose
 /// origin is `at` bytes from the user's buffer, and whose packed form
@@ -149,6 +220,9 @@ pub struct Unpack {
     /// input only: at the root of a bcast, and at rank 0 of an exscan,
     /// whose result MPI leaves undefined).
     unpacks: bool,
+    /// The wide form the staging buffer holds pairs in, if it does
+    /// (otherwise it holds the packed form).
+    wide: Option<Wide>,
 }
 
 impl Unpack {
@@ -160,6 +234,23 @@ impl Unpack {
             buf,
             blocks,
             unpacks: true,
+            wide: None,
+        }
+    }
+
+    /// The staging buffer holds the elements, pairs of `wide`'s type, in
+    /// the wide form.
+    pub fn widened(mut self, wide: Wide) -> Unpack {
+        self.staging = vec![0; wide.widened(self.staging.len())];
+        self.wide = Some(wide);
+        self
+    }
+
+    /// Bytes of the packed form of the staging buffer's elements.
+    fn packed_len(&self) -> usize {
+        match self.wide {
+            Some(w) => self.staging.len() / w.extent * w.packed(),
+            None => self.staging.len(),
         }
     }
 
@@ -180,8 +271,16 @@ impl Unpack {
             .filter(|&i| which(i))
             .map(|i| self.blocks[i])
             .collect();
-        // SAFETY: the caller's promise; the staging buffer is ours.
-        unsafe { pack_into(&self.dt, self.buf, &chosen, &mut self.staging) };
+        match self.wide {
+            // SAFETY: the caller's promise; the staging buffer is ours.
+            None => unsafe { pack_into(&self.dt, self.buf, &chosen, &mut self.staging) },
+            Some(w) => {
+                let mut packed = vec![0; self.packed_len()];
+                // SAFETY: as above, into a buffer of our own.
+                unsafe { pack_into(&self.dt, self.buf, &chosen, &mut packed) };
+                w.widen(&packed, &mut self.staging);
+            }
+        }
     }
 
     /// Keeps only the first `count` elements of the first block for the
@@ -228,6 +327,30 @@ impl Staged {
         let mut out = vec![0u8; total];
         // SAFETY: the caller's promise; `out` is new.
         unsafe { pack_into(dt, buf, blocks, &mut out) };
+        self.hold(out)
+    }
+
+    /// As [`Staged::pack`], with the pairs of `wide`'s type laid out wide.
+    ///
+    /// # Safety
+    ///
+    /// As [`Staged::pack`].
+    pub unsafe fn pack_wide(
+        &mut self,
+        dt: &Datatype,
+        wide: Wide,
+        buf: *const u8,
+        blocks: &[Block],
+        total: usize,
+    ) -> *const u8 {
+        let mut packed = vec![0u8; total];
+        // SAFETY: the caller's promise; `packed` is new.
+        unsafe { pack_into(dt, buf, blocks, &mut packed) };
+        self.hold(wide.wide_copy(&packed))
+    }
+
+    /// Keeps the packed send side `out` and answers where it starts.
+    fn hold(&mut self, out: Vec<u8>) -> *const u8 {
         let p = out.as_ptr();
         // The vector's heap memory stays where it is when the vector
         // moves into `held`.
@@ -255,9 +378,19 @@ impl Staged {
         let Some(u) = self.recv.as_ref().filter(|u| u.unpacks) else {
             return;
         };
+        let narrowed;
+        let packed = match u.wide {
+            None => &u.staging,
+            Some(w) => {
+                let mut p = vec![0; u.packed_len()];
+                w.narrow(&u.staging, &mut p);
+                narrowed = p;
+                &narrowed
+            }
+        };
         let size = u.dt.size();
         for b in &u.blocks {
-            let input = &u.staging[b.packed..b.packed + b.count * size];
+            let input = &packed[b.packed..b.packed + b.count * size];
             // SAFETY: the caller's promise; the staging buffer is not the
             // user's memory.
             unsafe {
@@ -337,5 +470,52 @@ mod tests {
             .map(|c| i32::from_ne_bytes(c.try_into().unwrap()))
             .collect();
         assert_eq!(got, [0, 0, 0, 0, 6, 8, 9, 11]);
+    }
+
+    #[test]
+    fn pairs_are_laid_out_as_c_structs_and_packed_back() {
+        let w = Wide::of(Pair::ShortInt);
+        assert_eq!((w.value, w.index_at, w.extent), (2, 4, 8));
+        let d = Wide::of(Pair::DoubleInt);
+        assert_eq!((d.value, d.index_at, d.extent), (8, 8, 16));
+        // Two packed short-int pairs: 6 bytes each.
+        let packed = [1u8, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
+        let wide = w.wide_copy(&packed);
+        assert_eq!(wide, [1, 2, 0, 0, 3, 4, 5, 6, 7, 8, 0, 0, 9, 10, 11, 12]);
+        let mut back = [0u8; 12];
+        w.narrow(&wide, &mut back);
+        assert_eq!(back, packed);
+    }
+
+    #[test]
+    fn a_wide_staged_side_prefills_and_unpacks_through_the_packed_form() {
+        // Short-int pairs one pair apart with a pair's gap: extent 16.
+        let pair = Datatype::pair(Pair::ShortInt);
+        let dt = Datatype::vector(1, 1, 2, &pair).unwrap();
+        let dt = Datatype::resized(&dt, 0, 16).unwrap();
+        let mut user = [0xEEu8; 32];
+        for (k, b) in [(0usize, 10u8), (16, 20)] {
+            user[k..k + 2].copy_from_slice(&[b, b + 1]);
+            user[k + 4..k + 8].copy_from_slice(&[b + 2, b + 3, b + 4, b + 5]);
+        }
+        let (blocks, total) = uniform("count", &dt, 1, 2).unwrap();
+        assert_eq!(total, 12);
+        let mut u =
+            Unpack::new(&dt, user.as_mut_ptr(), blocks, total).widened(Wide::of(Pair::ShortInt));
+        // SAFETY: both elements lie inside `user`.
+        unsafe { u.prefill(|_| true) };
+        assert_eq!(
+            u.staging,
+            [10, 11, 0, 0, 12, 13, 14, 15, 20, 21, 0, 0, 22, 23, 24, 25]
+        );
+        u.staging[0] = 99;
+        u.staging[12] = 98;
+        let mut s = Staged::default();
+        s.receive(u);
+        // SAFETY: as above.
+        unsafe { s.finish() };
+        assert_eq!(&user[..8], &[99, 11, 0xEE, 0xEE, 12, 13, 14, 15]);
+        assert_eq!(&user[16..24], &[20, 21, 0xEE, 0xEE, 98, 23, 24, 25]);
+        assert!(user[8..16].iter().chain(&user[24..]).all(|&b| b == 0xEE));
     }
 }

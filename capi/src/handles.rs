@@ -106,6 +106,11 @@ pub fn element_of(p: Primitive) -> Option<ElementCode> {
         .and_then(|&(_, e)| e)
 }
 
+/// The element type reductions see for pairs of `p`, if they take it.
+pub fn element_of_pair(p: Pair) -> Option<ElementCode> {
+    PAIRS.iter().find(|(q, _)| *q == p).and_then(|&(_, e)| e)
+}
+
 /// Handles of derived types start here.
 pub const FIRST_DERIVED: c_int = 1024;
 

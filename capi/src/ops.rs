@@ -4,6 +4,7 @@
 //! Handles: the predefined operations are 1 to 12; a program's operations
 //! come from 32.
 
+use crate::coll_staging::Wide;
 use crate::errors::{run, Fail, ERR_ARG, ERR_COUNT, ERR_OP};
 use crate::handles::{put, Layout};
 use oxmpi_datatype::Datatype;
@@ -284,9 +285,12 @@ pub unsafe extern "C" fn PMPI_Reduce_local(
             unsafe { (u.func)(inbuf.cast_mut(), inoutbuf, &mut len, &mut dt) };
             return Ok(());
         }
-        let (element, code, per) = match t.element() {
-            Some(e) => (e, crate::handles::op(op)?, 1),
-            None => crate::coll::derived_element(&t, datatype, op)?,
+        let (element, code, per, wide) = match t.element() {
+            Some(e) => (e, crate::handles::op(op)?, 1, None),
+            None => {
+                let d = crate::coll::derived_element(&t, datatype, op)?;
+                (d.element, d.op, d.per, d.pair.map(Wide::of))
+            }
         };
         let (Some(o), Some(ty)) = (
             oxmpi_reduce::Op::from_code(code as u8),
@@ -302,8 +306,9 @@ pub unsafe extern "C" fn PMPI_Reduce_local(
                 .map_err(|e| Fail::new(ERR_OP, e.to_string()))
         };
         match packed {
-            // A derived type of one primitive with gaps: its values are
-            // packed, reduced, and unpacked into `inoutbuf`.
+            // A derived type of one primitive with gaps, or of pairs: its
+            // values are packed (pairs then laid out wide, as the kernels
+            // take them), reduced, and unpacked into `inoutbuf`.
             Some((dt, bytes)) if t.element().is_none() => {
                 let (mut a, mut b) = (vec![0u8; bytes], vec![0u8; bytes]);
                 // SAFETY: both buffers hold `n` elements of `dt` (the
@@ -312,7 +317,14 @@ pub unsafe extern "C" fn PMPI_Reduce_local(
                     dt.pack_raw(inbuf.cast(), n, 0, &mut a);
                     dt.pack_raw(inoutbuf.cast(), n, 0, &mut b);
                 }
-                reduce(&a, &mut b)?;
+                match wide {
+                    None => reduce(&a, &mut b)?,
+                    Some(w) => {
+                        let (wa, mut wb) = (w.wide_copy(&a), w.wide_copy(&b));
+                        reduce(&wa, &mut wb)?;
+                        w.narrow(&wb, &mut b);
+                    }
+                }
                 // SAFETY: as above; nothing else writes `inoutbuf` (MPI
                 // forbids it to overlap `inbuf`).
                 unsafe { dt.unpack_raw(&b, inoutbuf.cast(), n, 0) };

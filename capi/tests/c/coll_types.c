@@ -488,7 +488,7 @@ static void refusals(void) {
            "MPI_Op_create");
     CHECK(r == MPI_REQUEST_NULL, "a refused MPI_Iallreduce made a request");
     double d[8];
-    expect("MPI_MAXLOC on a vector of doubles", MPI_Reduce(d, d + 4, 1, VD.t, MPI_MAXLOC, 0, MPI_COMM_WORLD), MPI_ERR_OP,
+    expect("MPI_MAXLOC on a vector of doubles", MPI_Reduce(d, d + 4, 1, VD.t, MPI_MAXLOC, 0, MPI_COMM_WORLD), MPI_ERR_TYPE,
            "MPI_MAXLOC");
     /* Sides that do not match: 6 ints sent to each rank, room for 3 from each. */
     int six[16], three[64];

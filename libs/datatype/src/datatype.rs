@@ -115,6 +115,19 @@ impl Pair {
             Pair::LongDoubleInt => "MPI_LONG_DOUBLE_INT",
         }
     }
+
+    /// The pair type whose value is of `value`, if there is one.
+    pub const fn with_value(value: Primitive) -> Option<Pair> {
+        Some(match value {
+            Primitive::Float => Pair::FloatInt,
+            Primitive::Double => Pair::DoubleInt,
+            Primitive::Long => Pair::LongInt,
+            Primitive::Int => Pair::TwoInt,
+            Primitive::Short => Pair::ShortInt,
+            Primitive::LongDouble => Pair::LongDoubleInt,
+            _ => return None,
+        })
+    }
 }
 
 /// An MPI datatype: where the values of one element lie, relative to the
@@ -442,6 +455,58 @@ impl Datatype {
         } else {
             None
         }
+    }
+
+    /// The pair type the values of one element are pairs of, and how many
+    /// pairs one element holds: `Some` when the values, in type-map order,
+    /// are a value of one pair type's value primitive and an `int`, again
+    /// and again (at any displacements). A reduction with `MPI_MINLOC` or
+    /// `MPI_MAXLOC` takes such a type as that many pairs. `None` for any
+    /// other type, and for a type without values.
+    pub fn pairs(&self) -> Option<(Pair, usize)> {
+        /// Walks `nodes`, whose values must continue the sequence
+        /// value, index, value, … of `value`; `index_next` says which
+        /// comes first, and is left saying which comes after them.
+        fn walk(nodes: &[Node], value: Primitive, index_next: &mut bool) -> bool {
+            nodes.iter().all(|node| match node {
+                Node::Run { prim, count, .. } => {
+                    if value == Primitive::Int {
+                        // Every value is an int: only the parity moves.
+                        *prim == Primitive::Int && {
+                            *index_next ^= count % 2 == 1;
+                            true
+                        }
+                    } else {
+                        // Two values of one primitive in a row break the
+                        // alternation.
+                        let expected = if *index_next { Primitive::Int } else { value };
+                        *count == 1 && *prim == expected && {
+                            *index_next = !*index_next;
+                            true
+                        }
+                    }
+                }
+                // Copies of the body alternate between two starts (or
+                // keep one), so the first two decide them all; a third
+                // leaves the walk where an odd count of them ends.
+                Node::Repeat { body, count, .. } => {
+                    let copies = if *count <= 2 { *count } else { 2 + *count % 2 };
+                    (0..copies).all(|_| walk(body, value, index_next))
+                }
+            })
+        }
+        fn first(nodes: &[Node]) -> Option<Primitive> {
+            nodes.iter().find_map(|node| match node {
+                Node::Run { prim, count, .. } => (*count > 0).then_some(*prim),
+                Node::Repeat { body, count, .. } => (*count > 0).then(|| first(body)).flatten(),
+            })
+        }
+        let t = &*self.0;
+        let value = first(&t.nodes)?;
+        let pair = Pair::with_value(value)?;
+        let mut index_next = false;
+        (walk(&t.nodes, value, &mut index_next) && !index_next && t.values > 0)
+            .then_some((pair, t.values / 2))
     }
 
     /// How the type was made.

@@ -338,3 +338,41 @@ fn a_type_knows_the_one_primitive_of_its_values() {
     );
     assert_eq!(Datatype::contiguous(0, &int()).unwrap().primitive(), None);
 }
+
+#[test]
+fn a_type_of_value_index_pairs_knows_its_pair_type_and_count() {
+    let di = Datatype::pair(Pair::DoubleInt);
+    assert_eq!(di.pairs(), Some((Pair::DoubleInt, 1)));
+    let v = Datatype::vector(3, 2, 4, &di).unwrap();
+    assert_eq!(v.pairs(), Some((Pair::DoubleInt, 6)));
+    // A struct of a double and an int, resized: a pair by its values.
+    let own = Datatype::structure(&[1, 1], &[0, 8], &[double(), int()]).unwrap();
+    let own = Datatype::resized(&own, 0, 12).unwrap();
+    assert_eq!(own.pairs(), Some((Pair::DoubleInt, 1)));
+    // Three copies of a body with an odd number of ints: 2INT pairs only
+    // when the total is even.
+    let ints = Datatype::contiguous(3, &int()).unwrap();
+    assert_eq!(ints.pairs(), None);
+    let six = Datatype::vector(2, 1, 5, &ints).unwrap();
+    assert_eq!(six.pairs(), Some((Pair::TwoInt, 3)));
+    let nine = Datatype::vector(3, 1, 5, &ints).unwrap();
+    assert_eq!(nine.pairs(), None);
+    // A double then an int, and an int then a double: the second body
+    // copy starts on the index, so the pairs hold across copies.
+    let half = Datatype::structure(&[1], &[0], &[double()]).unwrap();
+    let odd = Datatype::structure(&[1, 1, 1], &[0, 8, 16], &[double(), int(), double()]).unwrap();
+    assert_eq!(odd.pairs(), None);
+    let tail = Datatype::structure(&[1, 1], &[0, 8], &[odd.clone(), int()]).unwrap();
+    assert_eq!(tail.pairs(), Some((Pair::DoubleInt, 2)));
+    assert_eq!(half.pairs(), None);
+    // Out of order, or of another value type, or with no values.
+    let swapped = Datatype::structure(&[1, 1], &[8, 0], &[int(), double()]).unwrap();
+    assert_eq!(swapped.pairs(), None);
+    let two_doubles = Datatype::contiguous(2, &double()).unwrap();
+    assert_eq!(two_doubles.pairs(), None);
+    let uc = Datatype::contiguous(2, &Datatype::predefined(Primitive::UnsignedChar)).unwrap();
+    assert_eq!(uc.pairs(), None);
+    assert_eq!(Datatype::contiguous(0, &di).unwrap().pairs(), None);
+    let li = Datatype::contiguous(4, &Datatype::pair(Pair::LongInt)).unwrap();
+    assert_eq!(li.pairs(), Some((Pair::LongInt, 4)));
+}

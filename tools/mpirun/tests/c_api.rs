@@ -71,6 +71,11 @@ fn every_collective_takes_non_contiguous_types_on_1_to_4_ranks() {
 }
 
 #[test]
+fn minloc_and_maxloc_reduce_derived_types_of_pairs_on_1_to_4_ranks() {
+    passes("coll_pairs.c", &["1", "2", "3", "4"], "coll_pairs: ok");
+}
+
+#[test]
 fn derived_types_travel_and_describe_themselves() {
     passes("types.c", &["2", "3"], "types: ok");
 }
