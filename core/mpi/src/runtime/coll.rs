@@ -23,7 +23,6 @@ use oxmpi_framework_coll::handle::{CollHandle, MpiColl};
 use oxmpi_framework_coll::module::{CollCall, CollKind, CommDesc};
 use oxmpi_framework_pml::module::{RecvArgs, SendArgs, SendMode};
 use oxmpi_mca::framework::OpenFramework;
-use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Level of `coll_base_verbose` at which the choices are logged.
@@ -474,7 +473,7 @@ impl Runtime {
     ) -> Result<CollectiveClaim<'e>, Error> {
         let running = &entry.collective_running;
         let taken = if matches!(self.level, ThreadLevel::Single | ThreadLevel::Funneled) {
-            if !super::IS_MAIN_THREAD.with(Cell::get) {
+            if !super::on_main_thread() {
                 return Err(self.other_thread_error());
             }
             // Only the initializing thread gets here, so no other thread

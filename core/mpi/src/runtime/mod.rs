@@ -56,10 +56,11 @@ use oxmpi_framework_pml::module::{
     Completed, PmlSignals, ProgressFn, RecvArgs, RequestError, RequestStatus, SendArgs,
 };
 use oxmpi_mca::framework::OpenFramework;
-use std::cell::Cell;
+
+use oxmpi_plugin_api::serial::thread_id;
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
 
 /// The source of a receive that accepts every sender (`MPI_ANY_SOURCE`).
@@ -303,10 +304,17 @@ const PHASE_FINALIZED: u8 = 3;
 
 static PHASE: AtomicU8 = AtomicU8::new(PHASE_NONE);
 
-thread_local! {
-    /// Whether this thread initialized oxmpi (checked at `SINGLE` and
-    /// `FUNNELED` without touching the thread handle's reference count).
-    static IS_MAIN_THREAD: Cell<bool> = const { Cell::new(false) };
+/// The [`thread_id`] of the thread that initialized oxmpi (0 before),
+/// checked at `SINGLE` and `FUNNELED`: a compare with the thread pointer,
+/// where a thread-local flag cost a lookup call in the shared library.
+static MAIN_THREAD: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether the calling thread initialized oxmpi. A thread that started
+/// after the initializing one ended may carry its number; it then stands
+/// in for it, and still no two live threads pass.
+#[inline]
+pub(crate) fn on_main_thread() -> bool {
+    MAIN_THREAD.load(Ordering::Relaxed) == thread_id()
 }
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 
@@ -340,7 +348,7 @@ pub fn init(required: ThreadLevel) -> Result<&'static Runtime, Error> {
     }
     match init::initialize(required) {
         Ok(runtime) => {
-            IS_MAIN_THREAD.with(|m| m.set(true));
+            MAIN_THREAD.store(thread_id(), Ordering::Relaxed);
             let runtime = RUNTIME.get_or_init(|| runtime);
             PHASE.store(PHASE_RUNNING, Ordering::Release);
             Ok(runtime)
@@ -424,7 +432,7 @@ impl Runtime {
     /// Whether the calling thread is the one that initialized
     /// (`MPI_Is_thread_main`).
     pub fn is_main_thread(&self) -> bool {
-        IS_MAIN_THREAD.with(Cell::get)
+        on_main_thread()
     }
 
     /// The pml in use.
@@ -441,7 +449,7 @@ impl Runtime {
     fn enter(&self) -> Result<Entered<'_>, Error> {
         if matches!(self.level, ThreadLevel::Single | ThreadLevel::Funneled)
             && PHASE.load(Ordering::Acquire) == PHASE_RUNNING
-            && IS_MAIN_THREAD.with(Cell::get)
+            && on_main_thread()
         {
             // SAFETY: below `SERIALIZED` only the initializing thread is
             // admitted, and no method enters while entered.
@@ -474,7 +482,7 @@ impl Runtime {
                 }
             },
             ThreadLevel::Single | ThreadLevel::Funneled => {
-                if !IS_MAIN_THREAD.with(Cell::get) {
+                if !on_main_thread() {
                     return Err(self.other_thread_error());
                 }
                 None
