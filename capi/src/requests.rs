@@ -6,6 +6,7 @@ use crate::buffers::{Incoming, Outgoing};
 use crate::errors::{Fail, ERR_REQUEST};
 use crate::status::MpiStatus;
 use oxmpi_mpi_core::{RequestId, Runtime, Status, ANY_TAG};
+use oxmpi_plugin_api::serial::Serialized;
 use slab::Slab;
 use std::ffi::c_int;
 use std::sync::Mutex;
@@ -49,7 +50,27 @@ pub struct Persistent {
     pub active: Option<Pending>,
 }
 
-static TABLE: Mutex<Slab<Pending>> = Mutex::new(Slab::new());
+/// The requests by handle. Biased to the first thread that enters it (in
+/// practice the one that initialized MPI, and at `MPI_THREAD_SINGLE` and
+/// `FUNNELED` the only one), which enters with plain loads and stores;
+/// other threads take its lock ([`Serialized`]). Where a lock's atomic
+/// exchanges came on every `MPI_Isend` and `MPI_Irecv`.
+static TABLE: Serialized<Slab<Pending>> = Serialized::new();
+
+/// Runs `f` on the request table, waiting while another thread is in it.
+/// Nothing that runs inside enters the table again.
+#[inline(always)]
+fn with_table<R>(f: impl FnOnce(&mut Slab<Pending>) -> R) -> R {
+    let mut f = Some(f);
+    loop {
+        let entered = TABLE.enter(|t| f.take().map(|f| f(t.get_or_insert_with(Slab::new))));
+        if let Ok(Some(r)) = entered {
+            return r;
+        }
+        // Another thread is in the table (the body did not run).
+        std::thread::yield_now();
+    }
+}
 
 /// Sends and collectives freed by `MPI_Request_free` before they
 /// completed: their packed copies and arrays stay here until finalize has
@@ -68,7 +89,7 @@ pub fn insert(p: Pending) -> c_int {
     if settled_empty(&p) {
         return COMPLETE;
     }
-    let key = TABLE.lock().unwrap_or_else(|e| e.into_inner()).insert(p);
+    let key = with_table(|t| t.insert(p));
     key as c_int + 1
 }
 
@@ -86,7 +107,7 @@ pub fn insert_plain(id: RequestId, receive: bool) -> c_int {
     } else {
         Pending::PlainSend(id)
     };
-    let key = TABLE.lock().unwrap_or_else(|e| e.into_inner()).insert(p);
+    let key = with_table(|t| t.insert(p));
     key as c_int + 1
 }
 
@@ -157,12 +178,14 @@ pub fn kind(h: c_int) -> Result<Kind, Fail> {
     if h == COMPLETE {
         return Ok(Kind::Ready);
     }
-    let t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-    let p = t.get(key(h)?).ok_or_else(|| bad(h))?;
-    Ok(match (p, id_in(p)) {
-        (_, Some(id)) => Kind::Running(id),
-        (Pending::Persistent(q), None) if q.active.is_none() => Kind::Inactive,
-        _ => Kind::Ready,
+    let k = key(h)?;
+    with_table(|t| {
+        let p = t.get(k).ok_or_else(|| bad(h))?;
+        Ok(match (p, id_in(p)) {
+            (_, Some(id)) => Kind::Running(id),
+            (Pending::Persistent(q), None) if q.active.is_none() => Kind::Inactive,
+            _ => Kind::Ready,
+        })
     })
 }
 
@@ -170,11 +193,10 @@ pub fn kind(h: c_int) -> Result<Kind, Fail> {
 /// one ([`Pending::Many`]), which `MPI_Waitany` polls rather than hands to
 /// the runtime's wait.
 pub fn is_many(h: c_int) -> bool {
-    let t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-    key(h)
-        .ok()
-        .and_then(|k| t.get(k))
-        .is_some_and(|p| matches!(p, Pending::Many(_)))
+    let Ok(k) = key(h) else {
+        return false;
+    };
+    with_table(|t| t.get(k).is_some_and(|p| matches!(p, Pending::Many(_))))
 }
 
 /// Takes the run out of the request of handle `h`: a one-shot request is
@@ -185,7 +207,7 @@ fn take_run(h: c_int) -> Result<Option<(Pending, bool)>, Fail> {
     if h == REQUEST_NULL || h == COMPLETE {
         return take_from(&mut Slab::new(), h);
     }
-    take_from(&mut TABLE.lock().unwrap_or_else(|e| e.into_inner()), h)
+    with_table(|t| take_from(t, h))
 }
 
 /// [`take_run`] in the locked table `t`.
@@ -208,8 +230,7 @@ fn take_from(t: &mut Slab<Pending>, h: c_int) -> Result<Option<(Pending, bool)>,
 /// [`take_run`] of every handle of `handles`, under one lock (for the
 /// calls that wait for all of them).
 pub fn take_runs(handles: &[c_int]) -> Vec<Result<Option<(Pending, bool)>, Fail>> {
-    let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-    handles.iter().map(|&h| take_from(&mut t, h)).collect()
+    with_table(|t| handles.iter().map(|&h| take_from(t, h)).collect())
 }
 
 /// Finishes the run `p` whose runtime request completed with `outcome`
@@ -239,28 +260,29 @@ fn progress_many(rt: &Runtime, h: c_int) -> Result<bool, Fail> {
         return Ok(true);
     }
     let k = key(h)?;
-    let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(Pending::Many(parts)) = t.get_mut(k) else {
-        return Ok(true);
-    };
-    let mut all = true;
-    for part in parts.iter_mut() {
-        let Some(id) = id_in(part) else { continue };
-        match rt.test(id) {
-            None => all = false,
-            Some(outcome) => {
-                let run = std::mem::replace(part, Pending::Done(Status::default()));
-                match finish(run, outcome) {
-                    Ok(s) => *part = Pending::Done(s),
-                    Err(f) => {
-                        t.remove(k);
-                        return Err(f);
+    with_table(|t| {
+        let Some(Pending::Many(parts)) = t.get_mut(k) else {
+            return Ok(true);
+        };
+        let mut all = true;
+        for part in parts.iter_mut() {
+            let Some(id) = id_in(part) else { continue };
+            match rt.test(id) {
+                None => all = false,
+                Some(outcome) => {
+                    let run = std::mem::replace(part, Pending::Done(Status::default()));
+                    match finish(run, outcome) {
+                        Ok(s) => *part = Pending::Done(s),
+                        Err(f) => {
+                            t.remove(k);
+                            return Err(f);
+                        }
                     }
                 }
             }
         }
-    }
-    Ok(all)
+        Ok(all)
+    })
 }
 
 /// Waits for the run `p` and finishes it.
@@ -367,8 +389,8 @@ pub fn peek(h: c_int) -> Result<MpiStatus, Fail> {
     if h == COMPLETE {
         return Ok(MpiStatus::of(&Status::default()));
     }
-    let t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-    match t.get(key(h)?) {
+    let k = key(h)?;
+    with_table(|t| match t.get(k) {
         Some(Pending::Done(s)) => Ok(MpiStatus::of(s)),
         Some(Pending::Persistent(q)) => match &q.active {
             Some(Pending::Done(s)) => Ok(MpiStatus::of(s)),
@@ -376,7 +398,7 @@ pub fn peek(h: c_int) -> Result<MpiStatus, Fail> {
         },
         Some(_) => Ok(empty_status()),
         None => Err(bad(h)),
-    }
+    })
 }
 
 /// Finishes the run of handle `h`, whose runtime request a test reported
@@ -396,29 +418,30 @@ pub fn complete_in_place(
         return outcome.map_err(Fail::from);
     }
     let k = key(h)?;
-    let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-    let entry = t.get_mut(k).ok_or_else(|| bad(h))?;
-    let slot = match entry {
-        Pending::Persistent(q) => &mut q.active,
-        _ => {
-            // A one-shot request: its run is the entry itself.
-            let run = std::mem::replace(entry, Pending::Done(Status::default()));
-            return match finish(run, outcome) {
-                Ok(s) => {
-                    *entry = Pending::Done(s);
-                    Ok(s)
-                }
-                Err(f) => {
-                    t.remove(k);
-                    Err(f)
-                }
-            };
-        }
-    };
-    let run = slot.take().ok_or_else(|| bad(h))?;
-    let s = finish(run, outcome)?;
-    *slot = Some(Pending::Done(s));
-    Ok(s)
+    with_table(|t| {
+        let entry = t.get_mut(k).ok_or_else(|| bad(h))?;
+        let slot = match entry {
+            Pending::Persistent(q) => &mut q.active,
+            _ => {
+                // A one-shot request: its run is the entry itself.
+                let run = std::mem::replace(entry, Pending::Done(Status::default()));
+                return match finish(run, outcome) {
+                    Ok(s) => {
+                        *entry = Pending::Done(s);
+                        Ok(s)
+                    }
+                    Err(f) => {
+                        t.remove(k);
+                        Err(f)
+                    }
+                };
+            }
+        };
+        let run = slot.take().ok_or_else(|| bad(h))?;
+        let s = finish(run, outcome)?;
+        *slot = Some(Pending::Done(s));
+        Ok(s)
+    })
 }
 
 /// Starts the persistent request of handle `h` with `start` (which makes
@@ -435,25 +458,23 @@ pub fn start_persistent(
     if h == COMPLETE {
         return Err(not_persistent(h));
     }
-    let plan = {
-        let t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-        match t.get(key(h)?) {
-            Some(Pending::Persistent(q)) if q.active.is_none() => q.plan,
-            Some(Pending::Persistent(_)) => {
-                return Err(Fail::new(
-                    ERR_REQUEST,
-                    format!("request {h} is already active; complete it before starting it again"),
-                ))
-            }
-            Some(_) => return Err(not_persistent(h)),
-            None => return Err(bad(h)),
-        }
-    };
+    let k = key(h)?;
+    let plan = with_table(|t| match t.get(k) {
+        Some(Pending::Persistent(q)) if q.active.is_none() => Ok(q.plan),
+        Some(Pending::Persistent(_)) => Err(Fail::new(
+            ERR_REQUEST,
+            format!("request {h} is already active; complete it before starting it again"),
+        )),
+        Some(_) => Err(not_persistent(h)),
+        None => Err(bad(h)),
+    })?;
+    // Outside the table, which nothing run inside it may enter again.
     let run = start(&plan)?;
-    let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(Pending::Persistent(q)) = t.get_mut(key(h)?) {
-        q.active = Some(run);
-    }
+    with_table(|t| {
+        if let Some(Pending::Persistent(q)) = t.get_mut(k) {
+            q.active = Some(run);
+        }
+    });
     Ok(())
 }
 
@@ -477,8 +498,7 @@ pub fn free(rt: &Runtime, h: c_int) -> Result<(), Fail> {
         return Ok(());
     }
     let k = key(h)?;
-    let p = {
-        let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+    let p = with_table(|t| {
         let pending_recv = match t.get(k) {
             None => return Err(bad(h)),
             Some(Pending::Recv(..) | Pending::PlainRecv(_)) => true,
@@ -494,8 +514,8 @@ pub fn free(rt: &Runtime, h: c_int) -> Result<(), Fail> {
                  MPI_Cancel and then wait",
             ));
         }
-        t.remove(k)
-    };
+        Ok(t.remove(k))
+    })?;
     let run = match p {
         Pending::Persistent(q) => q.active,
         p => Some(p),

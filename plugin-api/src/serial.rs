@@ -1,5 +1,7 @@
 //! [`Serialized`]: the one process-global state of a component whose
-//! entry points its framework calls one at a time.
+//! entry points its framework calls one at a time (and any other state
+//! that one thread uses almost always, such as the C library's request
+//! table).
 //!
 //! A component library is loaded once per process and its framework calls
 //! it through plain `extern "C"` functions, so its state is a `static`.

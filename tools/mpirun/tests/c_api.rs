@@ -91,6 +91,11 @@ fn matched_probes_claim_messages_that_only_matched_receives_take() {
 }
 
 #[test]
+fn threads_make_and_complete_requests_at_once_at_thread_multiple() {
+    passes("threads.c", &["2", "4"], "threads: ok");
+}
+
+#[test]
 fn persistent_buffered_and_partial_completions_work() {
     passes("requests.c", &["2", "3"], "requests: ok");
 }
