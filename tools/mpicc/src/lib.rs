@@ -205,10 +205,11 @@ pub fn main(lang: Language) -> i32 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn dirs() -> Dirs {
+    /// Install directories under `/p`, for the tests of this crate.
+    pub(crate) fn dirs() -> Dirs {
         Dirs {
             include: "/p/include".into(),
             lib: "/p/lib".into(),

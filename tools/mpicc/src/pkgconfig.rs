@@ -96,13 +96,7 @@ pub fn write(to: &Path, dirs: &Dirs, version: &str) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn dirs() -> Dirs {
-        Dirs {
-            include: "/p/include".into(),
-            lib: "/p/lib".into(),
-        }
-    }
+    use crate::tests::dirs;
 
     #[test]
     fn a_file_names_the_directories_and_the_flags() {
