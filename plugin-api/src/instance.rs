@@ -21,6 +21,7 @@
 
 use crate::serial::{Reentered, Serialized};
 use crate::{guard, verbosity, ComponentContext, ErrorKind};
+use abi_stable::std_types::RResult;
 use std::fmt;
 
 /// A component's installed state.
@@ -119,37 +120,35 @@ impl<T: Send> Instance<T> {
     /// Every [`EntryError`] but `AlreadyInitialized`.
     #[inline]
     pub fn call<R>(&self, what: &str, f: impl FnOnce(&mut T) -> R) -> Result<R, EntryError> {
-        // The body's value is written to `out` and only a unit result
-        // travels back through the exclusion and the guard: nesting `R` in
-        // their results made the compiler store it in pieces and reload it
-        // whole, a store-forwarding stall on every entry.
+        // The body's value is written to `out`, a refusal's reason to
+        // `refused` (on the cold paths only), and nothing but "entered"
+        // travels back through the exclusion and the guard: a result as
+        // wide as an `EntryError` came back through memory, written in
+        // pieces and reloaded whole, a store-forwarding stall on every
+        // entry.
         let mut out = None;
-        let outcome = self.slot.enter(|slot| {
+        let mut refused = None;
+        let entered = self.slot.enter(|slot| {
             let Some(installed) = slot.as_mut() else {
-                return Err(EntryError::NotInitialized);
+                refused = Some(EntryError::NotInitialized);
+                return;
             };
             if let Some(first) = &installed.poisoned {
-                return Err(EntryError::Stopped(first.clone()));
+                refused = Some(EntryError::Stopped(first.clone()));
+                return;
             }
             let value = &mut installed.value;
             let ran = guard::call(|| {
                 out = Some(f(value));
                 Ok(())
             });
-            match ran.into_result() {
-                Ok(()) => Ok(()),
-                Err(panic) => Err(poison(installed, what, panic.kind, panic.message.as_str())),
+            if let RResult::RErr(panic) = ran {
+                refused = Some(poison(installed, what, panic.kind, panic.message.as_str()));
             }
         });
-        match (outcome, out) {
-            (Ok(Ok(())), Some(r)) => Ok(r),
-            (Ok(Err(e)), _) => Err(e),
-            (Err(Reentered), _) => Err(EntryError::Reentered),
-            // The guard answers Ok only after the body returned, which set
-            // `out`.
-            (Ok(Ok(())), None) => Err(EntryError::Panicked(
-                "the entry returned no value (an internal error of the instance)".to_string(),
-            )),
+        match out {
+            Some(r) => Ok(r),
+            None => Err(refusal(entered.is_err(), refused)),
         }
     }
 
@@ -213,6 +212,23 @@ impl<T: Send> Default for Instance<T> {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// Why an entry that did not run its body to the end was refused:
+/// [`EntryError::Reentered`] when it found the state entered, else the
+/// reason it recorded.
+#[cold]
+fn refusal(reentered: bool, refused: Option<EntryError>) -> EntryError {
+    if reentered {
+        return EntryError::Reentered;
+    }
+    // The body's guard answers only after the body returned (which set
+    // its value) or with a panic (which recorded it).
+    refused.unwrap_or_else(|| {
+        EntryError::Panicked(
+            "the entry returned no value (an internal error of the instance)".to_string(),
+        )
+    })
 }
 
 #[cold]
