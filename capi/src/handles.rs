@@ -264,6 +264,17 @@ pub fn typed(h: c_int) -> Result<Typed, Fail> {
     typed_general(h)
 }
 
+/// The bytes of `count` elements of handle `h` when `h` is a predefined
+/// single-value type, `count` is not negative and the product fits:
+/// [`Typed::contiguous_bytes`] of that common case, without building a
+/// [`Typed`]. `None` for anything else ([`typed`] then decides, and
+/// reports what is wrong).
+#[inline(always)]
+pub fn plain_bytes(h: c_int, count: c_int) -> Option<usize> {
+    let (size, _) = PLAIN.get((h as usize).wrapping_sub(1))?;
+    size.checked_mul(usize::try_from(count).ok()?)
+}
+
 /// [`typed`] for a pair or derived type.
 #[inline(never)]
 fn typed_general(h: c_int) -> Result<Typed, Fail> {

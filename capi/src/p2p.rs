@@ -3,7 +3,7 @@
 
 use crate::buffers::{Incoming, Outgoing};
 use crate::errors::{run, Fail, ERR_ARG};
-use crate::handles::{any_type, comm, count, put, typed, Typed};
+use crate::handles::{any_type, comm, count, plain_bytes, put, typed, Typed};
 use crate::requests::{self, Pending};
 use crate::status::{store, MpiStatus};
 use crate::{runtime, PROC_NULL, UNDEFINED};
@@ -42,6 +42,26 @@ pub(crate) fn args(comm_: c_int, count_: c_int, datatype_: c_int) -> Result<Args
         count: count("count", count_)?,
         ty: typed(datatype_)?,
     })
+}
+
+/// [`args`] for the common case, a predefined single-value type and a
+/// valid count: the runtime, the communicator and the length in bytes,
+/// resolved without a [`Typed`] (a `Typed` carried through a `Result`
+/// came back in pieces and was reloaded whole, a store-forwarding stall
+/// on every call). `None` for any other type or count: [`args`] then
+/// takes the call.
+///
+/// # Errors
+///
+/// Not initialized; a bad communicator.
+#[inline(always)]
+fn plain_args(
+    comm_: c_int,
+    count_: c_int,
+    datatype_: c_int,
+) -> Option<Result<(&'static Runtime, Comm, usize), Fail>> {
+    let len = plain_bytes(datatype_, count_)?;
+    Some(runtime().and_then(|rt| Ok((rt, comm(comm_)?, len))))
 }
 
 /// Starts a send and answers its pending request.
@@ -125,6 +145,16 @@ unsafe fn blocking_send(
     comm_: c_int,
     mode: SendMode,
 ) -> Result<(), Fail> {
+    if dest != PROC_NULL {
+        if let Some(plain) = plain_args(comm_, count_, datatype_) {
+            let (rt, c, len) = plain?;
+            // SAFETY: the user's buffer holds `len` bytes (the caller's
+            // promise) and stays untouched until the wait returns.
+            let id = unsafe { rt.isend(c, dest, tag, buf.cast(), len, mode) }?;
+            rt.wait(id)?;
+            return Ok(());
+        }
+    }
     let Args {
         rt,
         comm: c,
@@ -212,6 +242,17 @@ macro_rules! immediate_send {
             request: *mut c_int,
         ) -> c_int {
             run($text, comm, || {
+                if dest != PROC_NULL {
+                    if let Some(plain) = plain_args(comm, count, datatype) {
+                        let (rt, c, len) = plain?;
+                        // SAFETY: the user's buffer holds `len` bytes (the
+                        // caller's promise) until the request completes.
+                        let id = unsafe { rt.isend(c, dest, tag, buf.cast(), len, $mode) }?;
+                        let h = requests::insert_plain(id, false);
+                        // SAFETY: the caller's promise.
+                        return unsafe { put("request", request, h) };
+                    }
+                }
                 let Args {
                     rt,
                     comm: c,
@@ -259,6 +300,18 @@ pub unsafe extern "C" fn PMPI_Recv(
     status: *mut MpiStatus,
 ) -> c_int {
     run("MPI_Recv", comm, || {
+        if source != PROC_NULL {
+            if let Some(plain) = plain_args(comm, count, datatype) {
+                let (rt, c, len) = plain?;
+                // SAFETY: the user's buffer holds `len` bytes (the
+                // caller's promise), untouched until the wait returns.
+                let id = unsafe { rt.irecv(c, source, tag, buf.cast(), len) }?;
+                let s = rt.wait(id)?;
+                // SAFETY: the caller's promise.
+                unsafe { store(status, MpiStatus::of(&s)) };
+                return Ok(());
+            }
+        }
         let Args {
             rt,
             comm: c,
@@ -301,6 +354,17 @@ pub unsafe extern "C" fn PMPI_Irecv(
     request: *mut c_int,
 ) -> c_int {
     run("MPI_Irecv", comm, || {
+        if source != PROC_NULL {
+            if let Some(plain) = plain_args(comm, count, datatype) {
+                let (rt, c, len) = plain?;
+                // SAFETY: the user's buffer holds `len` bytes (the
+                // caller's promise), untouched until the request completes.
+                let id = unsafe { rt.irecv(c, source, tag, buf.cast(), len) }?;
+                let h = requests::insert_plain(id, true);
+                // SAFETY: the caller's promise.
+                return unsafe { put("request", request, h) };
+            }
+        }
         let Args {
             rt,
             comm: c,

@@ -603,7 +603,7 @@ impl Runtime {
     /// `Rank`, `Tag`, `Unreachable` (the message names the peer and each
     /// btl's reason, and says when the `self` btl is missing), `ProcFailed`,
     /// `Finalized`, `ThreadLevel`.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn isend(
         &self,
         comm: Comm,
@@ -627,7 +627,7 @@ impl Runtime {
     /// As [`Runtime::isend`]: the buffer stays valid and unchanged until
     /// the request completes.
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     unsafe fn start_send(
         &self,
         state: &mut State,
@@ -705,7 +705,7 @@ impl Runtime {
     ///
     /// # Errors
     /// `Rank`, `Tag`, `Finalized`, `ThreadLevel`, or the pml's refusal.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn irecv(
         &self,
         comm: Comm,
@@ -726,7 +726,7 @@ impl Runtime {
     /// # Safety
     /// As [`Runtime::irecv`]: the buffer stays valid and untouched until
     /// the request completes.
-    #[inline]
+    #[inline(always)]
     unsafe fn start_recv(
         &self,
         state: &mut State,
@@ -761,7 +761,7 @@ impl Runtime {
     /// The request of a receive on `comm` the pml took with completion
     /// slot `slot`: complete already (handle 0, with `st`; the slot is
     /// given back), or pending.
-    #[inline]
+    #[inline(always)]
     fn recv_started(
         &self,
         state: &mut State,
@@ -828,13 +828,15 @@ impl Runtime {
     /// If `req` (pending, not a collective's) is complete: releases it
     /// and returns its outcome. A request with a completion slot is
     /// answered from the slot; one without, by the pml's `take`.
-    #[inline]
+    ///
+    /// Inlined into each caller, which then builds the outcome in its own
+    /// result: returned from a call, the outcome came back through memory
+    /// in pieces and was reloaded whole (a store-forwarding stall).
+    #[inline(always)]
     fn complete(&self, state: &mut State, req: RequestId) -> Option<Result<Status, Error>> {
         let handle = req.handle;
         let Some(slot) = req.slot() else {
-            // Tests and releases an error-free request in one call.
-            let st = self.pml.take(handle)?;
-            return Some(self.outcome(Comm::World, handle, st));
+            return self.complete_unslotted(handle);
         };
         match state.board.slot(slot).read() {
             Completed::Running => None,
@@ -848,6 +850,14 @@ impl Runtime {
                 Some(self.failed(handle))
             }
         }
+    }
+
+    /// [`Runtime::complete`] for a request without a completion slot:
+    /// tests and releases an error-free request in one call to the pml.
+    #[inline(never)]
+    fn complete_unslotted(&self, handle: u64) -> Option<Result<Status, Error>> {
+        let st = self.pml.take(handle)?;
+        Some(self.outcome(Comm::World, handle, st))
     }
 
     /// The error of request `handle`, whose completion slot said it
