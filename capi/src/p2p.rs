@@ -44,24 +44,42 @@ pub(crate) fn args(comm_: c_int, count_: c_int, datatype_: c_int) -> Result<Args
     })
 }
 
-/// [`args`] for the common case, a predefined single-value type and a
-/// valid count: the runtime, the communicator and the length in bytes,
-/// resolved without a [`Typed`] (a `Typed` carried through a `Result`
+/// The runtime, the communicator and the length in bytes of a call
+/// whose data is contiguous in the user's buffer; `None` for a type that
+/// is packed or staged. A predefined single-value type with a valid count
+/// is resolved without a [`Typed`] (a `Typed` carried through a `Result`
 /// came back in pieces and was reloaded whole, a store-forwarding stall
-/// on every call). `None` for any other type or count: [`args`] then
-/// takes the call.
+/// on every call); any other goes through [`args`].
 ///
 /// # Errors
 ///
-/// Not initialized; a bad communicator.
+/// As [`args`]; an element count whose size overflows.
 #[inline(always)]
-fn plain_args(
+fn contiguous_args(
     comm_: c_int,
     count_: c_int,
     datatype_: c_int,
-) -> Option<Result<(&'static Runtime, Comm, usize), Fail>> {
-    let len = plain_bytes(datatype_, count_)?;
-    Some(runtime().and_then(|rt| Ok((rt, comm(comm_)?, len))))
+) -> Result<Option<(&'static Runtime, Comm, usize)>, Fail> {
+    match plain_bytes(datatype_, count_) {
+        Some(len) => Ok(Some((runtime()?, comm(comm_)?, len))),
+        None => contiguous_args_general(comm_, count_, datatype_),
+    }
+}
+
+/// [`contiguous_args`] of any type but a predefined single value.
+#[inline(never)]
+fn contiguous_args_general(
+    comm_: c_int,
+    count_: c_int,
+    datatype_: c_int,
+) -> Result<Option<(&'static Runtime, Comm, usize)>, Fail> {
+    let Args {
+        rt,
+        comm: c,
+        count: n,
+        ty,
+    } = args(comm_, count_, datatype_)?;
+    Ok(ty.contiguous_bytes(n)?.map(|len| (rt, c, len)))
 }
 
 /// Starts a send and answers its pending request.
@@ -145,27 +163,11 @@ unsafe fn blocking_send(
     comm_: c_int,
     mode: SendMode,
 ) -> Result<(), Fail> {
-    if dest != PROC_NULL {
-        if let Some(plain) = plain_args(comm_, count_, datatype_) {
-            let (rt, c, len) = plain?;
-            // SAFETY: the user's buffer holds `len` bytes (the caller's
-            // promise) and stays untouched until the wait returns.
-            let id = unsafe { rt.isend(c, dest, tag, buf.cast(), len, mode) }?;
-            rt.wait(id)?;
-            return Ok(());
-        }
-    }
-    let Args {
-        rt,
-        comm: c,
-        count: n,
-        ty,
-    } = args(comm_, count_, datatype_)?;
     if dest == PROC_NULL {
-        return Ok(());
+        return args(comm_, count_, datatype_).map(drop);
     }
-    match ty.contiguous_bytes(n)? {
-        Some(len) => {
+    match contiguous_args(comm_, count_, datatype_)? {
+        Some((rt, c, len)) => {
             // SAFETY: the user's buffer holds `len` bytes (the caller's
             // promise) and stays untouched until the wait returns.
             let id = unsafe { rt.isend(c, dest, tag, buf.cast(), len, mode) }?;
@@ -242,25 +244,8 @@ macro_rules! immediate_send {
             request: *mut c_int,
         ) -> c_int {
             run($text, comm, || {
-                if dest != PROC_NULL {
-                    if let Some(plain) = plain_args(comm, count, datatype) {
-                        let (rt, c, len) = plain?;
-                        // SAFETY: the user's buffer holds `len` bytes (the
-                        // caller's promise) until the request completes.
-                        let id = unsafe { rt.isend(c, dest, tag, buf.cast(), len, $mode) }?;
-                        let h = requests::insert_plain(id, false);
-                        // SAFETY: the caller's promise.
-                        return unsafe { put("request", request, h) };
-                    }
-                }
-                let Args {
-                    rt,
-                    comm: c,
-                    count: n,
-                    ty,
-                } = args(comm, count, datatype)?;
-                let h = match ty.contiguous_bytes(n)? {
-                    Some(len) if dest != PROC_NULL => {
+                let h = match contiguous_args(comm, count, datatype)? {
+                    Some((rt, c, len)) if dest != PROC_NULL => {
                         // SAFETY: the user's buffer holds `len` bytes (the
                         // caller's promise) until the request completes.
                         let id = unsafe { rt.isend(c, dest, tag, buf.cast(), len, $mode) }?;
@@ -300,27 +285,9 @@ pub unsafe extern "C" fn PMPI_Recv(
     status: *mut MpiStatus,
 ) -> c_int {
     run("MPI_Recv", comm, || {
-        if source != PROC_NULL {
-            if let Some(plain) = plain_args(comm, count, datatype) {
-                let (rt, c, len) = plain?;
-                // SAFETY: the user's buffer holds `len` bytes (the
-                // caller's promise), untouched until the wait returns.
-                let id = unsafe { rt.irecv(c, source, tag, buf.cast(), len) }?;
-                let s = rt.wait(id)?;
-                // SAFETY: the caller's promise.
-                unsafe { store(status, MpiStatus::of(&s)) };
-                return Ok(());
-            }
-        }
-        let Args {
-            rt,
-            comm: c,
-            count: n,
-            ty,
-        } = args(comm, count, datatype)?;
-        let s = match ty.contiguous_bytes(n)? {
+        let s = match contiguous_args(comm, count, datatype)? {
             _ if source == PROC_NULL => proc_null_status(),
-            Some(len) => {
+            Some((rt, c, len)) => {
                 // SAFETY: the user's buffer holds `len` bytes (the
                 // caller's promise), untouched until the wait returns.
                 let id = unsafe { rt.irecv(c, source, tag, buf.cast(), len) }?;
@@ -329,7 +296,7 @@ pub unsafe extern "C" fn PMPI_Recv(
             None => {
                 // SAFETY: the caller's promise; the call waits for it.
                 let p = unsafe { start_recv(buf, count, datatype, source, tag, comm) }?;
-                requests::wait(rt, p)?
+                requests::wait(runtime()?, p)?
             }
         };
         // SAFETY: the caller's promise.
@@ -354,25 +321,8 @@ pub unsafe extern "C" fn PMPI_Irecv(
     request: *mut c_int,
 ) -> c_int {
     run("MPI_Irecv", comm, || {
-        if source != PROC_NULL {
-            if let Some(plain) = plain_args(comm, count, datatype) {
-                let (rt, c, len) = plain?;
-                // SAFETY: the user's buffer holds `len` bytes (the
-                // caller's promise), untouched until the request completes.
-                let id = unsafe { rt.irecv(c, source, tag, buf.cast(), len) }?;
-                let h = requests::insert_plain(id, true);
-                // SAFETY: the caller's promise.
-                return unsafe { put("request", request, h) };
-            }
-        }
-        let Args {
-            rt,
-            comm: c,
-            count: n,
-            ty,
-        } = args(comm, count, datatype)?;
-        let h = match ty.contiguous_bytes(n)? {
-            Some(len) if source != PROC_NULL => {
+        let h = match contiguous_args(comm, count, datatype)? {
+            Some((rt, c, len)) if source != PROC_NULL => {
                 // SAFETY: the user's buffer holds `len` bytes (the caller's
                 // promise), untouched until the request completes.
                 let id = unsafe { rt.irecv(c, source, tag, buf.cast(), len) }?;
