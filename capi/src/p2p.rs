@@ -324,8 +324,10 @@ pub unsafe extern "C" fn PMPI_Irecv(
         let h = match contiguous_args(comm, count, datatype)? {
             Some((rt, c, len)) if source != PROC_NULL => {
                 // SAFETY: the user's buffer holds `len` bytes (the caller's
-                // promise), untouched until the request completes.
-                let id = unsafe { rt.irecv(c, source, tag, buf.cast(), len) }?;
+                // promise), untouched until the request completes. One
+                // complete at its start keeps its status in its slot, so
+                // its handle names the slot too.
+                let id = unsafe { rt.irecv_held(c, source, tag, buf.cast(), len) }?;
                 requests::insert_plain(id, true)
             }
             _ => {

@@ -1,6 +1,14 @@
-//! Requests by integer handle (`MPI_REQUEST_NULL` is 0, then the slab key
-//! plus 1), with what each must keep alive or finish when it completes,
-//! and the one place that completes them ([`complete`]).
+//! Requests by integer handle, with what each must keep alive or finish
+//! when it completes, and the one place that completes them
+//! ([`complete`]).
+//!
+//! The handles: `MPI_REQUEST_NULL` is 0; a request in this library's
+//! table is its key plus 1; [`COMPLETE`] (-1) is every send complete at
+//! its start; and a send or receive straight from or into the user's
+//! buffer (a plain one) is named by the runtime's completion slot of it,
+//! from -2 down ([`plain`]): such a request keeps nothing here, so it
+//! costs the table nothing, and the runtime tells a released one from a
+//! held one.
 
 use crate::buffers::{Incoming, Outgoing};
 use crate::errors::{Fail, ERR_REQUEST};
@@ -95,12 +103,19 @@ pub fn insert(p: Pending) -> c_int {
 
 /// Registers the send (`receive` false) or receive of runtime request
 /// `id`, straight from or into the user's buffer, and answers its handle:
-/// [`COMPLETE`] when `id` completed as it started with the empty status
-/// (the table is not touched).
+/// [`COMPLETE`] when `id` completed as it started with the empty status,
+/// the handle of its completion slot when it has one (the table is not
+/// touched either way).
 #[inline(always)]
 pub fn insert_plain(id: RequestId, receive: bool) -> c_int {
     if id.outcome() == Some(Status::default()) {
         return COMPLETE;
+    }
+    if let Some(h) = id
+        .slot_number()
+        .and_then(|slot| plain_handle(slot, receive))
+    {
+        return h;
     }
     let p = if receive {
         Pending::PlainRecv(id)
@@ -109,6 +124,26 @@ pub fn insert_plain(id: RequestId, receive: bool) -> c_int {
     };
     let key = with_table(|t| t.insert(p));
     key as c_int + 1
+}
+
+/// The handle of the plain request published in the runtime's
+/// completion slot `slot`: -2 minus twice the slot, minus 1 more for a
+/// receive (`None` past the handles' range: the table takes it).
+#[inline(always)]
+fn plain_handle(slot: u32, receive: bool) -> Option<c_int> {
+    let code = i64::from(slot) * 2 + i64::from(receive);
+    c_int::try_from(-2 - code).ok()
+}
+
+/// The runtime request of plain handle `h` and whether it is a receive;
+/// `None` for any other handle.
+#[inline(always)]
+pub fn plain(h: c_int) -> Option<(RequestId, bool)> {
+    if h > COMPLETE - 1 {
+        return None;
+    }
+    let code = -2 - i64::from(h);
+    Some((RequestId::in_slot((code >> 1) as u32), code & 1 == 1))
 }
 
 /// Whether `p` is complete with the empty status (it keeps nothing
@@ -178,6 +213,9 @@ pub fn kind(h: c_int) -> Result<Kind, Fail> {
     if h == COMPLETE {
         return Ok(Kind::Ready);
     }
+    if let Some((id, _)) = plain(h) {
+        return Ok(Kind::Running(id));
+    }
     let k = key(h)?;
     with_table(|t| {
         let p = t.get(k).ok_or_else(|| bad(h))?;
@@ -204,7 +242,7 @@ pub fn is_many(h: c_int) -> bool {
 /// one goes inactive. `None` for `MPI_REQUEST_NULL` or an inactive
 /// persistent request.
 fn take_run(h: c_int) -> Result<Option<(Pending, bool)>, Fail> {
-    if h == REQUEST_NULL || h == COMPLETE {
+    if h <= COMPLETE || h == REQUEST_NULL {
         return take_from(&mut Slab::new(), h);
     }
     with_table(|t| take_from(t, h))
@@ -216,6 +254,14 @@ fn take_from(t: &mut Slab<Pending>, h: c_int) -> Result<Option<(Pending, bool)>,
     match h {
         REQUEST_NULL => Ok(None),
         COMPLETE => Ok(Some((Pending::Done(Status::default()), true))),
+        _ if h < COMPLETE => Ok(plain(h).map(|(id, receive)| {
+            let run = if receive {
+                Pending::PlainRecv(id)
+            } else {
+                Pending::PlainSend(id)
+            };
+            (run, true)
+        })),
         _ => {
             let k = key(h)?;
             match t.get_mut(k) {
@@ -256,7 +302,7 @@ fn finish(p: Pending, outcome: Result<Status, oxmpi_mpi_core::Error>) -> Result<
 ///
 /// A part's error (the request is then released).
 fn progress_many(rt: &Runtime, h: c_int) -> Result<bool, Fail> {
-    if h == REQUEST_NULL || h == COMPLETE {
+    if h <= COMPLETE || h == REQUEST_NULL {
         return Ok(true);
     }
     let k = key(h)?;
@@ -348,6 +394,17 @@ pub fn complete(rt: &Runtime, h: c_int, block: bool) -> Result<Option<(MpiStatus
     if h == COMPLETE {
         return Ok(Some((MpiStatus::of(&Status::default()), true)));
     }
+    if let Some((id, _)) = plain(h) {
+        let outcome = if block {
+            Some(rt.wait(id))
+        } else {
+            rt.test(id)
+        };
+        return match outcome {
+            None => Ok(None),
+            Some(outcome) => Ok(Some((MpiStatus::of(&outcome?), true))),
+        };
+    }
     if !block && !progress_many(rt, h)? {
         return Ok(None);
     }
@@ -389,6 +446,10 @@ pub fn peek(h: c_int) -> Result<MpiStatus, Fail> {
     if h == COMPLETE {
         return Ok(MpiStatus::of(&Status::default()));
     }
+    if plain(h).is_some() {
+        // Complete plain requests are answered by `test_in_place`.
+        return Ok(empty_status());
+    }
     let k = key(h)?;
     with_table(|t| match t.get(k) {
         Some(Pending::Done(s)) => Ok(MpiStatus::of(s)),
@@ -401,16 +462,35 @@ pub fn peek(h: c_int) -> Result<MpiStatus, Fail> {
     })
 }
 
-/// Finishes the run of handle `h`, whose runtime request a test reported
-/// complete with `outcome`, and keeps the request, complete, under its
-/// handle (for `MPI_Testall` and `MPI_Request_get_status`, which must
-/// not release it yet).
+/// Tests the request of handle `h`, running as runtime request `id`,
+/// without releasing it: complete, it stays complete under its handle
+/// for the call that releases it (`MPI_Testall` and
+/// `MPI_Request_get_status` must not release it yet). Answers its status
+/// once complete.
 ///
 /// # Errors
 ///
 /// `MPI_ERR_REQUEST` for an unknown handle; the request's error (the
 /// request is then released).
-pub fn complete_in_place(
+pub fn test_in_place(rt: &Runtime, h: c_int, id: RequestId) -> Result<Option<Status>, Fail> {
+    if plain(h).is_some() {
+        // The runtime's slot keeps the status.
+        return rt.test_kept(id).transpose().map_err(Fail::from);
+    }
+    match rt.test(id) {
+        Some(outcome) => complete_in_place(h, outcome).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Finishes the run of handle `h` (in the table), whose runtime request
+/// a test reported complete with `outcome`, and keeps the request,
+/// complete, under its handle.
+///
+/// # Errors
+///
+/// As [`test_in_place`].
+fn complete_in_place(
     h: c_int,
     outcome: Result<Status, oxmpi_mpi_core::Error>,
 ) -> Result<Status, Fail> {
@@ -455,7 +535,7 @@ pub fn start_persistent(
     h: c_int,
     start: impl FnOnce(&crate::persistent::Plan) -> Result<Pending, Fail>,
 ) -> Result<(), Fail> {
-    if h == COMPLETE {
+    if h <= COMPLETE {
         return Err(not_persistent(h));
     }
     let k = key(h)?;
@@ -497,6 +577,9 @@ pub fn free(rt: &Runtime, h: c_int) -> Result<(), Fail> {
     if h == COMPLETE {
         return Ok(());
     }
+    if let Some((id, receive)) = plain(h) {
+        return free_plain(rt, id, receive);
+    }
     let k = key(h)?;
     let p = with_table(|t| {
         let pending_recv = match t.get(k) {
@@ -508,11 +591,7 @@ pub fn free(rt: &Runtime, h: c_int) -> Result<(), Fail> {
             Some(_) => false,
         };
         if pending_recv {
-            return Err(Fail::new(
-                ERR_REQUEST,
-                "a receive still pending cannot be freed in oxmpi; wait for it, or cancel it with \
-                 MPI_Cancel and then wait",
-            ));
+            return Err(pending_receive());
         }
         Ok(t.remove(k))
     })?;
@@ -529,6 +608,33 @@ pub fn free(rt: &Runtime, h: c_int) -> Result<(), Fail> {
     Ok(())
 }
 
+/// [`free`] of a plain request: a send goes on (the runtime watches
+/// it), a complete receive is released, a pending one stays.
+fn free_plain(rt: &Runtime, id: RequestId, receive: bool) -> Result<(), Fail> {
+    // Looks without releasing: an error here is a released handle's.
+    match rt.test_kept(id) {
+        Some(Err(e)) => Err(e.into()),
+        Some(Ok(_)) => {
+            rt.free(id);
+            Ok(())
+        }
+        None if receive => Err(pending_receive()),
+        None => {
+            rt.free(id);
+            Ok(())
+        }
+    }
+}
+
+/// The refusal to free a receive still pending.
+fn pending_receive() -> Fail {
+    Fail::new(
+        ERR_REQUEST,
+        "a receive still pending cannot be freed in oxmpi; wait for it, or cancel it with \
+         MPI_Cancel and then wait",
+    )
+}
+
 /// Drops the detached buffers (after finalize waited for their requests).
 pub fn clear_detached() {
     DETACHED.lock().unwrap_or_else(|e| e.into_inner()).clear();
@@ -541,5 +647,31 @@ pub fn done_status(s: MpiStatus) -> Status {
         tag: s.tag,
         count: s.count as usize,
         cancelled: s.cancelled != 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_handles_name_their_slot_and_direction_below_complete() {
+        for slot in [0u32, 1, 2, 1000, (1 << 30) - 2] {
+            for receive in [false, true] {
+                let h = plain_handle(slot, receive).expect("in range");
+                assert!(h < COMPLETE, "{h}");
+                let (id, is_receive) = plain(h).expect("a plain handle");
+                assert_eq!((id.slot_number(), is_receive), (Some(slot), receive));
+            }
+        }
+        assert_eq!(plain_handle(0, false), Some(-2));
+        assert_eq!(plain_handle(0, true), Some(-3));
+        // The last handle that fits, and the first that does not.
+        assert_eq!(plain_handle((1 << 30) - 1, false), Some(c_int::MIN));
+        assert_eq!(plain_handle((1 << 30) - 1, true), None);
+        assert_eq!(plain_handle(u32::MAX, true), None);
+        for other in [REQUEST_NULL, COMPLETE, 1, 7, c_int::MAX] {
+            assert!(plain(other).is_none(), "{other}");
+        }
     }
 }

@@ -2,7 +2,8 @@
  * again, startall, testany, testsome, waitsome, request_get_status,
  * buffered sends within the attached buffer's budget and one past it,
  * ready sends; sends to oneself, complete as they start, through every
- * completion call.
+ * completion call; receives from oneself looked at without releasing
+ * them, freed, cancelled, and their handles used again after release.
  * Ranks pair up (0-1, 2-3, ...); prints "requests: ok". */
 #include <mpi.h>
 #include <stdio.h>
@@ -147,6 +148,59 @@ int main(int argc, char **argv) {
     CHECK(index == 1 && pair[1] == MPI_REQUEST_NULL, "waitany: index %d", index);
     for (int t = 1; t <= 3; t++) MPI_Recv(&got[t - 1], 1, MPI_INT, 0, t, MPI_COMM_SELF, MPI_STATUS_IGNORE);
     CHECK(got[0] == 1 && got[1] == 2 && got[2] == 3, "self got %d %d %d", got[0], got[1], got[2]);
+
+    /* Receives from oneself, straight into the buffer: testall leaves a
+     * complete one in place while another is pending, get_status looks
+     * without releasing, a pending receive cannot be freed and a complete
+     * one can, a cancelled one says so, and a handle already released is
+     * refused. */
+    int a = -1, b = -1, c = -1, five = 5, six = 6;
+    MPI_Request rq[2], kept, copy;
+    MPI_Status both[2];
+    MPI_Irecv(&a, 1, MPI_INT, 0, 40, MPI_COMM_SELF, &rq[0]);
+    MPI_Irecv(&b, 1, MPI_INT, 0, 41, MPI_COMM_SELF, &rq[1]);
+    MPI_Send(&five, 1, MPI_INT, 0, 40, MPI_COMM_SELF);
+    flag = 1;
+    MPI_Testall(2, rq, &flag, MPI_STATUSES_IGNORE);
+    CHECK(!flag && rq[0] != MPI_REQUEST_NULL && rq[1] != MPI_REQUEST_NULL, "testall with one pending: flag %d", flag);
+    flag = 0;
+    MPI_Request_get_status(rq[0], &flag, &st);
+    CHECK(flag && st.MPI_TAG == 40 && rq[0] != MPI_REQUEST_NULL, "get_status of a complete receive: flag %d tag %d", flag, st.MPI_TAG);
+    MPI_Request_get_status(rq[1], &flag, &st);
+    CHECK(!flag, "get_status of a pending receive: flag %d", flag);
+    kept = rq[1];
+    rc = MPI_Request_free(&kept);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_REQUEST && kept == rq[1], "free of a pending receive: class %d", cls);
+    MPI_Send(&six, 1, MPI_INT, 0, 41, MPI_COMM_SELF);
+    MPI_Waitall(2, rq, both);
+    CHECK(a == 5 && b == 6 && both[0].MPI_TAG == 40 && both[1].MPI_TAG == 41, "waitall got %d %d, tags %d %d", a, b, both[0].MPI_TAG, both[1].MPI_TAG);
+    CHECK(rq[0] == MPI_REQUEST_NULL && rq[1] == MPI_REQUEST_NULL, "waitall left %d %d", rq[0], rq[1]);
+    /* Complete as it starts (the message came first). */
+    MPI_Send(&six, 1, MPI_INT, 0, 43, MPI_COMM_SELF);
+    MPI_Irecv(&c, 1, MPI_INT, 0, 43, MPI_COMM_SELF, &kept);
+    CHECK(kept != MPI_REQUEST_NULL, "a receive complete at its start is MPI_REQUEST_NULL");
+    flag = 0;
+    MPI_Request_get_status(kept, &flag, &st);
+    CHECK(flag && st.MPI_TAG == 43 && c == 6, "get_status of a receive complete at its start: flag %d tag %d", flag, st.MPI_TAG);
+    copy = kept;
+    CHECK(MPI_Request_free(&kept) == MPI_SUCCESS && kept == MPI_REQUEST_NULL, "free of a complete receive");
+    rc = MPI_Wait(&copy, &st);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_REQUEST, "wait of a freed receive: class %d", cls);
+    MPI_Irecv(&c, 1, MPI_INT, 0, 44, MPI_COMM_SELF, &kept);
+    copy = kept;
+    MPI_Send(&five, 1, MPI_INT, 0, 44, MPI_COMM_SELF);
+    MPI_Wait(&kept, &st);
+    CHECK(c == 5 && st.MPI_TAG == 44 && kept == MPI_REQUEST_NULL, "wait got %d tag %d", c, st.MPI_TAG);
+    rc = MPI_Test(&copy, &flag, &st);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_REQUEST, "test of a released receive: class %d", cls);
+    MPI_Irecv(&c, 1, MPI_INT, 0, 45, MPI_COMM_SELF, &kept);
+    CHECK(MPI_Cancel(&kept) == MPI_SUCCESS, "cancel of a pending receive");
+    MPI_Wait(&kept, &st);
+    MPI_Test_cancelled(&st, &cancelled);
+    CHECK(cancelled && kept == MPI_REQUEST_NULL, "a cancelled receive reads cancelled %d", cancelled);
 
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

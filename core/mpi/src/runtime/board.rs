@@ -1,7 +1,9 @@
 //! The completion board: one [`Completion`] slot per request this layer
 //! starts, where the pml publishes the request's completion (so a wait or
 //! test reads a word instead of calling the pml), with the communicator
-//! the request runs on (whose ranks its status's source is translated to).
+//! the request runs on (whose ranks its status's source is translated to)
+//! and the pml's handle of it (so the slot's number alone names the
+//! request, and a slot given back is told from one in use).
 //!
 //! Slots are handed to the pml by address, so they never move: they come
 //! in chunks of [`CHUNK`] that live as long as the process (the runtime
@@ -18,10 +20,18 @@ const CHUNK: usize = 256;
 pub(super) struct Board {
     /// The slots, [`CHUNK`] per chunk; never moved or freed.
     chunks: Vec<&'static [Completion]>,
-    /// The communicator of each slot's request.
-    comms: Vec<Comm>,
+    /// What each slot's request is.
+    uses: Vec<SlotUse>,
     /// Slots not in use.
     free: Vec<u32>,
+}
+
+/// The request of a slot: its communicator and the pml's handle of it.
+#[derive(Clone, Copy)]
+struct SlotUse {
+    comm: Comm,
+    /// 0 while the slot is free (or taken and its request not started).
+    handle: u64,
 }
 
 impl Board {
@@ -32,9 +42,15 @@ impl Board {
             Some(i) => i,
             None => self.grow(),
         };
-        self.comms[i as usize] = comm;
+        self.uses[i as usize].comm = comm;
         self.slot(i).arm();
         i
+    }
+
+    /// Slot `i` (taken) holds the request the pml calls `handle` (not 0).
+    #[inline]
+    pub(super) fn started(&mut self, i: u32, handle: u64) {
+        self.uses[i as usize].handle = handle;
     }
 
     /// Slot `i` (one [`Board::take`] answered).
@@ -47,30 +63,44 @@ impl Board {
     /// The communicator of slot `i`'s request.
     #[inline]
     pub(super) fn comm(&self, i: u32) -> Comm {
-        self.comms[i as usize]
+        self.uses[i as usize].comm
+    }
+
+    /// The pml's handle of slot `i`'s request: 0 when the slot is free
+    /// (or `i` is no slot).
+    #[inline]
+    pub(super) fn handle(&self, i: u32) -> u64 {
+        self.uses.get(i as usize).map_or(0, |u| u.handle)
     }
 
     /// Slot `i` is free again (the pml writes it no more: its request was
     /// published, freed, or never started).
     #[inline]
     pub(super) fn give_back(&mut self, i: u32) {
+        self.uses[i as usize].handle = 0;
         self.free.push(i);
     }
 
     /// Slots in use (for tests).
     #[cfg(test)]
     fn in_use(&self) -> usize {
-        self.comms.len() - self.free.len()
+        self.uses.len() - self.free.len()
     }
 
     /// Adds a chunk; answers one of its slots and frees the others.
     #[cold]
     #[inline(never)]
     fn grow(&mut self) -> u32 {
-        let first = u32::try_from(self.comms.len()).expect("more than 2^32 requests at once");
+        let first = u32::try_from(self.uses.len()).expect("more than 2^32 requests at once");
         let chunk: Vec<Completion> = (0..CHUNK).map(|_| Completion::new()).collect();
         self.chunks.push(Box::leak(chunk.into_boxed_slice()));
-        self.comms.resize(self.comms.len() + CHUNK, Comm::World);
+        self.uses.resize(
+            self.uses.len() + CHUNK,
+            SlotUse {
+                comm: Comm::World,
+                handle: 0,
+            },
+        );
         // Lowest indices first out, so a program with few requests keeps
         // to the first slots.
         self.free.extend((first + 1..first + CHUNK as u32).rev());
@@ -87,6 +117,8 @@ mod tests {
     fn slots_are_reused_stay_in_place_and_come_armed() {
         let mut b = Board::default();
         let a = b.take(Comm::World);
+        b.started(a, 77);
+        assert_eq!(b.handle(a), 77);
         let at = b.slot(a) as *const Completion;
         let status = RequestStatus {
             source: 3,
@@ -107,6 +139,8 @@ mod tests {
         }
         b.give_back(a);
         assert_eq!(b.in_use(), 0);
+        assert_eq!(b.handle(a), 0, "a slot given back holds no request");
+        assert_eq!(b.handle(1 << 30), 0, "no such slot");
         // Taken again: armed, with its new communicator.
         let again = b.take(Comm::World);
         assert_eq!(again, a, "the slot given back last comes out first");

@@ -159,6 +159,14 @@ pub struct RequestId {
 /// The `cancelled` bit of [`RequestId::count_cancelled`].
 const CANCELLED_BIT: u64 = 1 << 63;
 
+/// The handle of a [`RequestId::in_slot`] (not 0, not a collective's).
+const BY_SLOT: u64 = u64::MAX >> 1;
+
+/// The handle a completion slot records for a receive that completed at
+/// its start and keeps its status in the slot ([`Runtime::irecv_held`]):
+/// the pml holds nothing under it.
+const HELD: u64 = (u64::MAX >> 1) - 1;
+
 impl RequestId {
     /// A request the pml holds under `handle` (not 0), without a
     /// completion slot.
@@ -187,6 +195,30 @@ impl RequestId {
             return None;
         }
         Some((self.source_tag - 1) as u32)
+    }
+
+    /// The number of the completion slot a pending request of a send or
+    /// receive this runtime started is published in (`None` for one
+    /// complete at its start, a collective's, or one of
+    /// [`RequestId::pending`]). The number names the request while it is
+    /// held: [`RequestId::in_slot`] gives it back.
+    #[inline]
+    pub fn slot_number(&self) -> Option<u32> {
+        self.slot()
+    }
+
+    /// The request published in completion slot `slot` (a number
+    /// [`RequestId::slot_number`] answered). Its [`RequestId::handle`] is
+    /// a placeholder: the runtime reads the pml's handle from the slot.
+    /// Once the request is released, waits and tests of this id fail with
+    /// `Request` (until the slot is taken by another request).
+    #[inline]
+    pub fn in_slot(slot: u32) -> Self {
+        RequestId {
+            handle: BY_SLOT,
+            source_tag: u64::from(slot) + 1,
+            count_cancelled: 0,
+        }
     }
 
     /// An operation that completed without error while it started.
@@ -658,7 +690,10 @@ impl Runtime {
                 state.board.give_back(slot);
                 Ok(RequestId::completed(Status::default()))
             }
-            Ok(handle) => Ok(RequestId::pending_in(handle, slot)),
+            Ok(handle) => {
+                state.board.started(slot, handle);
+                Ok(RequestId::pending_in(handle, slot))
+            }
             // The pml's sentence names the peer.
             Err((kind, message)) => {
                 state.board.give_back(slot);
@@ -718,14 +753,42 @@ impl Runtime {
         let source_world = self.world_source(comm, source)?;
         let mut state = self.enter()?;
         // SAFETY: the buffer promise is this method's own requirement.
-        unsafe { self.start_recv(&mut state, comm, source_world, tag, buf, len) }
+        unsafe { self.start_recv(&mut state, comm, source_world, tag, buf, len, false) }
     }
 
-    /// Hands a receive to the pml (with the runtime entered).
+    /// [`Runtime::irecv`], except that a receive that completes while it
+    /// starts keeps its status in its completion slot, as a pending one
+    /// would: the request always has a [`RequestId::slot_number`] (a wait
+    /// or test answers it from the slot and releases it).
+    ///
+    /// # Safety
+    /// As [`Runtime::irecv`].
+    ///
+    /// # Errors
+    /// As [`Runtime::irecv`].
+    #[inline(always)]
+    pub unsafe fn irecv_held(
+        &self,
+        comm: Comm,
+        source: i32,
+        tag: i32,
+        buf: *mut u8,
+        len: usize,
+    ) -> Result<RequestId, Error> {
+        Self::check_tag(tag, true)?;
+        let source_world = self.world_source(comm, source)?;
+        let mut state = self.enter()?;
+        // SAFETY: the buffer promise is this method's own requirement.
+        unsafe { self.start_recv(&mut state, comm, source_world, tag, buf, len, true) }
+    }
+
+    /// Hands a receive to the pml (with the runtime entered); `hold` as
+    /// in [`Runtime::recv_started`].
     ///
     /// # Safety
     /// As [`Runtime::irecv`]: the buffer stays valid and untouched until
     /// the request completes.
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     unsafe fn start_recv(
         &self,
@@ -735,6 +798,7 @@ impl Runtime {
         tag: i32,
         buf: *mut u8,
         len: usize,
+        hold: bool,
     ) -> Result<RequestId, Error> {
         let context = self.context_of(comm)?;
         let slot = state.board.take(comm);
@@ -750,7 +814,7 @@ impl Runtime {
         // the request completes (this function's contract); the slot stays
         // until read or the request freed.
         match unsafe { self.pml.irecv(&args) } {
-            Ok((handle, st)) => Ok(self.recv_started(state, comm, slot, handle, &st)),
+            Ok((handle, st)) => Ok(self.recv_started(state, comm, slot, handle, &st, hold)),
             Err(error) => {
                 state.board.give_back(slot);
                 Err(Self::recv_refused(error))
@@ -759,8 +823,9 @@ impl Runtime {
     }
 
     /// The request of a receive on `comm` the pml took with completion
-    /// slot `slot`: complete already (handle 0, with `st`; the slot is
-    /// given back), or pending.
+    /// slot `slot`: pending, or complete already (handle 0, with `st`).
+    /// A complete one gives the slot back, or with `hold` publishes `st`
+    /// in it and stays slotted ([`Runtime::irecv_held`]).
     #[inline(always)]
     fn recv_started(
         &self,
@@ -769,11 +834,18 @@ impl Runtime {
         slot: u32,
         handle: u64,
         st: &RequestStatus,
+        hold: bool,
     ) -> RequestId {
         if handle == 0 {
+            if hold {
+                state.board.slot(slot).publish(st);
+                state.board.started(slot, HELD);
+                return RequestId::pending_in(HELD, slot);
+            }
             state.board.give_back(slot);
             return RequestId::completed(Status::of_request(st, self.source_in(comm, st.source)));
         }
+        state.board.started(slot, handle);
         RequestId::pending_in(handle, slot)
     }
 
@@ -834,22 +906,57 @@ impl Runtime {
     /// in pieces and was reloaded whole (a store-forwarding stall).
     #[inline(always)]
     fn complete(&self, state: &mut State, req: RequestId) -> Option<Result<Status, Error>> {
-        let handle = req.handle;
+        self.complete_or_keep(state, req, true)
+    }
+
+    /// [`Runtime::complete`]; without `release`, a request with a
+    /// completion slot that completed without error stays held (its slot
+    /// keeps the status for the wait or test that releases it).
+    #[inline(always)]
+    fn complete_or_keep(
+        &self,
+        state: &mut State,
+        req: RequestId,
+        release: bool,
+    ) -> Option<Result<Status, Error>> {
         let Some(slot) = req.slot() else {
-            return self.complete_unslotted(handle);
+            return self.complete_unslotted(req.handle);
         };
         match state.board.slot(slot).read() {
             Completed::Running => None,
             Completed::Released(st) => {
+                if state.board.handle(slot) == 0 {
+                    return Some(Err(Self::released_already(slot)));
+                }
                 let comm = state.board.comm(slot);
-                state.board.give_back(slot);
+                if release {
+                    state.board.give_back(slot);
+                }
                 Some(Ok(Status::of_request(&st, self.source_in(comm, st.source))))
             }
             Completed::Failed => {
+                let handle = state.board.handle(slot);
+                if handle == 0 {
+                    return Some(Err(Self::released_already(slot)));
+                }
                 state.board.give_back(slot);
                 Some(self.failed(handle))
             }
         }
+    }
+
+    /// The error of a wait or test of a request named by completion slot
+    /// `slot` ([`RequestId::in_slot`]) after it was released.
+    #[cold]
+    #[inline(never)]
+    fn released_already(slot: u32) -> Error {
+        Error::new(
+            ErrorClass::Request,
+            format!(
+                "the request of completion slot {slot} is not active (already completed or \
+                 freed?)"
+            ),
+        )
     }
 
     /// [`Runtime::complete`] for a request without a completion slot:
@@ -903,17 +1010,32 @@ impl Runtime {
         match req.outcome() {
             Some(done) => Some(Ok(done)),
             None if req.handle & nbc::NB_BIT != 0 => self.nb_test(req),
-            None => self.test_pending(req),
+            None => self.test_pending(req, true),
         }
     }
 
-    /// [`Runtime::test`] for a request the pml holds.
-    fn test_pending(&self, req: RequestId) -> Option<Result<Status, Error>> {
+    /// Checks `req` once, as [`Runtime::test`], but a request with a
+    /// [`RequestId::slot_number`] that completed without error stays
+    /// held: the next wait or test answers the same status and releases
+    /// it (`MPI_Testall` and `MPI_Request_get_status` look without
+    /// releasing). One in error is released with its error. Any other
+    /// request is released as by [`Runtime::test`].
+    #[inline]
+    pub fn test_kept(&self, req: RequestId) -> Option<Result<Status, Error>> {
+        if req.slot().is_none() {
+            return self.test(req);
+        }
+        self.test_pending(req, false)
+    }
+
+    /// [`Runtime::test`] for a request the pml holds; `release` as in
+    /// [`Runtime::complete_or_keep`].
+    fn test_pending(&self, req: RequestId, release: bool) -> Option<Result<Status, Error>> {
         let mut state = match self.enter() {
             Ok(s) => s,
             Err(e) => return Some(Err(e)),
         };
-        if let Some(r) = self.complete(&mut state, req) {
+        if let Some(r) = self.complete_or_keep(&mut state, req, release) {
             return Some(r);
         }
         let seen = self.signals.events();
@@ -923,7 +1045,7 @@ impl Runtime {
             self.nb_advance();
             return None;
         }
-        self.complete(&mut state, req)
+        self.complete_or_keep(&mut state, req, release)
     }
 
     /// Waits for `req` and releases it.
@@ -1034,13 +1156,17 @@ impl Runtime {
             return Ok(false);
         }
         let state = self.enter()?;
-        if let Some(slot) = req.slot() {
-            if !state.board.slot(slot).is_running() {
-                // Complete already (and released, unless in error).
-                return Ok(false);
+        let handle = match req.slot() {
+            Some(slot) => {
+                if !state.board.slot(slot).is_running() {
+                    // Complete already (and released, unless in error).
+                    return Ok(false);
+                }
+                state.board.handle(slot)
             }
-        }
-        Ok(self.pml.cancel(req.handle))
+            None => req.handle,
+        };
+        Ok(self.pml.cancel(handle))
     }
 
     /// Stops watching a send: it still completes, and finalize waits for it.
@@ -1195,5 +1321,20 @@ mod tests {
         assert_eq!(id.handle(), 0x5_0000_0007);
         assert_eq!(id.outcome(), None);
         assert_ne!(id, RequestId::pending(0x6_0000_0007));
+        assert_eq!(id.slot_number(), None, "no completion slot");
+    }
+
+    #[test]
+    fn a_slotted_request_id_is_named_by_its_slot() {
+        for slot in [0, 1, 255, 256, u32::MAX - 1, u32::MAX] {
+            let started = RequestId::pending_in(0x9_0000_0001, slot);
+            assert_eq!(started.slot_number(), Some(slot));
+            let named = RequestId::in_slot(slot);
+            assert_eq!(named.slot_number(), Some(slot));
+            assert_eq!(named.outcome(), None);
+            assert_eq!(named.handle() & super::nbc::NB_BIT, 0, "not a collective's");
+        }
+        let done = RequestId::completed(Status::default());
+        assert_eq!(done.slot_number(), None);
     }
 }

@@ -148,7 +148,9 @@ impl Runtime {
         // until read or the request freed.
         let started = unsafe { self.pml.imrecv(message.handle, &args) };
         match started {
-            Ok((handle, st)) => Ok(self.recv_started(&mut state, message.comm, slot, handle, &st)),
+            Ok((handle, st)) => {
+                Ok(self.recv_started(&mut state, message.comm, slot, handle, &st, false))
+            }
             Err(why) => {
                 state.board.give_back(slot);
                 Err(Error::new(
