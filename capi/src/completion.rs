@@ -163,6 +163,7 @@ unsafe fn all(slots: &mut [c_int], statuses: *mut MpiStatus, block: bool) -> Res
 /// # Safety
 ///
 /// `statuses` is null or holds more than `i` statuses.
+#[inline(always)]
 unsafe fn settle_at(
     i: usize,
     slot: &mut c_int,

@@ -390,6 +390,10 @@ fn wait_kept(rt: &Runtime, p: Pending) -> Result<Status, Fail> {
 ///
 /// `MPI_ERR_REQUEST` for an unknown handle; the request's error (the
 /// request is then complete and released all the same).
+///
+/// Inlined for the handles outside the table, whose status is then built
+/// in the caller's own result.
+#[inline(always)]
 pub fn complete(rt: &Runtime, h: c_int, block: bool) -> Result<Option<(MpiStatus, bool)>, Fail> {
     if h == COMPLETE {
         return Ok(Some((MpiStatus::of(&Status::default()), true)));
@@ -405,6 +409,12 @@ pub fn complete(rt: &Runtime, h: c_int, block: bool) -> Result<Option<(MpiStatus
             Some(outcome) => Ok(Some((MpiStatus::of(&outcome?), true))),
         };
     }
+    complete_other(rt, h, block)
+}
+
+/// [`complete`] of `MPI_REQUEST_NULL` or a handle in the table.
+#[inline(never)]
+fn complete_other(rt: &Runtime, h: c_int, block: bool) -> Result<Option<(MpiStatus, bool)>, Fail> {
     if !block && !progress_many(rt, h)? {
         return Ok(None);
     }

@@ -1063,14 +1063,31 @@ impl Runtime {
     }
 
     /// [`Runtime::wait`] for a request the pml holds.
+    ///
+    /// Inlined, so that the outcome of a request found complete at once
+    /// (in a wait for several, most are) is built in the caller's own
+    /// result; only a wait that polls returns its outcome through memory.
+    #[inline(always)]
     fn wait_pending(&self, req: RequestId) -> Result<Status, Error> {
         let mut state = self.enter()?;
         // A request may complete during the call that starts it (in error,
-        // or as a pml without immediate completion reports it): ask once
-        // before polling.
+        // or as a pml without immediate completion reports it, or before
+        // this wait): ask once before polling.
         if let Some(r) = self.complete(&mut state, req) {
             return r;
         }
+        // Entered again there: moving the entry (with its optional lock
+        // guard) into the call cost a copy in odd-sized pieces, reloaded
+        // whole, on every wait.
+        drop(state);
+        self.wait_polling(req)
+    }
+
+    /// [`Runtime::wait_pending`] once the request was found incomplete:
+    /// polls until it completes.
+    #[inline(never)]
+    fn wait_polling(&self, req: RequestId) -> Result<Status, Error> {
+        let mut state = self.enter()?;
         // Below MULTIPLE/SERIALIZED there is no lock to let go of between
         // polls: the thread stays entered until the request completes.
         let relock = state.lock.is_some();
