@@ -139,7 +139,7 @@ fn plain_handle(slot: u32, receive: bool) -> Option<c_int> {
 /// `None` for any other handle.
 #[inline(always)]
 pub fn plain(h: c_int) -> Option<(RequestId, bool)> {
-    if h > COMPLETE - 1 {
+    if h >= COMPLETE {
         return None;
     }
     let code = -2 - i64::from(h);
