@@ -749,11 +749,8 @@ impl Runtime {
         buf: *mut u8,
         len: usize,
     ) -> Result<RequestId, Error> {
-        Self::check_tag(tag, true)?;
-        let source_world = self.world_source(comm, source)?;
-        let mut state = self.enter()?;
         // SAFETY: the buffer promise is this method's own requirement.
-        unsafe { self.start_recv(&mut state, comm, source_world, tag, buf, len, false) }
+        unsafe { self.post_recv(comm, source, tag, buf, len, false) }
     }
 
     /// [`Runtime::irecv`], except that a receive that completes while it
@@ -775,11 +772,30 @@ impl Runtime {
         buf: *mut u8,
         len: usize,
     ) -> Result<RequestId, Error> {
+        // SAFETY: the buffer promise is this method's own requirement.
+        unsafe { self.post_recv(comm, source, tag, buf, len, true) }
+    }
+
+    /// [`Runtime::irecv`] (`hold` false) and [`Runtime::irecv_held`]:
+    /// checks the arguments, enters, and hands the receive to the pml.
+    ///
+    /// # Safety
+    /// As [`Runtime::irecv`].
+    #[inline(always)]
+    unsafe fn post_recv(
+        &self,
+        comm: Comm,
+        source: i32,
+        tag: i32,
+        buf: *mut u8,
+        len: usize,
+        hold: bool,
+    ) -> Result<RequestId, Error> {
         Self::check_tag(tag, true)?;
         let source_world = self.world_source(comm, source)?;
         let mut state = self.enter()?;
-        // SAFETY: the buffer promise is this method's own requirement.
-        unsafe { self.start_recv(&mut state, comm, source_world, tag, buf, len, true) }
+        // SAFETY: the buffer promise is the caller's.
+        unsafe { self.start_recv(&mut state, comm, source_world, tag, buf, len, hold) }
     }
 
     /// Hands a receive to the pml (with the runtime entered); `hold` as
