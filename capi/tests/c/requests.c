@@ -3,7 +3,8 @@
  * buffered sends within the attached buffer's budget and one past it,
  * ready sends; sends to oneself, complete as they start, through every
  * completion call; receives from oneself looked at without releasing
- * them, freed, cancelled, and their handles used again after release.
+ * them, freed, cancelled, and their handles (and a made-up one) used
+ * again after release.
  * Ranks pair up (0-1, 2-3, ...); prints "requests: ok". */
 #include <mpi.h>
 #include <stdio.h>
@@ -196,6 +197,17 @@ int main(int argc, char **argv) {
     rc = MPI_Test(&copy, &flag, &st);
     MPI_Error_class(rc, &cls);
     CHECK(cls == MPI_ERR_REQUEST, "test of a released receive: class %d", cls);
+    rc = MPI_Cancel(&copy);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_REQUEST, "cancel of a released receive: class %d", cls);
+    /* A handle no request ever had, in the range of the plain ones. */
+    MPI_Request forged = -2000001;
+    rc = MPI_Wait(&forged, &st);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_REQUEST, "wait of a made-up handle: class %d", cls);
+    rc = MPI_Cancel(&forged);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_REQUEST, "cancel of a made-up handle: class %d", cls);
     MPI_Irecv(&c, 1, MPI_INT, 0, 45, MPI_COMM_SELF, &kept);
     CHECK(MPI_Cancel(&kept) == MPI_SUCCESS, "cancel of a pending receive");
     MPI_Wait(&kept, &st);

@@ -938,12 +938,15 @@ impl Runtime {
         let Some(slot) = req.slot() else {
             return self.complete_unslotted(req.handle);
         };
+        // No request in the slot (or no such slot): an id of
+        // `RequestId::in_slot` named a released request, or none.
+        let handle = state.board.handle(slot);
+        if handle == 0 {
+            return Some(Err(Self::released_already(slot)));
+        }
         match state.board.slot(slot).read() {
             Completed::Running => None,
             Completed::Released(st) => {
-                if state.board.handle(slot) == 0 {
-                    return Some(Err(Self::released_already(slot)));
-                }
                 let comm = state.board.comm(slot);
                 if release {
                     state.board.give_back(slot);
@@ -951,18 +954,15 @@ impl Runtime {
                 Some(Ok(Status::of_request(&st, self.source_in(comm, st.source))))
             }
             Completed::Failed => {
-                let handle = state.board.handle(slot);
-                if handle == 0 {
-                    return Some(Err(Self::released_already(slot)));
-                }
                 state.board.give_back(slot);
                 Some(self.failed(handle))
             }
         }
     }
 
-    /// The error of a wait or test of a request named by completion slot
-    /// `slot` ([`RequestId::in_slot`]) after it was released.
+    /// The error of a wait, test or cancel of a request named by
+    /// completion slot `slot` ([`RequestId::in_slot`]) after it was
+    /// released, or of a slot that does not exist.
     #[cold]
     #[inline(never)]
     fn released_already(slot: u32) -> Error {
@@ -1183,6 +1183,11 @@ impl Runtime {
     /// Cancels a receive that has not matched yet: `Ok(true)` if cancelled
     /// (complete it with wait or test; its status says `cancelled`).
     /// `Ok(false)` when too late, or for a send.
+    ///
+    /// # Errors
+    /// `Request` for an id of [`RequestId::in_slot`] whose request was
+    /// released (or a slot that does not exist); `Finalized`,
+    /// `ThreadLevel`.
     pub fn cancel(&self, req: RequestId) -> Result<bool, Error> {
         if req.outcome().is_some() || req.handle & nbc::NB_BIT != 0 {
             // A collective cannot be cancelled.
@@ -1191,11 +1196,15 @@ impl Runtime {
         let state = self.enter()?;
         let handle = match req.slot() {
             Some(slot) => {
+                let handle = state.board.handle(slot);
+                if handle == 0 {
+                    return Err(Self::released_already(slot));
+                }
                 if !state.board.slot(slot).is_running() {
-                    // Complete already (and released, unless in error).
+                    // Complete already (and held, or in error).
                     return Ok(false);
                 }
-                state.board.handle(slot)
+                handle
             }
             None => req.handle,
         };
