@@ -123,26 +123,24 @@ unsafe fn all(slots: &mut [c_int], statuses: *mut MpiStatus, block: bool) -> Res
         }
     }
     let mut failed = None;
-    if slots.iter().all(|&h| h <= REQUEST_NULL) {
-        // None is in the table (plain, complete at their start, or null):
-        // each completes on its own, without the table's lock or a list.
-        for (i, slot) in slots.iter_mut().enumerate() {
-            let done = requests::complete(rt, *slot, true);
-            // SAFETY: the caller's promise.
-            unsafe { settle_at(i, slot, done, statuses, &mut failed) };
-        }
-    } else {
-        // Every run is taken out of the table under one lock, then waited
-        // for.
-        let runs = requests::take_runs(slots);
-        for (i, (slot, run)) in slots.iter_mut().zip(runs).enumerate() {
-            let done = run.and_then(|run| match run {
-                None => Ok(None),
-                Some((p, null)) => requests::wait(rt, p).map(|s| Some((MpiStatus::of(&s), null))),
-            });
-            // SAFETY: the caller's promise.
-            unsafe { settle_at(i, slot, done, statuses, &mut failed) };
-        }
+    // Each in turn: a plain one without the table, one in it taken out and
+    // waited for.
+    for (i, slot) in slots.iter_mut().enumerate() {
+        let st = match requests::complete(rt, *slot, true) {
+            Ok(Some(done)) => settle(slot, done),
+            Ok(None) => requests::empty_status(),
+            Err(f) => {
+                *slot = REQUEST_NULL;
+                let code = record(f.class, f.message.clone());
+                failed.get_or_insert((i, f));
+                MpiStatus {
+                    error: code,
+                    ..MpiStatus::default()
+                }
+            }
+        };
+        // SAFETY: the caller's promise.
+        unsafe { store_at(statuses, i, st) };
     }
     match failed {
         None => Ok(true),
@@ -154,38 +152,6 @@ unsafe fn all(slots: &mut [c_int], statuses: *mut MpiStatus, block: bool) -> Res
             ),
         )),
     }
-}
-
-/// Applies completion `done` of request `i` of a multiple-completion
-/// call to its handle slot and status; a failure's status says its error,
-/// and the first failure is kept in `failed`.
-///
-/// # Safety
-///
-/// `statuses` is null or holds more than `i` statuses.
-#[inline(always)]
-unsafe fn settle_at(
-    i: usize,
-    slot: &mut c_int,
-    done: Result<Option<(MpiStatus, bool)>, Fail>,
-    statuses: *mut MpiStatus,
-    failed: &mut Option<(usize, Fail)>,
-) {
-    let st = match done {
-        Ok(Some(done)) => settle(slot, done),
-        Ok(None) => requests::empty_status(),
-        Err(f) => {
-            *slot = REQUEST_NULL;
-            let code = record(f.class, f.message.clone());
-            failed.get_or_insert((i, f));
-            MpiStatus {
-                error: code,
-                ..MpiStatus::default()
-            }
-        }
-    };
-    // SAFETY: the caller's promise.
-    unsafe { store_at(statuses, i, st) };
 }
 
 /// `MPI_Waitall`.

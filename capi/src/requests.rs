@@ -273,12 +273,6 @@ fn take_from(t: &mut Slab<Pending>, h: c_int) -> Result<Option<(Pending, bool)>,
     }
 }
 
-/// [`take_run`] of every handle of `handles`, under one lock (for the
-/// calls that wait for all of them).
-pub fn take_runs(handles: &[c_int]) -> Vec<Result<Option<(Pending, bool)>, Fail>> {
-    with_table(|t| handles.iter().map(|&h| take_from(t, h)).collect())
-}
-
 /// Finishes the run `p` whose runtime request completed with `outcome`
 /// (a staged receive is unpacked; kept buffers go).
 fn finish(p: Pending, outcome: Result<Status, oxmpi_mpi_core::Error>) -> Result<Status, Fail> {
@@ -447,7 +441,9 @@ pub fn completed_by_any(
     finish(run, outcome).map(|s| (MpiStatus::of(&s), null))
 }
 
-/// The status of the complete request of handle `h`, leaving it as it is.
+/// The status of the complete request of handle `h`, leaving it as it is
+/// (a handle [`kind`] answers `Ready` for: never a plain one, whose status
+/// [`test_in_place`] answers).
 ///
 /// # Errors
 ///
@@ -455,10 +451,6 @@ pub fn completed_by_any(
 pub fn peek(h: c_int) -> Result<MpiStatus, Fail> {
     if h == COMPLETE {
         return Ok(MpiStatus::of(&Status::default()));
-    }
-    if plain(h).is_some() {
-        // Complete plain requests are answered by `test_in_place`.
-        return Ok(empty_status());
     }
     let k = key(h)?;
     with_table(|t| match t.get(k) {
