@@ -162,7 +162,7 @@ fn wrong_interface_major_version_is_rejected() {
         &mca,
         &d,
         &path,
-        "it implements version 99.0.0 of the btl interface, and this oxmpi provides version 2.1.0",
+        "it implements version 99.0.0 of the btl interface, and this oxmpi provides version 3.0.0",
     );
     assert!(f.hint.contains("Rebuild"), "{}", f.hint);
     assert_eq!(loaded_names(&mca), ["btl/fixture"]);

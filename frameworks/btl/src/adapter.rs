@@ -34,10 +34,12 @@ use abi_stable::std_types::{RSlice, RStr, RString, RVec};
 use oxmpi_plugin_api::{verbosity, ComponentContext, EntryError, Instance};
 use std::marker::PhantomData;
 
+mod batch;
 mod rdma;
 
 #[cfg(doc)]
 use crate::module::flags;
+pub use batch::{Fragments, Refused};
 use rdma::RdmaLimits;
 pub use rdma::{GetBuffer, Rdma};
 
@@ -418,6 +420,22 @@ impl Pml<'_> {
                 len,
             )
         };
+    }
+
+    /// Delivers the fragments of `batch` in one callback, in the order
+    /// they were pushed (each as [`Pml::fragment`] with [`Arrived::Bytes`]
+    /// would), and empties the batch; nothing when it is empty.
+    #[inline]
+    pub fn fragments(&self, module: u32, batch: &mut Fragments<'_>) {
+        if batch.is_empty() {
+            return;
+        }
+        let refs = batch.as_refs();
+        let rx = self.receiver;
+        // SAFETY: as in `header`; every header and payload of the batch is
+        // readable for its lifetime, which outlasts the call.
+        unsafe { (rx.on_fragments)(rx.ctx, module, refs.as_ptr(), refs.len()) };
+        batch.clear();
     }
 
     /// A send the btl answered [`Sent::Queued`] is finished.

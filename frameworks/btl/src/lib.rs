@@ -25,7 +25,7 @@ pub mod module;
 pub mod testkit;
 
 /// Version of the interface between the btl framework and its components.
-pub const INTERFACE_VERSION: Version = Version::new(2, 1, 0);
+pub const INTERFACE_VERSION: Version = Version::new(3, 0, 0);
 
 /// Framework-wide parameters beyond the selection and verbosity ones.
 pub const BASE_PARAMS: &[ParamDecl] = &[];

@@ -41,7 +41,12 @@
 //!   memory when it delivers it (shared memory, one process) may skip
 //!   `on_header` and call `on_fragment` alone with the payload in its
 //!   memory: the pml's copy out of it is the one copy placing would have
-//!   made.
+//!   made. Such a btl may also hand over several whole fragments at once
+//!   with [`on_fragments`](BtlReceiver::on_fragments): each is delivered
+//!   exactly as by `on_fragment`, in the array's order (which keeps, per
+//!   endpoint, the order they were sent in), and every payload stays in the
+//!   btl's memory until the call returns. One call costs the pml one entry
+//!   into its state instead of one per fragment.
 //! - **No re-entry.** A pml never calls a btl entry point from inside one
 //!   of its callbacks; work a callback causes (an acknowledgement, the next
 //!   fragment) is queued and done from the pml's own progress function.
@@ -79,9 +84,11 @@
 //!   itself only fragments whose order it restores (ob1: eager MATCHes,
 //!   ordered by their sequence numbers).
 //!
-//! Interface 2.0 added get/put (the entry points, `on_rdma_done` and the
-//! RDMA limits of [`BtlModuleInfo`]) to interface 1.0, which moved every
-//! payload with `send`.
+//! Interface 3.0 added [`BtlReceiver::on_fragments`] (a batch of whole
+//! fragments in one callback) to interface 2.1; 2.1 added
+//! [`flags::LOOPBACK`]; 2.0 added get/put (the entry points,
+//! `on_rdma_done` and the RDMA limits of [`BtlModuleInfo`]) to interface
+//! 1.0, which moved every payload with `send`.
 
 use abi_stable::std_types::{RSlice, RStr, RString, RVec};
 use abi_stable::StableAbi;
@@ -227,6 +234,16 @@ pub struct BtlReceiver {
         payload: *const u8,
         payload_len: usize,
     ),
+    /// Whole fragments arrived (`count` of them, at `fragments`): each is
+    /// delivered as [`on_fragment`](BtlReceiver::on_fragment) would
+    /// deliver it, in the array's order, with its payload in the btl's
+    /// memory for this call.
+    pub on_fragments: unsafe extern "C" fn(
+        ctx: *mut c_void,
+        module: u32,
+        fragments: *const FragmentRef,
+        count: usize,
+    ),
     /// A send that returned [`SendOutcome::Queued`] is finished.
     pub on_send_done: unsafe extern "C" fn(ctx: *mut c_void, cookie: u64),
     /// The connection to `peer` on `module` failed; `reason` says how.
@@ -235,6 +252,24 @@ pub struct BtlReceiver {
     /// A get or put that returned [`RdmaOutcome::Queued`] ended (its local
     /// buffer is the pml's again).
     pub on_rdma_done: unsafe extern "C" fn(ctx: *mut c_void, cookie: u64, status: RdmaStatus),
+}
+
+/// One whole fragment of a [`BtlReceiver::on_fragments`] call: who sent
+/// it, its header and its payload (both in the btl's memory, readable for
+/// the call; a null pointer only with a zero length).
+#[repr(C)]
+#[derive(StableAbi, Copy, Clone, Debug)]
+pub struct FragmentRef {
+    /// The sender's rank.
+    pub peer: u32,
+    /// Header bytes (at most [`MAX_HEADER`]).
+    pub header_len: u32,
+    /// The header.
+    pub header: *const u8,
+    /// The payload.
+    pub payload: *const u8,
+    /// Payload bytes.
+    pub payload_len: usize,
 }
 
 /// Entry points of a btl component.

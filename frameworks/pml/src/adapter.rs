@@ -22,7 +22,8 @@
 //!   refused. Init before a `finalize` of the previous one is refused.
 //! - **Callbacks.** A btl calls the pml back from inside its own
 //!   `progress`, which the MPI layer runs between pml entry points; the
-//!   adapter turns each call into [`Pml::on_header`], [`Pml::on_fragment`],
+//!   adapter turns each call into [`Pml::on_header`], [`Pml::on_fragment`]
+//!   (once per fragment of an `on_fragments` batch, all in one entry),
 //!   [`Pml::on_send_done`], [`Pml::on_rdma_done`] or [`Pml::on_peer_failed`] with the index of the
 //!   btl among the candidates (the receiver's `ctx` carries it, nothing is
 //!   allocated for it). A pml never runs a btl's `progress` from one of its
@@ -51,7 +52,7 @@ use crate::module::{
 };
 use abi_stable::std_types::{RSlice, RStr, RString, RVec};
 use oxmpi_framework_btl::handle::{BtlHandle, BtlStart};
-use oxmpi_framework_btl::module::{BtlReceiver, JobIdentity, RdmaStatus};
+use oxmpi_framework_btl::module::{BtlReceiver, FragmentRef, JobIdentity, RdmaStatus};
 use oxmpi_plugin_api::{ComponentContext, EntryError, Instance};
 use std::ffi::c_void;
 use std::fmt;
@@ -410,25 +411,10 @@ pub fn receiver<P: Exported>(btl: usize) -> BtlReceiver {
         ctx: btl as *mut c_void,
         on_header: on_header::<P>,
         on_fragment: on_fragment::<P>,
+        on_fragments: on_fragments::<P>,
         on_send_done: on_send_done::<P>,
         on_peer_failed: on_peer_failed::<P>,
         on_rdma_done: on_rdma_done::<P>,
-    }
-}
-
-/// A byte view of a pointer and length from a btl (null or 0: empty).
-///
-/// # Safety
-///
-/// When `len > 0` and `ptr` is not null, `ptr` is readable for `len` bytes
-/// for `'a`.
-#[inline]
-unsafe fn bytes<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
-    if len == 0 || ptr.is_null() {
-        &[]
-    } else {
-        // SAFETY: the caller's promise.
-        unsafe { std::slice::from_raw_parts(ptr, len) }
     }
 }
 
@@ -441,7 +427,7 @@ unsafe extern "C" fn on_header<P: Exported>(
     payload_len: usize,
 ) -> *mut u8 {
     // SAFETY: the btl contract: the header is readable during the call.
-    let header = unsafe { bytes(header, header_len) };
+    let header = unsafe { slice_of(header, header_len) };
     P::instance()
         .call("on_header", |p| {
             let at = p.on_header(ctx as usize, module, peer, header, payload_len);
@@ -462,11 +448,53 @@ unsafe extern "C" fn on_fragment<P: Exported>(
 ) {
     // SAFETY: the btl contract: header and payload are readable during the
     // call (the payload at the pml's destination, or in the btl's memory).
-    let (header, payload) = unsafe { (bytes(header, header_len), bytes(payload, payload_len)) };
+    let (header, payload) =
+        unsafe { (slice_of(header, header_len), slice_of(payload, payload_len)) };
     let _ = P::instance().call("on_fragment", |p| {
         p.on_fragment(ctx as usize, module, peer, header, payload);
         record(p);
     });
+}
+
+unsafe extern "C" fn on_fragments<P: Exported>(
+    ctx: *mut c_void,
+    module: u32,
+    fragments: *const FragmentRef,
+    count: usize,
+) {
+    // SAFETY: the btl contract: `count` fragment descriptions at
+    // `fragments`, readable during the call.
+    let fragments = unsafe { slice_of(fragments, count) };
+    let _ = P::instance().call("on_fragments", |p| {
+        for f in fragments {
+            // SAFETY: the btl contract: each header and payload is readable
+            // during the call.
+            let (header, payload) = unsafe {
+                (
+                    slice_of(f.header, f.header_len as usize),
+                    slice_of(f.payload, f.payload_len),
+                )
+            };
+            p.on_fragment(ctx as usize, module, f.peer, header, payload);
+        }
+        record(p);
+    });
+}
+
+/// A slice of `count` values at `ptr` (null or 0: empty).
+///
+/// # Safety
+///
+/// When `count > 0` and `ptr` is not null, `ptr` points to `count`
+/// initialized values readable for `'a`.
+#[inline]
+unsafe fn slice_of<'a, T>(ptr: *const T, count: usize) -> &'a [T] {
+    if count == 0 || ptr.is_null() {
+        &[]
+    } else {
+        // SAFETY: the caller's promise.
+        unsafe { std::slice::from_raw_parts(ptr, count) }
+    }
 }
 
 unsafe extern "C" fn on_send_done<P: Exported>(ctx: *mut c_void, cookie: u64) {

@@ -11,7 +11,7 @@ use crate::place::Place;
 use crate::segment::{path_of, Segment, Sizes};
 use crate::{cma, fifo};
 use oxmpi_framework_btl::adapter::{
-    Arrived, Btl, GetBuffer, Payload, Pml, PutBuffer, Rdma, Sent, Started,
+    Arrived, Btl, Fragments, GetBuffer, Payload, Pml, PutBuffer, Rdma, Sent, Started,
 };
 use oxmpi_framework_btl::module::{JobIdentity, RdmaStatus};
 use oxmpi_plugin_api::{verbosity, ComponentContext, Params as _};
@@ -211,44 +211,82 @@ impl SmBtl {
         }
     }
 
-    /// Delivers the records of inbound fast box `k` (at most `limit`).
+    /// Delivers the records of inbound fast box `k` (at most `limit`): the
+    /// fragments in batches (one pml entry for up to
+    /// [`Fragments::CAPACITY`] of them, their room given back after the
+    /// call), sm's own control records one at a time, in ring order.
     fn drain_fbox(&mut self, pml: &Pml<'_>, k: usize, limit: u32) -> usize {
+        let limit = limit as usize;
+        let (index, sender) = (self.inbound[k].index, self.inbound[k].sender);
         let mut events = 0;
-        while events < limit as usize {
-            let inbound = &mut self.inbound[k];
-            match inbound.poll(&self.own) {
-                Polled::Empty => break,
+        loop {
+            let mut at = self.inbound[k].cursor();
+            let mut batch = Fragments::new();
+            let mut last_len = 0;
+            // What ended the batch (other than a full one or the limit).
+            let mut stop = Polled::Empty;
+            while events < limit && !batch.is_full() {
+                let inbound = &self.inbound[k];
+                match inbound.peek(&self.own, &mut at) {
+                    Polled::Record {
+                        offset,
+                        header,
+                        payload,
+                        control: false,
+                    } => {
+                        let h = self.own.fbox_bytes(index, offset, header);
+                        let p = self.own.fbox_bytes(index, offset + header, payload);
+                        if batch.push(sender, h, p).is_err() {
+                            // A header past the interface's limit: the
+                            // segment is damaged (sm's senders write none).
+                            stop = Polled::Damaged;
+                            break;
+                        }
+                        inbound.step(&mut at, header, payload);
+                        last_len = record_len(header, payload);
+                        events += 1;
+                    }
+                    other => {
+                        stop = other;
+                        break;
+                    }
+                }
+            }
+            let full = batch.is_full();
+            pml.fragments(MODULE, &mut batch);
+            self.inbound[k].consume_to(&self.own, at);
+            if last_len > 0 {
+                self.expect_reply(sender, last_len);
+            }
+            match stop {
                 Polled::Record {
                     offset,
                     header,
                     payload,
-                    control,
+                    control: true,
                 } => {
-                    let (index, sender) = (inbound.index, inbound.sender);
-                    let h = self.own.fbox_bytes(index, offset, header);
-                    if control {
-                        let offer = Offer::decode(h);
-                        self.inbound[k].consume(&self.own, header, payload);
-                        self.serve(sender, offer);
-                    } else {
-                        let p = self.own.fbox_bytes(index, offset + header, payload);
-                        deliver(pml, sender, h, p);
-                        self.inbound[k].consume(&self.own, header, payload);
-                        self.expect_reply(sender, record_len(header, payload));
-                    }
+                    let offer = Offer::decode(self.own.fbox_bytes(index, offset, header));
+                    self.inbound[k].step(&mut at, header, payload);
+                    self.inbound[k].consume_to(&self.own, at);
+                    self.serve(sender, offer);
                     events += 1;
                 }
+                // Stopped by a full batch (more may wait), the limit or an
+                // empty ring.
+                Polled::Record { .. } | Polled::Empty => {
+                    if !full || events >= limit {
+                        return events;
+                    }
+                }
                 Polled::Damaged => {
-                    let sender = inbound.sender;
                     self.lose(
                         sender,
                         format!("rank {sender}'s fast box in this process's shared segment holds a record that does not fit it (the segment is damaged)"),
                     );
-                    break;
+                    return events;
                 }
             }
         }
-        events
     }
 
     /// After a fragment from `sender` whose record took `len` bytes was

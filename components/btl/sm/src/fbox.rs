@@ -12,8 +12,9 @@
 //! an earlier lap left, header or payload bytes included, do not read as a
 //! record (the chance is 2^-64). A record that does not fit before the
 //! ring's end is preceded by a skip record whose lengths word is all ones.
-//! The receiver publishes its consumed position after each record; the
-//! sender reads it only when its last copy says the ring is full.
+//! The receiver publishes its consumed position after the records it
+//! looked at were delivered (a batch of them at a time); the sender reads
+//! it only when its last copy says the ring is full.
 
 use crate::segment::{Segment, CONTROL, FRAG_HEADER, LINE};
 use std::sync::atomic::Ordering;
@@ -165,6 +166,18 @@ pub enum Polled {
     Damaged,
 }
 
+/// A read position in an inbound box: the receiver looks at several
+/// records ([`FboxIn::peek`], [`FboxIn::step`]) before it gives their room
+/// back ([`FboxIn::consume_to`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cursor {
+    pos: u64,
+    /// `pos % size`, kept to spare a division per record.
+    off: usize,
+    /// `tag(key, pos)`, kept to spare its multiplication per poll.
+    expected: u64,
+}
+
 /// The receiver's side of one fast box.
 pub struct FboxIn {
     /// The box's index in the receiver's segment.
@@ -172,11 +185,8 @@ pub struct FboxIn {
     /// The sender's rank.
     pub sender: u32,
     key: u64,
-    pos: u64,
-    /// `pos % size`, kept to spare a division per poll.
-    off: usize,
-    /// `tag(key, pos)`, kept to spare its multiplication per poll.
-    expected: u64,
+    /// Where the next unconsumed record is.
+    at: Cursor,
     size: usize,
 }
 
@@ -192,9 +202,11 @@ impl FboxIn {
                 index,
                 sender: owner - 1,
                 key,
-                pos: 0,
-                off: 0,
-                expected: tag(key, 0),
+                at: Cursor {
+                    pos: 0,
+                    off: 0,
+                    expected: tag(key, 0),
+                },
                 size: segment.sizes().fbox_size as usize,
             }
         })
@@ -204,37 +216,49 @@ impl FboxIn {
     /// one load and a compare, for the idle poll.
     #[inline]
     pub fn ready(&self, segment: &Segment) -> bool {
+        self.ready_at(segment, &self.at)
+    }
+
+    #[inline]
+    fn ready_at(&self, segment: &Segment, at: &Cursor) -> bool {
         segment
-            .fbox_word(self.index, self.off)
+            .fbox_word(self.index, at.off)
             .load(Ordering::Acquire)
-            == self.expected
+            == at.expected
     }
 
-    /// Moves the position by `len` bytes (wrapping at the ring's end).
+    /// Where the next unconsumed record is.
     #[inline]
-    fn advance(&mut self, len: usize) {
-        self.pos += len as u64;
-        self.off += len;
-        if self.off == self.size {
-            self.off = 0;
+    pub fn cursor(&self) -> Cursor {
+        self.at
+    }
+
+    /// Moves `at` by `len` bytes (wrapping at the ring's end).
+    #[inline]
+    fn advance(&self, at: &mut Cursor, len: usize) {
+        at.pos += len as u64;
+        at.off += len;
+        if at.off == self.size {
+            at.off = 0;
         }
-        self.expected = tag(self.key, self.pos);
+        at.expected = tag(self.key, at.pos);
     }
 
-    /// Looks at the next record (skipping to the ring's start over a skip
-    /// record).
+    /// Looks at the record at `at`, moving `at` to the ring's start over a
+    /// skip record (the record itself stays where it is: see
+    /// [`FboxIn::step`]).
     #[inline]
-    pub fn poll(&mut self, segment: &Segment) -> Polled {
+    pub fn peek(&self, segment: &Segment, at: &mut Cursor) -> Polled {
         loop {
-            let off = self.off;
-            if !self.ready(segment) {
+            let off = at.off;
+            if !self.ready_at(segment, at) {
                 return Polled::Empty;
             }
             let lens = segment
                 .fbox_word(self.index, off + 8)
                 .load(Ordering::Relaxed);
             if lens == SKIP {
-                self.advance(self.size - off);
+                self.advance(at, self.size - off);
                 continue;
             }
             let control = lens & CONTROL != 0;
@@ -251,14 +275,24 @@ impl FboxIn {
         }
     }
 
-    /// Moves past the record [`FboxIn::poll`] returned (with these lengths)
-    /// and gives its room back to the sender.
+    /// Moves `at` past the record [`FboxIn::peek`] found there (with these
+    /// lengths).
     #[inline]
-    pub fn consume(&mut self, segment: &Segment, header: usize, payload: usize) {
-        self.advance(record_len(header, payload));
+    pub fn step(&self, at: &mut Cursor, header: usize, payload: usize) {
+        self.advance(at, record_len(header, payload));
+    }
+
+    /// Gives the room of every record before `at` (a cursor of this box,
+    /// at or after [`FboxIn::cursor`]) back to the sender.
+    #[inline]
+    pub fn consume_to(&mut self, segment: &Segment, at: Cursor) {
+        if at.pos == self.at.pos {
+            return;
+        }
+        self.at = at;
         segment
             .fbox_consumed(self.index)
-            .store(self.pos, Ordering::Release);
+            .store(at.pos, Ordering::Release);
     }
 }
 
@@ -284,7 +318,8 @@ mod tests {
                 out.write(&s, &header, &payload, len, control),
                 "room after the reader caught up"
             );
-            match inn.poll(&s) {
+            let mut at = inn.cursor();
+            match inn.peek(&s, &mut at) {
                 Polled::Record {
                     offset,
                     header: h,
@@ -294,11 +329,12 @@ mod tests {
                     assert_eq!(c, control);
                     assert_eq!(s.fbox_bytes(inn.index, offset, h), &header);
                     assert_eq!(s.fbox_bytes(inn.index, offset + h, p), &payload[..]);
-                    inn.consume(&s, h, p);
+                    inn.step(&mut at, h, p);
+                    inn.consume_to(&s, at);
                 }
                 _ => panic!("record {n} missing"),
             }
-            assert!(matches!(inn.poll(&s), Polled::Empty));
+            assert!(matches!(inn.peek(&s, &mut at), Polled::Empty));
         }
     }
 
@@ -314,14 +350,27 @@ mod tests {
             written += 1;
         }
         assert_eq!(written, 256 / len);
-        let Polled::Record {
-            header, payload, ..
-        } = inn.poll(&s)
-        else {
-            panic!()
-        };
-        inn.consume(&s, header, payload);
-        assert!(out.write(&s, &[1; 8], &[2; 40], len, false));
+        // Every record can be looked at before any is given back; the
+        // writer finds room only once they are.
+        let mut at = inn.cursor();
+        for _ in 0..written {
+            let Polled::Record {
+                header, payload, ..
+            } = inn.peek(&s, &mut at)
+            else {
+                panic!("a written record is missing")
+            };
+            inn.step(&mut at, header, payload);
+        }
+        assert!(matches!(inn.peek(&s, &mut at), Polled::Empty));
+        assert!(!out.write(&s, &[1; 8], &[2; 40], len, false));
+        assert!(inn.ready(&s), "nothing consumed yet");
+        inn.consume_to(&s, at);
+        assert!(!inn.ready(&s));
+        for _ in 0..written {
+            assert!(out.write(&s, &[1; 8], &[2; 40], len, false));
+        }
+        assert!(!out.write(&s, &[1; 8], &[2; 40], len, false));
     }
 
     #[test]

@@ -2,5 +2,6 @@
 //! rank 0 through the exported table) share a temporary job directory,
 //! each with the btl test kit's contract-checking recorder as its pml.
 
+mod batch;
 mod conformance;
 mod reply;

@@ -30,7 +30,7 @@ use std::time::Instant;
 use abi_stable::std_types::{ROption, RStr};
 use mca_btl_tcp::{Config, TcpBtl};
 use oxmpi_framework_btl::adapter::{Btl, Payload, Pml, Sent};
-use oxmpi_framework_btl::module::{BtlReceiver, JobIdentity, RdmaStatus};
+use oxmpi_framework_btl::module::{BtlReceiver, FragmentRef, JobIdentity, RdmaStatus};
 use oxmpi_plugin_api::reexports::PrefixTypeTrait;
 use oxmpi_plugin_api::{ComponentContext, ParamValue, Services};
 
@@ -230,6 +230,16 @@ unsafe extern "C" fn on_fragment(
     unsafe { (*(*(ctx as *const RefCell<Rx>)).as_ptr()).frags += 1 };
 }
 
+unsafe extern "C" fn on_fragments(
+    ctx: *mut c_void,
+    _m: u32,
+    _fragments: *const FragmentRef,
+    count: usize,
+) {
+    // SAFETY: as in `on_header`.
+    unsafe { (*(*(ctx as *const RefCell<Rx>)).as_ptr()).frags += count };
+}
+
 unsafe extern "C" fn on_send_done(_ctx: *mut c_void, _cookie: u64) {}
 
 unsafe extern "C" fn on_peer_failed(_ctx: *mut c_void, _m: u32, peer: u32, why: RStr<'_>) {
@@ -422,6 +432,7 @@ fn make_side(rank: u32) -> (TcpBtl, std::rc::Rc<RefCell<Rx>>, BtlReceiver) {
         ctx: std::rc::Rc::as_ptr(&rx) as *mut c_void,
         on_header,
         on_fragment,
+        on_fragments,
         on_send_done,
         on_peer_failed,
         on_rdma_done,

@@ -34,7 +34,7 @@
 
 use super::stamp::{first_mismatch, Stamp};
 use crate::adapter::Pml;
-use crate::module::{BtlReceiver, RdmaStatus, MAX_HEADER};
+use crate::module::{BtlReceiver, FragmentRef, RdmaStatus, MAX_HEADER};
 use abi_stable::std_types::RStr;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -107,8 +107,11 @@ pub enum Event {
 pub struct Counts {
     /// `on_header` calls.
     pub headers: usize,
-    /// `on_fragment` calls.
+    /// Fragments delivered: `on_fragment` calls, plus the fragments of
+    /// `on_fragments` batches.
     pub fragments: usize,
+    /// `on_fragments` calls (batches).
+    pub batches: usize,
     /// `on_send_done` calls.
     pub send_done: usize,
     /// `on_rdma_done` calls.
@@ -596,6 +599,45 @@ unsafe extern "C" fn on_fragment(
     s.tell(Callback::Fragment { module, peer });
 }
 
+unsafe extern "C" fn on_fragments(
+    ctx: *mut c_void,
+    module: u32,
+    fragments: *const FragmentRef,
+    count: usize,
+) {
+    // SAFETY: as in `on_header`.
+    let s = unsafe { shared(ctx) };
+    let batch = if count == 0 {
+        s.with_log(|log| {
+            log.violation(format!(
+                "on_fragments (module {module}) delivered an empty batch"
+            ))
+        });
+        &[][..]
+    } else if fragments.is_null() {
+        s.with_log(|log| {
+            log.violation(format!(
+                "on_fragments (module {module}) passed a null array of {count} fragments"
+            ))
+        });
+        &[][..]
+    } else {
+        // SAFETY: the btl's array holds `count` descriptions, readable for
+        // the call.
+        unsafe { std::slice::from_raw_parts(fragments, count) }
+    };
+    s.with_log(|log| log.counts.batches += 1);
+    for f in batch {
+        let peer = f.peer;
+        // SAFETY: each header and payload of the batch is readable for the
+        // call.
+        let header = unsafe { bytes(f.header, f.header_len as usize) };
+        // SAFETY: as above.
+        s.with_log(|log| unsafe { log.fragment(module, peer, header, f.payload, f.payload_len) });
+        s.tell(Callback::Fragment { module, peer });
+    }
+}
+
 unsafe extern "C" fn on_send_done(ctx: *mut c_void, cookie: u64) {
     // SAFETY: as in `on_header`.
     let s = unsafe { shared(ctx) };
@@ -661,6 +703,7 @@ impl Recorder {
             ctx: std::ptr::from_ref::<Shared>(&self.shared).cast_mut().cast(),
             on_header,
             on_fragment,
+            on_fragments,
             on_send_done,
             on_peer_failed,
             on_rdma_done,

@@ -51,6 +51,11 @@ impl FakeBtl {
         }
     }
 
+    fn batch(&self, module: u32, fragments: &[FragmentRef]) {
+        // SAFETY: as in `header`; the tests pass readable descriptions.
+        unsafe { (self.0.on_fragments)(self.0.ctx, module, fragments.as_ptr(), fragments.len()) }
+    }
+
     fn done(&self, cookie: u64) {
         // SAFETY: as in `header`.
         unsafe { (self.0.on_send_done)(self.0.ctx, cookie) }
@@ -98,11 +103,48 @@ fn a_btl_that_keeps_the_contract_leaves_no_violation() {
         Counts {
             headers: 2,
             fragments: 2,
+            batches: 0,
             send_done: 1,
             rdma_done: 0,
             peer_failed: 0
         }
     );
+}
+
+#[test]
+fn a_batch_is_recorded_fragment_by_fragment_and_an_empty_one_is_a_violation() {
+    let (r, btl) = setup();
+    let a = pattern(40, 2);
+    let refs = [
+        FragmentRef {
+            peer: 1,
+            header_len: 3,
+            header: b"one".as_ptr(),
+            payload: a.as_ptr(),
+            payload_len: a.len(),
+        },
+        FragmentRef {
+            peer: 2,
+            header_len: 3,
+            header: b"two".as_ptr(),
+            payload: std::ptr::null(),
+            payload_len: 0,
+        },
+    ];
+    r.during_progress(|| btl.batch(0, &refs));
+    r.assert_clean("a batch");
+    let frags = r.fragments();
+    assert_eq!(frags.len(), 2);
+    assert_eq!((frags[0].peer, &frags[0].header[..]), (1, &b"one"[..]));
+    assert_eq!(frags[0].payload, a);
+    assert_eq!((frags[1].peer, &frags[1].header[..]), (2, &b"two"[..]));
+    assert!(frags[1].payload.is_empty());
+    let counts = r.counts();
+    assert_eq!((counts.fragments, counts.batches), (2, 1));
+    r.during_progress(|| btl.batch(0, &[]));
+    assert!(has(&r, "empty batch"), "{:?}", r.violations());
+    btl.batch(0, &refs[..1]);
+    assert!(has(&r, "outside a progress call"), "{:?}", r.violations());
 }
 
 #[test]

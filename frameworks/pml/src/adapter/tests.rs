@@ -7,7 +7,9 @@ use super::*;
 use crate::handle::{MpiCore, PmlHandle};
 use crate::module::{SendMode, ANY_SOURCE, ANY_TAG};
 use abi_stable::std_types::{RSlice, RString, RVec};
-use oxmpi_framework_btl::module::{flags, BtlComponentModule, BtlModuleInfo, SendOutcome};
+use oxmpi_framework_btl::module::{
+    flags, BtlComponentModule, BtlModuleInfo, FragmentRef, SendOutcome,
+};
 use oxmpi_framework_btl::testkit::{refused_get, refused_put};
 use oxmpi_plugin_api::{testkit, ComponentError, Lifecycle, QueryReply, Version};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -106,10 +108,27 @@ unsafe extern "C" fn echo_progress() -> usize {
                 payload.as_ptr(),
                 payload.len(),
             );
+            let batch = [
+                FragmentRef {
+                    peer: 2,
+                    header_len: 1,
+                    header: header.as_ptr(),
+                    payload: payload.as_ptr(),
+                    payload_len: 1,
+                },
+                FragmentRef {
+                    peer: 1,
+                    header_len: 2,
+                    header: header[1..].as_ptr(),
+                    payload: std::ptr::null(),
+                    payload_len: 0,
+                },
+            ];
+            (rx.on_fragments)(rx.ctx, 3, batch.as_ptr(), batch.len());
             (rx.on_send_done)(rx.ctx, 77);
             (rx.on_peer_failed)(rx.ctx, 3, 1, RStr::from_str("cable cut"));
         }
-        events += 4;
+        events += 6;
     }
     events
 }
@@ -583,17 +602,26 @@ fn init_runs_the_btls_and_calls_reach_the_pml() {
     assert_eq!(polls.len(), 2);
     // One poll of the fake btl calls back through both receivers it was
     // given (the two candidates share its table).
-    assert_eq!(polls[0].run(), 8);
+    assert_eq!(polls[0].run(), 12);
     let lines = seen();
     for btl in 0..2 {
         for expected in [
             format!("header btl {btl} module 3 peer 1 [9, 8, 7] 2"),
             format!("fragment btl {btl} module 3 peer 1 [9, 8, 7] [1, 2]"),
+            // The batch, each fragment in its turn.
+            format!("fragment btl {btl} module 3 peer 2 [9] [1]"),
+            format!("fragment btl {btl} module 3 peer 1 [8, 7] []"),
             format!("send done btl {btl} cookie 77"),
             format!("peer failed btl {btl} module 3 peer 1: cable cut"),
         ] {
             assert!(lines.contains(&expected), "{expected} not in {lines:?}");
         }
+        let at = |line: String| lines.iter().position(|l| *l == line).unwrap();
+        assert!(
+            at(format!("fragment btl {btl} module 3 peer 2 [9] [1]"))
+                < at(format!("fragment btl {btl} module 3 peer 1 [8, 7] []")),
+            "a batch in its order: {lines:?}"
+        );
     }
     assert_ne!(ECHO_RECEIVER.lock().unwrap().unwrap(), 0);
 
@@ -640,12 +668,12 @@ fn re_entry_is_refused() {
     REENTER.store(true, Ordering::Relaxed);
     assert_eq!(pml().progress(), 1);
     REENTER.store(false, Ordering::Relaxed);
-    // The btl ran, but none of its four callbacks reached the pml, and the
+    // The btl ran, but none of its five callbacks reached the pml, and the
     // nested `test` was answered "complete in error".
     let lines = seen();
     assert_eq!(
         lines,
-        [format!("nested btl events 4, nested test Some({BROKEN:?})")]
+        [format!("nested btl events 6, nested test Some({BROKEN:?})")]
     );
     // The refused callback let the btl keep the payload.
     assert_eq!(*ECHO_RECEIVER.lock().unwrap(), Some(0));
