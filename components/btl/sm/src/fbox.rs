@@ -2,10 +2,11 @@
 //! and the receiver polls, for small fragments.
 //!
 //! A record at absolute position `p` (a multiple of 64; its offset in the
-//! ring is `p % size`) is a tag word, a lengths word (header bytes in the
-//! low half, payload bytes in the high half), the header and the payload,
-//! padded to whole cache lines: a record of up to 64 bytes (a MATCH header
-//! and up to 16 payload bytes) is one line, never two. The sender writes
+//! ring is `p % size`) is a tag word (8 bytes), a 4-byte lengths word
+//! (header bytes in bits 0–7, bit 8 for sm's own control records, payload
+//! bytes from bit 9), the header and the payload, padded to whole cache
+//! lines: a record of up to 64 bytes (ob1's 20-byte MATCH header and up to
+//! 32 payload bytes) is one line, never two. The sender writes
 //! everything but the tag, then the tag (release); the receiver polls the
 //! tag word at its position (acquire), so a record costs the receiver one
 //! cache-line transfer when it fits in a line. The tag mixes `p` with the box's random key: words
@@ -16,14 +17,34 @@
 //! looked at were delivered (a batch of them at a time); the sender reads
 //! it only when its last copy says the ring is full.
 
-use crate::segment::{Segment, CONTROL, FRAG_HEADER, LINE};
+use crate::segment::{Segment, FRAG_HEADER, LINE};
 use std::sync::atomic::Ordering;
 
 /// Bytes of a record before its header: tag and lengths.
-const HEAD: usize = 16;
+const HEAD: usize = 12;
 
-/// The lengths word of a skip record.
-const SKIP: u64 = u64::MAX;
+/// The lengths word of a skip record (its header length, 255, is more
+/// than any record's).
+const SKIP: u32 = u32::MAX;
+
+/// Bits of the lengths word that hold the header length.
+const HEADER_BITS: u32 = 0xff;
+
+/// The lengths word's bit of a control record (sm's own).
+const CONTROL_BIT: u32 = 1 << 8;
+
+/// Where the payload length starts in the lengths word.
+const PAYLOAD_SHIFT: u32 = 9;
+
+// The largest record payload (half of the largest box, 1 MiB) fits the
+// lengths word.
+const _: () = assert!((1u64 << (32 - PAYLOAD_SHIFT)) > (1 << 20) / 2);
+
+/// The lengths word of a record.
+#[inline]
+fn lengths(header: usize, payload: usize, control: bool) -> u32 {
+    header as u32 | (payload as u32) << PAYLOAD_SHIFT | if control { CONTROL_BIT } else { 0 }
+}
 
 /// The tag of the record at `pos` in a box with `key` (never 0).
 #[inline]
@@ -122,7 +143,9 @@ impl FboxOut {
         }
         let i = self.index;
         if wrap > 0 {
-            segment.fbox_word(i, off + 8).store(SKIP, Ordering::Relaxed);
+            segment
+                .fbox_half_word(i, off + 8)
+                .store(SKIP, Ordering::Relaxed);
             segment
                 .fbox_word(i, off)
                 .store(tag(self.key, self.pos), Ordering::Release);
@@ -131,8 +154,8 @@ impl FboxOut {
         }
         segment.fbox_write(i, off + HEAD, header);
         segment.fbox_write(i, off + HEAD + header.len(), payload);
-        segment.fbox_word(i, off + 8).store(
-            header.len() as u64 | (payload.len() as u64) << 32 | if control { CONTROL } else { 0 },
+        segment.fbox_half_word(i, off + 8).store(
+            lengths(header.len(), payload.len(), control),
             Ordering::Relaxed,
         );
         segment
@@ -255,14 +278,17 @@ impl FboxIn {
                 return Polled::Empty;
             }
             let lens = segment
-                .fbox_word(self.index, off + 8)
+                .fbox_half_word(self.index, off + 8)
                 .load(Ordering::Relaxed);
             if lens == SKIP {
                 self.advance(at, self.size - off);
                 continue;
             }
-            let control = lens & CONTROL != 0;
-            let (header, payload) = ((lens & (CONTROL - 1)) as usize, (lens >> 32) as usize);
+            let control = lens & CONTROL_BIT != 0;
+            let (header, payload) = (
+                (lens & HEADER_BITS) as usize,
+                (lens >> PAYLOAD_SHIFT) as usize,
+            );
             if header > FRAG_HEADER || off + record_len(header, payload) > self.size {
                 return Polled::Damaged;
             }
@@ -371,6 +397,26 @@ mod tests {
             assert!(out.write(&s, &[1; 8], &[2; 40], len, false));
         }
         assert!(!out.write(&s, &[1; 8], &[2; 40], len, false));
+    }
+
+    #[test]
+    fn a_match_with_32_payload_bytes_takes_one_line() {
+        // ob1's MATCH header is 20 bytes.
+        assert_eq!(record_len(20, 32), LINE);
+        assert_eq!(record_len(20, 33), 2 * LINE);
+        assert_eq!(record_len(0, 0), LINE);
+    }
+
+    #[test]
+    fn the_lengths_word_holds_the_largest_record_and_never_reads_as_a_skip() {
+        let most = (1 << 20) / 2;
+        for (header, payload, control) in [(64, most, true), (0, 0, false), (20, 32, false)] {
+            let w = lengths(header, payload, control);
+            assert_ne!(w, SKIP);
+            assert_eq!((w & HEADER_BITS) as usize, header);
+            assert_eq!((w >> PAYLOAD_SHIFT) as usize, payload);
+            assert_eq!(w & CONTROL_BIT != 0, control);
+        }
     }
 
     #[test]

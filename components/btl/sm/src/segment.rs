@@ -339,6 +339,15 @@ impl Segment {
         self.u64_at(self.fbox_base(i) + LINE + offset)
     }
 
+    /// The 32-bit word at `offset` (a multiple of 4) of fast box `i`'s
+    /// ring.
+    pub fn fbox_half_word(&self, i: u32, offset: usize) -> &AtomicU32 {
+        debug_assert!(
+            offset.is_multiple_of(4) && offset + 4 <= self.layout.sizes.fbox_size as usize
+        );
+        self.u32_at(self.fbox_base(i) + LINE + offset)
+    }
+
     /// Asks the processor for the cache line of fast box `i`'s ring at
     /// `offset` in a state this process may write (a hint: on x86-64
     /// `PREFETCHW`, on AArch64 `PRFM PSTL1KEEP`, elsewhere nothing).

@@ -5,16 +5,21 @@
 //!
 //! | type | name  | bytes | layout |
 //! |------|-------|-------|--------|
-//! | 1    | MATCH | 32    | 0 type, 1 flags (0), 2–3 zero, 4–7 context, 8–11 source rank, 12–15 tag (i32), 16–23 sequence, 24–31 message length |
-//! | 2    | RNDV  | 40    | bytes 0–31 as MATCH (flags: bit 0 = synchronous send, bit 1 = the sender can put), 32–39 sender request id |
+//! | 1    | MATCH | 20    | 0 type, 1 flags (0), 2–3 zero, 4–7 context, 8–11 tag (i32), 12–19 sequence |
+//! | 2    | RNDV  | 40    | 0 type, 1 flags (bit 0 = synchronous send, bit 1 = the sender can put), 2–3 zero, 4–7 context, 8–11 source rank, 12–15 tag (i32), 16–23 sequence, 24–31 message length, 32–39 sender request id |
 //! | 3    | ACK   | 40    | 0 type, 1–7 zero, 8–15 sender request id, 16–23 receiver request id, 24–31 bytes the receiver wants, 32–39 address of the receive buffer to put into (0: send FRAGs) |
 //! | 4    | FRAG  | 24    | 0 type, 1–7 zero, 8–15 receiver request id, 16–23 offset in the message |
-//! | 5    | RGET  | 48    | bytes 0–31 as MATCH (flags: bit 0 = synchronous send), 32–39 sender request id, 40–47 address of the send buffer to get from |
+//! | 5    | RGET  | 48    | bytes 0–31 as RNDV (flags: bit 0 = synchronous send), 32–39 sender request id, 40–47 address of the send buffer to get from |
 //! | 6    | FIN   | 24    | 0 type, 1–7 zero, 8–15 request id at the destination, 16–23 bytes moved by get/put |
 //!
 //! The payload of a MATCH is the whole message; of a RNDV, the message's
 //! first bytes; of a FRAG, the bytes at its offset. ACK, RGET and FIN have
 //! none.
+//!
+//! A MATCH names neither its sender nor its length: the sender is the peer
+//! the btl delivered it from, the length its payload's. Its 20 bytes leave
+//! room for 32 payload bytes in one 64-byte line of sm's fast box (after
+//! the box's 12-byte record head).
 
 use std::fmt;
 
@@ -38,7 +43,7 @@ pub(crate) const FLAG_SYNC: u8 = 0x1;
 pub(crate) const FLAG_PUT: u8 = 0x2;
 
 /// Length of a MATCH header.
-pub(crate) const MATCH_LEN: usize = 32;
+pub(crate) const MATCH_LEN: usize = 20;
 /// Length of a RNDV header.
 pub(crate) const RNDV_LEN: usize = 40;
 /// Length of an ACK header.
@@ -177,6 +182,7 @@ fn need(b: &[u8], name: &'static str, need: usize) -> Result<(), WireError> {
     }
 }
 
+/// The matching information of a RNDV or RGET header.
 #[inline]
 fn decode_info(b: &[u8]) -> MatchInfo {
     MatchInfo {
@@ -188,21 +194,43 @@ fn decode_info(b: &[u8]) -> MatchInfo {
     }
 }
 
-/// The MatchInfo of a MATCH header, if `b` is one (the eager path's
-/// decoding, field by field: no [`Header`] value is built and moved).
+/// The matching information of a MATCH header from `peer` with
+/// `payload_len` payload bytes.
 #[inline(always)]
-pub(crate) fn match_info(b: &[u8]) -> Option<MatchInfo> {
-    (b.len() >= MATCH_LEN && b[0] == MATCH).then(|| decode_info(b))
+fn decode_match(b: &[u8], peer: u32, payload_len: usize) -> MatchInfo {
+    MatchInfo {
+        context: u32_at(b, 4),
+        source: peer,
+        tag: u32_at(b, 8) as i32,
+        sequence: u64_at(b, 12),
+        len: payload_len as u64,
+    }
 }
 
-/// The MATCH header for `info` (every byte written, none zeroed first).
+/// The MatchInfo of a MATCH header from `peer` with `payload_len` payload
+/// bytes, if `b` is one (the eager path's decoding, field by field: no
+/// [`Header`] value is built and moved).
+#[inline(always)]
+pub(crate) fn match_info(b: &[u8], peer: u32, payload_len: usize) -> Option<MatchInfo> {
+    (b.len() >= MATCH_LEN && b[0] == MATCH).then(|| decode_match(b, peer, payload_len))
+}
+
+/// The MATCH header for `info` (every byte written, none zeroed first;
+/// its source and length travel as the btl's peer and payload).
 #[inline(always)]
 pub(crate) fn encode_match(info: &MatchInfo) -> [u8; MATCH_LEN] {
     let mut out = [0u8; MATCH_LEN];
-    encode_info(&mut out, MATCH, 0, info);
+    out[0] = MATCH;
+    out[1] = 0;
+    out[2] = 0;
+    out[3] = 0;
+    out[4..8].copy_from_slice(&info.context.to_le_bytes());
+    out[8..12].copy_from_slice(&info.tag.to_le_bytes());
+    out[12..20].copy_from_slice(&info.sequence.to_le_bytes());
     out
 }
 
+/// Writes the first 32 bytes of a RNDV or RGET header.
 #[inline]
 fn encode_info(out: &mut [u8], kind: u8, flags: u8, info: &MatchInfo) {
     out[0] = kind;
@@ -217,17 +245,18 @@ fn encode_info(out: &mut [u8], kind: u8, flags: u8, info: &MatchInfo) {
 }
 
 impl Header {
-    /// Decodes a header (trailing bytes beyond the type's length are
-    /// ignored).
+    /// Decodes a header that came from `peer` with `payload_len` payload
+    /// bytes (a MATCH's source and length; trailing bytes beyond the
+    /// type's length are ignored).
     #[inline]
-    pub(crate) fn decode(b: &[u8]) -> Result<Header, WireError> {
+    pub(crate) fn decode(b: &[u8], peer: u32, payload_len: usize) -> Result<Header, WireError> {
         let Some(&kind) = b.first() else {
             return Err(WireError::Empty);
         };
         match kind {
             MATCH => {
                 need(b, "MATCH", MATCH_LEN)?;
-                Ok(Header::Match(decode_info(b)))
+                Ok(Header::Match(decode_match(b, peer, payload_len)))
             }
             RNDV => {
                 need(b, "RNDV", RNDV_LEN)?;
@@ -278,7 +307,7 @@ impl Header {
     pub(crate) fn encode(&self, out: &mut [u8; 64]) -> usize {
         match self {
             Header::Match(info) => {
-                encode_info(out, MATCH, 0, info);
+                out[..MATCH_LEN].copy_from_slice(&encode_match(info));
                 MATCH_LEN
             }
             Header::Rndv {
@@ -338,17 +367,23 @@ mod tests {
     use super::*;
     use oxmpi_framework_btl::module::MAX_HEADER;
 
-    fn round_trip(h: Header) -> usize {
+    /// Encodes `h` and decodes it as a fragment from `peer` with
+    /// `payload_len` payload bytes.
+    fn round_trip_from(h: Header, peer: u32, payload_len: usize) -> usize {
         let mut out = [0xAAu8; 64];
         let n = h.encode(&mut out);
         assert!(n <= MAX_HEADER);
-        assert_eq!(Header::decode(&out[..n]), Ok(h));
+        assert_eq!(Header::decode(&out[..n], peer, payload_len), Ok(h));
         // One byte short is refused.
         assert!(matches!(
-            Header::decode(&out[..n - 1]),
+            Header::decode(&out[..n - 1], peer, payload_len),
             Err(WireError::Short { .. })
         ));
         n
+    }
+
+    fn round_trip(h: Header) -> usize {
+        round_trip_from(h, 3, 0)
     }
 
     /// A MatchInfo with every field far from zero.
@@ -365,7 +400,10 @@ mod tests {
     #[test]
     fn headers_round_trip_and_fit() {
         let info = sample_info();
-        assert_eq!(round_trip(Header::Match(info)), MATCH_LEN);
+        assert_eq!(
+            round_trip_from(Header::Match(info), info.source, info.len as usize),
+            MATCH_LEN
+        );
         assert_eq!(
             round_trip(Header::Rndv {
                 info,
@@ -410,6 +448,17 @@ mod tests {
 
     #[test]
     fn layout_is_little_endian_with_type_first() {
+        let info = MatchInfo {
+            context: 0x0102_0304,
+            source: 9,
+            tag: -2,
+            sequence: 5,
+            len: 100,
+        };
+        assert_eq!(
+            encode_match(&info),
+            [1, 0, 0, 0, 4, 3, 2, 1, 0xfe, 0xff, 0xff, 0xff, 5, 0, 0, 0, 0, 0, 0, 0]
+        );
         let mut out = [0u8; 64];
         let n = Header::Frag {
             receiver: 0x0102,
@@ -424,29 +473,44 @@ mod tests {
 
     #[test]
     fn bad_headers_are_described() {
-        assert_eq!(Header::decode(&[]), Err(WireError::Empty));
+        assert_eq!(Header::decode(&[], 0, 0), Err(WireError::Empty));
         assert_eq!(
-            Header::decode(&[9, 0, 0]).unwrap_err().to_string(),
+            Header::decode(&[9, 0, 0], 0, 0).unwrap_err().to_string(),
             "a fragment header of unknown type 0x09"
         );
         assert_eq!(
-            Header::decode(&[ACK, 0, 0]).unwrap_err().to_string(),
+            Header::decode(&[ACK, 0, 0], 0, 0).unwrap_err().to_string(),
             "a truncated ACK header (3 of 40 bytes)"
         );
     }
 
     #[test]
     fn the_eager_path_encodes_and_decodes_a_match_like_the_header() {
-        let info = sample_info();
+        let info = MatchInfo {
+            len: 32,
+            ..sample_info()
+        };
         let direct = encode_match(&info);
         let n = direct.len();
         let mut general = [0u8; 64];
         assert_eq!(n, Header::Match(info).encode(&mut general));
         assert_eq!(direct[..n], general[..n]);
-        assert_eq!(match_info(&direct[..n]), Some(info));
-        assert_eq!(Header::decode(&direct[..n]).unwrap(), Header::Match(info));
+        assert_eq!(match_info(&direct[..n], 7, 32), Some(info));
+        assert_eq!(
+            Header::decode(&direct[..n], 7, 32).unwrap(),
+            Header::Match(info)
+        );
+        // The source and length are the delivery's.
+        assert_eq!(
+            match_info(&direct[..n], 2, 5),
+            Some(MatchInfo {
+                source: 2,
+                len: 5,
+                ..info
+            })
+        );
         // Anything else is left to the general decoder.
-        assert_eq!(match_info(&direct[..n - 1]), None, "short");
+        assert_eq!(match_info(&direct[..n - 1], 7, 32), None, "short");
         let mut rndv = [0u8; 64];
         let m = Header::Rndv {
             info,
@@ -454,7 +518,7 @@ mod tests {
             sender: 9,
         }
         .encode(&mut rndv);
-        assert_eq!(match_info(&rndv[..m]), None, "a RNDV");
-        assert_eq!(match_info(&[]), None, "empty");
+        assert_eq!(match_info(&rndv[..m], 7, 0), None, "a RNDV");
+        assert_eq!(match_info(&[], 7, 0), None, "empty");
     }
 }

@@ -145,18 +145,17 @@ impl<T: Transport> Engine<T> {
         self.armed.state == State::Armed && self.armed.peer == peer
     }
 
-    /// Delivers an eager MATCH from `peer` to the armed receive if it is
-    /// the message that receive matches and fits its buffer: true when
-    /// taken (the receive is fired). The caller checked
-    /// [`Engine::armed_for`].
+    /// Delivers an eager MATCH (`info`, decoded from the delivery with
+    /// `payload`) to the armed receive if it is the message that receive
+    /// matches and fits its buffer: true when taken (the receive is
+    /// fired). The caller checked [`Engine::armed_for`] for the MATCH's
+    /// sender.
     #[inline]
-    pub(super) fn fire(&mut self, peer: u32, info: &MatchInfo, payload: &[u8]) -> bool {
+    pub(super) fn fire(&mut self, info: &MatchInfo, payload: &[u8]) -> bool {
         let a = &mut self.armed;
         let len = payload.len();
-        if info.source != peer
-            || info.context != a.context
+        if info.context != a.context
             || info.sequence != a.sequence
-            || info.len != len as u64
             || len > a.capacity
             || !a.tag.matches(info.tag)
         {

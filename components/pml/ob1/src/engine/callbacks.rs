@@ -132,7 +132,8 @@ impl<T: Transport> Engine<T> {
         if header.first() != Some(&FRAG) || payload_len == 0 {
             return ptr::null_mut();
         }
-        let Ok(Header::Frag { receiver, offset }) = Header::decode(header) else {
+        let Ok(Header::Frag { receiver, offset }) = Header::decode(header, peer, payload_len)
+        else {
             return ptr::null_mut();
         };
         let Some(r) = self.requests.get(receiver) else {
@@ -176,15 +177,15 @@ impl<T: Transport> Engine<T> {
         // The message of the armed receive, then the common case, decoded
         // straight into the call.
         if self.armed_for(peer) {
-            if let Some(info) = wire::match_info(header) {
-                if self.fire(peer, &info, payload) {
+            if let Some(info) = wire::match_info(header, peer, payload.len()) {
+                if self.fire(&info, payload) {
                     return;
                 }
             }
         }
         self.settle();
         if peer < self.size {
-            if let Some(info) = wire::match_info(header) {
+            if let Some(info) = wire::match_info(header, peer, payload.len()) {
                 return self.incoming(peer, info, Kind::Eager, payload);
             }
         }
@@ -213,7 +214,7 @@ impl<T: Transport> Engine<T> {
             );
             return;
         }
-        let decoded = match Header::decode(header) {
+        let decoded = match Header::decode(header, peer, payload.len()) {
             Ok(h) => h,
             Err(e) => {
                 let label = self.label(btl, module);

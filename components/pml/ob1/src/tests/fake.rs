@@ -451,12 +451,14 @@ impl World {
             Payload::Copied(v) => (v.as_ptr(), v.len()),
             Payload::Borrowed(p, l) => (*p, *l),
         };
-        if frag.header[0] == wire::MATCH || frag.header[0] == wire::RNDV {
-            let seq = u64::from_le_bytes(frag.header[16..24].try_into().unwrap());
-            self.net
-                .borrow_mut()
-                .arrivals
-                .push((frag.src, frag.dst, seq));
+        match wire::Header::decode(&frag.header, frag.src, len) {
+            Ok(wire::Header::Match(info)) | Ok(wire::Header::Rndv { info, .. }) => {
+                self.net
+                    .borrow_mut()
+                    .arrivals
+                    .push((frag.src, frag.dst, info.sequence));
+            }
+            _ => {}
         }
         self.net.borrow_mut().in_callback = true;
         let e = &mut self.engines[frag.dst as usize];
