@@ -213,19 +213,22 @@ impl SmBtl {
 
     /// Delivers the records of inbound fast box `k` (at most `limit`): the
     /// fragments in batches (one pml entry for up to
-    /// [`Fragments::CAPACITY`] of them, their room given back after the
-    /// call), sm's own control records one at a time, in ring order.
+    /// [`Fragments::CAPACITY`] of them and [`FboxIn::batch_bytes`] of
+    /// records, their room given back after the call), sm's own control
+    /// records one at a time, in ring order.
     fn drain_fbox(&mut self, pml: &Pml<'_>, k: usize, limit: u32) -> usize {
         let limit = limit as usize;
         let (index, sender) = (self.inbound[k].index, self.inbound[k].sender);
+        let most_bytes = self.inbound[k].batch_bytes();
         let mut events = 0;
         loop {
             let mut at = self.inbound[k].cursor();
             let mut batch = Fragments::new();
             let mut last_len = 0;
+            let mut bytes = 0;
             // What ended the batch (other than a full one or the limit).
             let mut stop = Polled::Empty;
-            while events < limit && !batch.is_full() {
+            while events < limit && !batch.is_full() && bytes < most_bytes {
                 let inbound = &self.inbound[k];
                 match inbound.peek(&self.own, &mut at) {
                     Polled::Record {
@@ -244,6 +247,7 @@ impl SmBtl {
                         }
                         inbound.step(&mut at, header, payload);
                         last_len = record_len(header, payload);
+                        bytes += last_len;
                         events += 1;
                     }
                     other => {
@@ -252,7 +256,7 @@ impl SmBtl {
                     }
                 }
             }
-            let full = batch.is_full();
+            let full = batch.is_full() || bytes >= most_bytes;
             pml.fragments(MODULE, &mut batch);
             self.inbound[k].consume_to(&self.own, at);
             if last_len > 0 {

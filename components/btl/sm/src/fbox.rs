@@ -250,6 +250,16 @@ impl FboxIn {
             == at.expected
     }
 
+    /// Bytes of records after which the receiver gives their room back
+    /// before it looks at more: a quarter of the ring, so that the sender
+    /// keeps room to write while the receiver delivers (a batch of
+    /// one-line records is 16 of them in the default 4 KiB box; a record
+    /// of a quarter of the ring or more goes alone).
+    #[inline]
+    pub fn batch_bytes(&self) -> usize {
+        self.size / 4
+    }
+
     /// Where the next unconsumed record is.
     #[inline]
     pub fn cursor(&self) -> Cursor {

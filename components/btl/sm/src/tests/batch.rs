@@ -1,6 +1,7 @@
 //! Fragments waiting in a fast box reach the pml in batches: one
-//! `on_fragments` call for up to `Fragments::CAPACITY` of them, in ring
-//! order, at most `btl_sm_poll_batch` per progress call.
+//! `on_fragments` call for up to `Fragments::CAPACITY` of them and a
+//! quarter of the ring, in ring order, at most `btl_sm_poll_batch` per
+//! progress call.
 
 use super::conformance::job_dir;
 use crate::SmBtl;
@@ -10,6 +11,8 @@ use oxmpi_plugin_api::testkit::{clear_param, lock, set_param};
 use oxmpi_plugin_api::ParamValue;
 
 const PAYLOAD: [u8; 8] = [3; 8];
+/// A payload whose record takes 768 bytes.
+static BIG: [u8; 700] = [5; 700];
 
 /// A 32-byte header naming fragment `n`.
 fn header(n: u32) -> [u8; 32] {
@@ -67,6 +70,21 @@ fn waiting_fragments_arrive_in_batches_in_order_up_to_the_poll_limit() {
     c.pump("the second hundred", |c| {
         c.recorder(1).fragments().len() == 201
     });
+    // Larger records: a batch ends once it holds a quarter of the ring
+    // (2 KiB here), three records of 768 bytes.
+    let before = c.recorder(1).counts();
+    for n in 201..=208 {
+        c.send(0, 0, to1, &header(n), &BIG, 0);
+    }
+    assert_eq!(c.progress(1), 8);
+    let counts = c.recorder(1).counts();
+    assert_eq!(counts.fragments - before.fragments, 8);
+    assert_eq!(counts.batches - before.batches, 3, "3 + 3 + 2 records");
+    let last = c.recorder(1).fragments().pop().unwrap();
+    assert_eq!(
+        (last.header, last.payload),
+        (header(208).to_vec(), BIG.to_vec())
+    );
     c.assert_clean("batches");
     clear_param("btl_sm_poll_batch");
     clear_param("btl_sm_fbox_size");
