@@ -3,13 +3,15 @@
 
 use crate::module::{FragmentRef, MAX_HEADER};
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 
 /// Up to [`Fragments::CAPACITY`] whole fragments whose header and payload
 /// live in the btl's memory for `'a` (a shared-memory ring, say), to be
 /// delivered together: the pml is entered once for all of them instead of
-/// once per fragment. Building one allocates nothing.
+/// once per fragment. Building one allocates and writes nothing.
 pub struct Fragments<'a> {
-    items: [FragmentRef; Fragments::CAPACITY],
+    /// The first `len` are set (by `push`).
+    items: [MaybeUninit<FragmentRef>; Fragments::CAPACITY],
     len: usize,
     _bytes: PhantomData<&'a [u8]>,
 }
@@ -24,14 +26,6 @@ pub enum Refused {
     HeaderTooLong,
 }
 
-const EMPTY: FragmentRef = FragmentRef {
-    peer: 0,
-    header_len: 0,
-    header: std::ptr::null(),
-    payload: std::ptr::null(),
-    payload_len: 0,
-};
-
 impl<'a> Fragments<'a> {
     /// Most fragments one batch holds.
     pub const CAPACITY: usize = 32;
@@ -40,7 +34,7 @@ impl<'a> Fragments<'a> {
     #[inline]
     pub fn new() -> Fragments<'a> {
         Fragments {
-            items: [EMPTY; Fragments::CAPACITY],
+            items: [const { MaybeUninit::uninit() }; Fragments::CAPACITY],
             len: 0,
             _bytes: PhantomData,
         }
@@ -61,13 +55,13 @@ impl<'a> Fragments<'a> {
         if header.len() > MAX_HEADER {
             return Err(Refused::HeaderTooLong);
         }
-        self.items[self.len] = FragmentRef {
+        self.items[self.len] = MaybeUninit::new(FragmentRef {
             peer,
             header_len: header.len() as u32,
             header: header.as_ptr(),
             payload: payload.as_ptr(),
             payload_len: payload.len(),
-        };
+        });
         self.len += 1;
         Ok(())
     }
@@ -100,7 +94,10 @@ impl<'a> Fragments<'a> {
     /// for `'a`.
     #[inline]
     pub(crate) fn as_refs(&self) -> &[FragmentRef] {
-        &self.items[..self.len]
+        // SAFETY: `push` set the first `len` items (`len` only grows
+        // through it, and `clear` sets it to 0), and `MaybeUninit<T>` has
+        // `T`'s layout.
+        unsafe { std::slice::from_raw_parts(self.items.as_ptr().cast::<FragmentRef>(), self.len) }
     }
 }
 
