@@ -340,7 +340,7 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
     mca.print_diagnostics();
     let progress = std::mem::take(&mut *shared.progress.lock().unwrap_or_else(|e| e.into_inner()));
     let state = State {
-        idle_polls: vec![0; progress.len()],
+        pollers: super::pollers::Pollers::new(progress),
         ..State::default()
     };
 
@@ -351,7 +351,6 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
         signals: pml.signals(),
         pml,
         pml_name,
-        progress,
         yield_when_idle: mca.bool_value("mpi_yield_when_idle").unwrap_or(false),
         lock: Mutex::new(()),
         state: std::cell::UnsafeCell::new(state),

@@ -44,6 +44,7 @@ mod error;
 mod init;
 mod jobdir;
 mod nbc;
+mod pollers;
 mod probe;
 
 pub use comms::CommRelation;
@@ -53,7 +54,7 @@ pub use probe::Message;
 
 use oxmpi_framework_pml::handle::PmlHandle;
 use oxmpi_framework_pml::module::{
-    Completed, PmlSignals, ProgressFn, RecvArgs, RequestError, RequestStatus, SendArgs,
+    Completed, PmlSignals, RecvArgs, RequestError, RequestStatus, SendArgs,
 };
 use oxmpi_mca::framework::OpenFramework;
 
@@ -256,19 +257,9 @@ struct State {
     detached: Vec<RequestId>,
     /// The completion slots of the requests this layer started.
     board: board::Board,
-    /// Per registered progress function (one each, from init): polls in a
-    /// row that found nothing (see [`Runtime::poll`]).
-    idle_polls: Vec<u32>,
-    /// Polls so far (wrapping).
-    polls: u32,
+    /// The btls' progress functions (registered at init).
+    pollers: pollers::Pollers,
 }
-
-/// Polls in a row that found nothing after which a progress function is
-/// run only every [`QUIET_EVERY`]th poll, until it finds something again.
-const QUIET_AFTER: u32 = 1024;
-
-/// How often a quiet progress function runs (every this many polls).
-const QUIET_EVERY: u32 = 8;
 
 /// Exclusive access to the runtime's state for one call (see
 /// [`Runtime::enter`]).
@@ -299,7 +290,6 @@ pub struct Runtime {
     /// The pml's event counter and work flag.
     signals: &'static PmlSignals,
     pml_name: String,
-    progress: Vec<ProgressFn>,
     yield_when_idle: bool,
     /// Taken at `SERIALIZED` (try) and `MULTIPLE` (wait) around `state`
     /// and every pml call; below, only the initializing thread gets in.
@@ -875,29 +865,29 @@ impl Runtime {
     }
 
     /// One round of the progress engine (under the lock).
+    ///
+    /// Inlined into the wait loops: an idle round is the btls' progress
+    /// calls and two checks, without a frame of its own.
+    #[inline(always)]
     fn poll(&self, state: &mut State) -> usize {
-        let mut events = 0;
-        state.polls = state.polls.wrapping_add(1);
-        let quiet_turn = state.polls.is_multiple_of(QUIET_EVERY);
-        // A btl that has had nothing for a long time (tcp in a job on one
-        // host, self without sends to oneself) is polled every
-        // QUIET_EVERY-th time only: each poll is a call into its library,
-        // and skipping it shortens every other btl's wait loop.
-        for (p, idle) in self.progress.iter().zip(state.idle_polls.iter_mut()) {
-            if *idle >= QUIET_AFTER && !quiet_turn {
-                continue;
-            }
-            let n = p.run();
-            *idle = if n == 0 { idle.saturating_add(1) } else { 0 };
-            events += n;
+        let events = state.pollers.poll();
+        if self.signals.has_work() || !state.detached.is_empty() {
+            return events + self.poll_pml(state);
         }
+        events
+    }
+
+    /// The part of [`Runtime::poll`] that runs when there is more to do:
+    /// the pml's own progress, and the requests the application let go of
+    /// (completed ones are released; an error goes unreported).
+    #[inline(never)]
+    fn poll_pml(&self, state: &mut State) -> usize {
+        let mut events = 0;
         if self.signals.has_work() {
             events += self.pml.progress();
         }
         if !state.detached.is_empty() {
             let mut detached = std::mem::take(&mut state.detached);
-            // Completed ones are released (an error goes unreported: the
-            // application let go of them).
             detached.retain(|&id| self.complete(state, id).is_none());
             state.detached = detached;
         }
