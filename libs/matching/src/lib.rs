@@ -710,7 +710,7 @@ impl<T> Matcher<T> {
     /// by one compare, any other by two indexed loads (a rank in
     /// `0..DIRECT_RANKS` of a context below [`DIRECT_CONTEXTS`]; no
     /// hashing).
-    #[inline]
+    #[inline(always)]
     fn find_peer(&self, context: ContextId, rank: i32) -> Option<u32> {
         let key = peer_key(context, rank);
         if let Some((k, p)) = self.last_peer.get() {
@@ -724,7 +724,7 @@ impl<T> Matcher<T> {
     }
 
     /// [`Matcher::find_peer`] without the last-peer cache.
-    #[inline]
+    #[inline(never)]
     fn index_peer(&self, context: ContextId, rank: i32) -> Option<u32> {
         let c = self.find_context(context)?;
         if direct_rank(rank) {
@@ -805,7 +805,7 @@ impl<T> Matcher<T> {
     }
 
     /// The oldest posted receive that fits `envelope` (from peer `p`), or NIL.
-    #[inline]
+    #[inline(always)]
     fn find_posted(&self, p: u32, envelope: &Envelope) -> u32 {
         let peer = &self.peers[p];
         let mut best = NIL;
@@ -835,7 +835,7 @@ impl<T> Matcher<T> {
     }
 
     /// Unlinks and frees posted receive `i`.
-    #[inline]
+    #[inline(always)]
     fn remove_posted(&mut self, i: u32) -> PostedRecv {
         let node = &self.posted[i];
         let owner = node.owner;
