@@ -18,8 +18,9 @@ const CHUNK: usize = 256;
 /// The slots and their communicators; see the module docs.
 #[derive(Default)]
 pub(super) struct Board {
-    /// The slots, [`CHUNK`] per chunk; never moved or freed.
-    chunks: Vec<&'static [Completion]>,
+    /// The slots, [`CHUNK`] per chunk; never moved or freed. (A chunk's
+    /// length is in its type: a slot's index needs one bounds check.)
+    chunks: Vec<&'static [Completion; CHUNK]>,
     /// What each slot's request is.
     uses: Vec<SlotUse>,
     /// Slots not in use.
@@ -92,8 +93,8 @@ impl Board {
     #[inline(never)]
     fn grow(&mut self) -> u32 {
         let first = u32::try_from(self.uses.len()).expect("more than 2^32 requests at once");
-        let chunk: Vec<Completion> = (0..CHUNK).map(|_| Completion::new()).collect();
-        self.chunks.push(Box::leak(chunk.into_boxed_slice()));
+        let chunk: Box<[Completion; CHUNK]> = Box::new(std::array::from_fn(|_| Completion::new()));
+        self.chunks.push(Box::leak(chunk));
         self.uses.resize(
             self.uses.len() + CHUNK,
             SlotUse {
