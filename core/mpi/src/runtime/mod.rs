@@ -382,7 +382,9 @@ pub fn init(required: ThreadLevel) -> Result<&'static Runtime, Error> {
     }
 }
 
-/// The runtime, if initialized and not finalized.
+/// The runtime, if initialized and not finalized (inlined: every C
+/// call asks).
+#[inline]
 pub fn runtime() -> Option<&'static Runtime> {
     (PHASE.load(Ordering::Acquire) == PHASE_RUNNING)
         .then(|| RUNTIME.get())
