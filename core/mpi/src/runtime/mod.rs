@@ -13,8 +13,9 @@
 //!   arrived) carries its outcome in its [`RequestId`] and costs no further
 //!   call. [`Runtime::wait`] and friends drive one progress engine: the
 //!   functions the pml registered (its btls'; one that found nothing in
-//!   1024 polls in a row runs every 8th poll only, until it finds
-//!   something), then the pml's own when its signals say it has work; a
+//!   1024 polls in a row turns quiet and runs only in turn with the other
+//!   quiet ones, one every 16th poll, until it finds something: see
+//!   `pollers`), then the pml's own when its signals say it has work; a
 //!   waiting request is tested again only after a poll in which the pml's
 //!   event counter moved. When nothing happened and `mpi_yield_when_idle`
 //!   is on (mpirun sets it on oversubscribed nodes), the waiting thread
