@@ -21,7 +21,6 @@
 
 use crate::serial::{Reentered, Serialized};
 use crate::{guard, verbosity, ComponentContext, ErrorKind};
-use abi_stable::std_types::RResult;
 use std::fmt;
 
 /// A component's installed state.
@@ -115,40 +114,27 @@ impl<T: Send> Instance<T> {
     /// Runs one entry point's body on the state (see the module docs);
     /// `what` names the entry point in the log line of a panic.
     ///
+    /// Inlined whole into the entry point, with the body: the exclusion,
+    /// the state checks and the panic guard cost a few loads, stores and
+    /// branches, and nothing goes through memory but the body's own
+    /// captures.
+    ///
     /// # Errors
     ///
     /// Every [`EntryError`] but `AlreadyInitialized`.
-    #[inline]
+    #[inline(always)]
     pub fn call<R>(&self, what: &str, f: impl FnOnce(&mut T) -> R) -> Result<R, EntryError> {
-        // The body's value is written to `out`, a refusal's reason to
-        // `refused` (on the cold paths only), and nothing but "entered"
-        // travels back through the exclusion and the guard: a result as
-        // wide as an `EntryError` came back through memory, written in
-        // pieces and reloaded whole, a store-forwarding stall on every
-        // entry.
-        let mut out = None;
-        let mut refused = None;
-        let entered = self.slot.enter(|slot| {
-            let Some(installed) = slot.as_mut() else {
-                refused = Some(EntryError::NotInitialized);
-                return;
-            };
-            if let Some(first) = &installed.poisoned {
-                refused = Some(EntryError::Stopped(first.clone()));
-                return;
-            }
-            let value = &mut installed.value;
-            let ran = guard::call(|| {
-                out = Some(f(value));
-                Ok(())
-            });
-            if let RResult::RErr(panic) = ran {
-                refused = Some(poison(installed, what, panic.kind, panic.message.as_str()));
-            }
-        });
-        match out {
-            Some(r) => Ok(r),
-            None => Err(refusal(entered.is_err(), refused)),
+        let Ok(mut entry) = self.slot.entry() else {
+            return Err(EntryError::Reentered);
+        };
+        let installed = match entry.as_mut() {
+            Some(installed) if installed.poisoned.is_none() => installed,
+            other => return Err(not_running(other.as_deref())),
+        };
+        let value = &mut installed.value;
+        match guard::catch(|| f(value)) {
+            Ok(r) => Ok(r),
+            Err(panic) => Err(poison(installed, what, panic.kind, panic.message.as_str())),
         }
     }
 
@@ -214,24 +200,19 @@ impl<T: Send> Default for Instance<T> {
     }
 }
 
-/// Why an entry that did not run its body to the end was refused:
-/// [`EntryError::Reentered`] when it found the state entered, else the
-/// reason it recorded.
+/// Why an entry found the state not running: not installed, or stopped
+/// by an earlier panic.
 #[cold]
-fn refusal(reentered: bool, refused: Option<EntryError>) -> EntryError {
-    if reentered {
-        return EntryError::Reentered;
+#[inline(never)]
+fn not_running<T>(installed: Option<&Installed<T>>) -> EntryError {
+    match installed.and_then(|i| i.poisoned.as_ref()) {
+        Some(first) => EntryError::Stopped(first.clone()),
+        None => EntryError::NotInitialized,
     }
-    // The body's guard answers only after the body returned (which set
-    // its value) or with a panic (which recorded it).
-    refused.unwrap_or_else(|| {
-        EntryError::Panicked(
-            "the entry returned no value (an internal error of the instance)".to_string(),
-        )
-    })
 }
 
 #[cold]
+#[inline(never)]
 fn poison<T>(
     installed: &mut Installed<T>,
     what: &str,

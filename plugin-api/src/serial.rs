@@ -40,11 +40,13 @@
 //!
 //! The framework adapters (`oxmpi_framework_btl::adapter`,
 //! `oxmpi_framework_pml::adapter`) wrap every entry point in
-//! [`Serialized::enter`] and the panic guard; components do not use this
+//! [`Serialized::entry`] and the panic guard; components do not use this
 //! type directly.
 
 use std::cell::UnsafeCell;
 use std::fmt;
+use std::marker::PhantomData;
+use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 /// `owner` before the first entry.
@@ -91,13 +93,55 @@ impl fmt::Display for Reentered {
 
 impl std::error::Error for Reentered {}
 
-/// Releases a flag when an entry ends, also when it unwinds.
-struct Exit<'a>(&'a AtomicBool);
+/// One entry into a [`Serialized`] state ([`Serialized::entry`]): the
+/// only `&mut` to the value while it lives; dropping it (also when
+/// unwinding) ends the entry. It stays on the thread that entered.
+pub struct Entry<'a, T> {
+    /// The flag the entry holds (the owner's `owner_in`, or `lock`).
+    flag: &'a AtomicBool,
+    value: &'a mut Option<T>,
+    /// Not `Send`: the entry ends on the thread that made it.
+    _thread: PhantomData<*const ()>,
+}
 
-impl Drop for Exit<'_> {
-    #[inline]
+impl<'a, T> Entry<'a, T> {
+    /// An entry holding `flag` over `value`.
+    ///
+    /// # Safety
+    ///
+    /// The caller set `flag` so that no other `&mut` to `value`'s content
+    /// exists until `flag` is cleared, which the entry does when dropped.
+    #[inline(always)]
+    unsafe fn new(flag: &'a AtomicBool, value: &'a UnsafeCell<Option<T>>) -> Self {
+        Entry {
+            flag,
+            // SAFETY: the caller's promise: this is the only reference
+            // until the flag is cleared.
+            value: unsafe { &mut *value.get() },
+            _thread: PhantomData,
+        }
+    }
+}
+
+impl<T> Deref for Entry<'_, T> {
+    type Target = Option<T>;
+    #[inline(always)]
+    fn deref(&self) -> &Option<T> {
+        self.value
+    }
+}
+
+impl<T> DerefMut for Entry<'_, T> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Option<T> {
+        self.value
+    }
+}
+
+impl<T> Drop for Entry<'_, T> {
+    #[inline(always)]
     fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
+        self.flag.store(false, Ordering::Release);
     }
 }
 
@@ -242,12 +286,27 @@ impl<T> Serialized<T> {
     /// [`Reentered`] when another entry is running (then `f` is not run).
     #[inline]
     pub fn enter<R>(&self, f: impl FnOnce(&mut Option<T>) -> R) -> Result<R, Reentered> {
+        let mut entry = self.entry()?;
+        Ok(f(&mut entry))
+    }
+
+    /// Takes the state for one entry, which lasts until the returned
+    /// [`Entry`] is dropped (also when unwinding). [`Serialized::enter`]
+    /// is this with a closure; the adapters use this form so that the
+    /// whole entry inlines into the entry point, with no closure
+    /// environment built and read back.
+    ///
+    /// # Errors
+    ///
+    /// [`Reentered`] when another entry is running.
+    #[inline(always)]
+    pub fn entry(&self) -> Result<Entry<'_, T>, Reentered> {
         let me = os::thread_id();
         if self.owner.load(Ordering::Relaxed) != me {
-            return self.enter_locked(me, f);
+            return self.entry_locked(me);
         }
-        // The owner's side. Only this thread writes `owner_in`, so a set
-        // flag is this thread's own entry: a nested call.
+        // The owner's side. Only this thread writes `owner_in` while it is
+        // clear, so a set flag is this thread's own entry: a nested call.
         if self.owner_in.load(Ordering::Relaxed) {
             return Err(Reentered);
         }
@@ -266,31 +325,29 @@ impl<T> Serialized<T> {
                 return Err(Reentered);
             }
             // The bias was given up meanwhile.
-            return self.enter_locked(me, f);
+            return self.entry_locked(me);
         }
-        let _exit = Exit(&self.owner_in);
         // SAFETY: this thread set `owner_in` and then saw `lock` free and
         // itself still the owner; any other thread takes `lock` and then,
         // after a process-wide fence, finds `owner_in` set and backs out
         // (or, with the bias given up, this thread saw `UNBIASED` instead).
-        // So no other `&mut` to the value exists until `_exit` clears
-        // `owner_in` after `f` returns (or unwinds).
-        let value = unsafe { &mut *self.value.get() };
-        Ok(f(value))
+        // So no other `&mut` to the value exists until the entry clears
+        // `owner_in` when dropped.
+        Ok(unsafe { Entry::new(&self.owner_in, &self.value) })
     }
 
     /// An entry by a thread other than the owner (or with no bias).
     #[cold]
     #[inline(never)]
-    fn enter_locked<R>(
-        &self,
-        me: usize,
-        f: impl FnOnce(&mut Option<T>) -> R,
-    ) -> Result<R, Reentered> {
+    fn entry_locked(&self, me: usize) -> Result<Entry<'_, T>, Reentered> {
         if self.lock.swap(true, Ordering::Acquire) {
             return Err(Reentered);
         }
-        let _exit = Exit(&self.lock);
+        // Releases `lock` on every way out that does not admit the entry.
+        let refuse = |this: &Self| {
+            this.lock.store(false, Ordering::Release);
+            Err(Reentered)
+        };
         match self.owner.load(Ordering::Relaxed) {
             UNBIASED => {}
             UNOWNED => {
@@ -309,7 +366,7 @@ impl<T> Serialized<T> {
                 if !os::heavy_fence() {
                     // Cannot happen once registered; refuse rather than
                     // guess.
-                    return Err(Reentered);
+                    return refuse(self);
                 }
                 fence(Ordering::SeqCst);
                 // After the process-wide fence the owner's `owner_in` store
@@ -317,7 +374,7 @@ impl<T> Serialized<T> {
                 // then saw it taken, or will); otherwise the owner sees
                 // `lock` taken. Acquire: pairs with the owner's last exit.
                 if self.owner_in.load(Ordering::Acquire) {
-                    return Err(Reentered);
+                    return refuse(self);
                 }
                 let foreign = self.foreign.load(Ordering::Relaxed) + 1;
                 self.foreign.store(foreign, Ordering::Relaxed);
@@ -332,17 +389,16 @@ impl<T> Serialized<T> {
                         // Keep the bias (an owner that saw `UNBIASED`
                         // only backs out to the locked path).
                         self.owner.store(owner, Ordering::Relaxed);
-                        return Err(Reentered);
+                        return refuse(self);
                     }
                 }
             }
         }
         // SAFETY: this thread holds `lock` (the swap above), and the owner,
         // if any, is not inside and cannot enter while `lock` is held (see
-        // `enter`), so no other `&mut` to the value exists until `_exit`
-        // releases `lock` after `f` returns (or unwinds).
-        let value = unsafe { &mut *self.value.get() };
-        Ok(f(value))
+        // `entry`), so no other `&mut` to the value exists until the entry
+        // releases `lock` when dropped.
+        Ok(unsafe { Entry::new(&self.lock, &self.value) })
     }
 
     /// Whether an entry is running now (for diagnostics and tests).
