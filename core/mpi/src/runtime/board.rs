@@ -48,6 +48,33 @@ impl Board {
         i
     }
 
+    /// The slot the next [`Board::take`] answers, armed but still free: for
+    /// a request that usually completes as it starts (a send), which then
+    /// leaves the board untouched; [`Board::claim`] takes it when the
+    /// request did not complete.
+    #[inline]
+    pub(super) fn peek(&mut self) -> u32 {
+        let i = match self.free.last() {
+            Some(&i) => i,
+            None => {
+                let i = self.grow();
+                self.free.push(i);
+                i
+            }
+        };
+        self.slot(i).arm();
+        i
+    }
+
+    /// Takes slot `i`, the one [`Board::peek`] answered last (nothing
+    /// took a slot since), for a request on `comm`.
+    #[inline]
+    pub(super) fn claim(&mut self, i: u32, comm: Comm) {
+        debug_assert_eq!(self.free.last(), Some(&i));
+        self.free.pop();
+        self.uses[i as usize].comm = comm;
+    }
+
     /// Slot `i` (taken) holds the request the pml calls `handle` (not 0).
     #[inline]
     pub(super) fn started(&mut self, i: u32, handle: u64) {
@@ -149,5 +176,27 @@ mod tests {
         assert_eq!(b.comm(again), Comm::World);
         b.slot(again).fail();
         assert_eq!(b.slot(again).read(), Completed::Failed);
+    }
+
+    #[test]
+    fn a_peeked_slot_stays_free_until_claimed() {
+        let mut b = Board::default();
+        let p = b.peek();
+        assert_eq!(b.in_use(), 0, "peeking takes nothing");
+        assert_eq!(b.slot(p).read(), Completed::Running, "and arms the slot");
+        b.slot(p).fail();
+        assert_eq!(b.peek(), p, "the same slot until one is taken");
+        assert_eq!(b.slot(p).read(), Completed::Running, "armed again");
+        b.claim(p, Comm::SelfComm);
+        b.started(p, 5);
+        assert_eq!(b.in_use(), 1);
+        assert_eq!(b.comm(p), Comm::SelfComm);
+        assert_eq!(b.handle(p), 5);
+        let next = b.peek();
+        assert_ne!(next, p, "a claimed slot is not answered again");
+        assert_eq!(b.take(Comm::World), next, "take answers the peeked slot");
+        b.give_back(p);
+        b.give_back(next);
+        assert_eq!(b.in_use(), 0);
     }
 }

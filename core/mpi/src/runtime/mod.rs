@@ -664,7 +664,8 @@ impl Runtime {
         mode: SendMode,
     ) -> Result<RequestId, Error> {
         let context = self.context_of(comm)?;
-        let slot = state.board.take(comm);
+        // Most sends complete as they start and leave the slot free.
+        let slot = state.board.peek();
         let args = SendArgs {
             buf,
             len,
@@ -678,20 +679,15 @@ impl Runtime {
         // the request completes (this function's contract); the slot stays
         // until read or the request freed.
         match unsafe { self.pml.isend(&args) } {
-            Ok(0) => {
-                // Complete already: a send's status is all zeros.
-                state.board.give_back(slot);
-                Ok(RequestId::completed(Status::default()))
-            }
+            // Complete already: a send's status is all zeros.
+            Ok(0) => Ok(RequestId::completed(Status::default())),
             Ok(handle) => {
+                state.board.claim(slot, comm);
                 state.board.started(slot, handle);
                 Ok(RequestId::pending_in(handle, slot))
             }
             // The pml's sentence names the peer.
-            Err((kind, message)) => {
-                state.board.give_back(slot);
-                Err(self.send_refused(dest, kind, message))
-            }
+            Err((kind, message)) => Err(self.send_refused(dest, kind, message)),
         }
     }
 
