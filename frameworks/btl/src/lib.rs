@@ -18,6 +18,7 @@
 use oxmpi_plugin_api::{ComponentAlias, FrameworkInfo, ParamDecl, SelectionKind, Version};
 
 pub mod adapter;
+pub mod bytes;
 pub mod common;
 pub mod handle;
 pub mod module;

@@ -371,7 +371,7 @@ impl Segment {
         // ring, which only this process (its one sender) writes until it
         // publishes the record's tag.
         unsafe {
-            std::ptr::copy_nonoverlapping(
+            oxmpi_framework_btl::bytes::copy(
                 bytes.as_ptr(),
                 self.map.as_mut_ptr().add(at),
                 bytes.len(),

@@ -21,6 +21,7 @@
 
 use std::ptr;
 
+use oxmpi_framework_btl::bytes;
 use oxmpi_framework_pml::module::{Completion, RecvArgs, RequestError, RequestStatus, ANY_SOURCE};
 use oxmpi_matching::{ContextId, Envelope, InOrder, Tag};
 use oxmpi_plugin_api::verbosity;
@@ -166,7 +167,7 @@ impl<T: Transport> Engine<T> {
             // len` bytes until it completes (irecv's contract), and it has
             // not completed: it is armed. `copy` allows overlap, as in
             // `land`.
-            unsafe { ptr::copy(payload.as_ptr(), a.buf, len) };
+            unsafe { bytes::copy(payload.as_ptr(), a.buf, len) };
         }
         a.state = State::Fired;
         a.fired_tag = info.tag;

@@ -519,7 +519,7 @@ fn land(r: &mut Request, envelope: &Envelope, bytes: &[u8]) -> Option<(usize, us
         // (irecv's contract); `bytes` is ours or the btl's, and `copy`
         // allows overlap (a btl handing a send's payload over in place may
         // show bytes of a buffer that overlaps this one).
-        unsafe { ptr::copy(bytes.as_ptr(), q.buf, n) };
+        unsafe { oxmpi_framework_btl::bytes::copy(bytes.as_ptr(), q.buf, n) };
     }
     let truncated = len > q.capacity;
     r.status = RequestStatus {
