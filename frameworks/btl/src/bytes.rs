@@ -15,9 +15,10 @@ use std::ptr;
 /// dangling when `n` is 0).
 #[inline(always)]
 pub unsafe fn copy(src: *const u8, dst: *mut u8, n: usize) {
-    // SAFETY (every arm): the reads and writes stay inside the first `n`
+    // SAFETY: in every arm the reads and writes stay inside the first `n`
     // bytes (each pair starts at 0 and ends at `n`), which the caller
-    // promised; unaligned accesses are used throughout.
+    // promised; unaligned accesses are used throughout, and every arm
+    // reads all its bytes before it writes any (overlap is allowed).
     unsafe {
         if n >= 16 {
             if n > 32 {
