@@ -228,17 +228,18 @@ impl SmBtl {
             let mut bytes = 0;
             // What ended the batch (other than a full one or the limit).
             let mut stop = Polled::Empty;
+            let inbound = &self.inbound[k];
+            let ring = self.own.fbox_ring(index);
             while events < limit && !batch.is_full() && bytes < most_bytes {
-                let inbound = &self.inbound[k];
-                match inbound.peek(&self.own, &mut at) {
+                match inbound.peek(&ring, &mut at) {
                     Polled::Record {
                         offset,
                         header,
                         payload,
                         control: false,
                     } => {
-                        let h = self.own.fbox_bytes(index, offset, header);
-                        let p = self.own.fbox_bytes(index, offset + header, payload);
+                        let h = ring.bytes(offset, header);
+                        let p = ring.bytes(offset + header, payload);
                         if batch.push(sender, h, p).is_err() {
                             // A header past the interface's limit: the
                             // segment is damaged (sm's senders write none).
@@ -269,7 +270,7 @@ impl SmBtl {
                     payload,
                     control: true,
                 } => {
-                    let offer = Offer::decode(self.own.fbox_bytes(index, offset, header));
+                    let offer = Offer::decode(self.own.fbox_ring(index).bytes(offset, header));
                     self.inbound[k].step(&mut at, header, payload);
                     self.inbound[k].consume_to(&self.own, at);
                     self.serve(sender, offer);

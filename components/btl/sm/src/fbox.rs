@@ -17,7 +17,7 @@
 //! looked at were delivered (a batch of them at a time); the sender reads
 //! it only when its last copy says the ring is full.
 
-use crate::segment::{Segment, FRAG_HEADER, LINE};
+use crate::segment::{Ring, Segment, FRAG_HEADER, LINE};
 use std::sync::atomic::Ordering;
 
 /// Bytes of a record before its header: tag and lengths.
@@ -96,16 +96,17 @@ impl FboxOut {
 
     /// Asks for the lines a record of `len` bytes at the next position
     /// takes (up to the ring's end), in a state this process may write
-    /// ([`Segment::fbox_prefetch_for_write`]), ahead of a record expected
+    /// ([`Ring::prefetch_for_write`]), ahead of a record expected
     /// soon: the receiver polls the first of them and read the others a
     /// lap ago, so otherwise the record's stores first have to take them
     /// from the receiver's cache.
     #[inline]
     pub fn prepare(&self, segment: &Segment, len: usize) {
+        let ring = segment.fbox_ring(self.index);
         let mut off = self.off;
         let end = (self.off + len).min(self.size);
         while off < end {
-            segment.fbox_prefetch_for_write(self.index, off);
+            ring.prefetch_for_write(off);
             off += LINE;
         }
     }
@@ -118,9 +119,10 @@ impl FboxOut {
     }
 
     /// Writes one record of `len` bytes ([`record_len`]); false when the
-    /// ring has no room (nothing is written).
-    #[inline]
-    /// A `control` record is sm's own ([`CONTROL`]).
+    /// ring has no room (nothing is written). A `control` record is sm's
+    /// own ([`CONTROL`]). Inlined into the btl's send, which then makes
+    /// no call of its own for a record that fits.
+    #[inline(always)]
     pub fn write(
         &mut self,
         segment: &Segment,
@@ -141,25 +143,21 @@ impl FboxOut {
                 return false;
             }
         }
-        let i = self.index;
+        let ring = segment.fbox_ring(self.index);
         if wrap > 0 {
-            segment
-                .fbox_half_word(i, off + 8)
-                .store(SKIP, Ordering::Relaxed);
-            segment
-                .fbox_word(i, off)
+            ring.half_word(off + 8).store(SKIP, Ordering::Relaxed);
+            ring.word(off)
                 .store(tag(self.key, self.pos), Ordering::Release);
             self.pos += wrap as u64;
             off = 0;
         }
-        segment.fbox_write(i, off + HEAD, header);
-        segment.fbox_write(i, off + HEAD + header.len(), payload);
-        segment.fbox_half_word(i, off + 8).store(
+        ring.write(off + HEAD, header);
+        ring.write(off + HEAD + header.len(), payload);
+        ring.half_word(off + 8).store(
             lengths(header.len(), payload.len(), control),
             Ordering::Relaxed,
         );
-        segment
-            .fbox_word(i, off)
+        ring.word(off)
             .store(tag(self.key, self.pos), Ordering::Release);
         self.pos += len as u64;
         self.off = off + len;
@@ -239,15 +237,12 @@ impl FboxIn {
     /// one load and a compare, for the idle poll.
     #[inline]
     pub fn ready(&self, segment: &Segment) -> bool {
-        self.ready_at(segment, &self.at)
+        self.ready_at(&segment.fbox_ring(self.index), &self.at)
     }
 
     #[inline]
-    fn ready_at(&self, segment: &Segment, at: &Cursor) -> bool {
-        segment
-            .fbox_word(self.index, at.off)
-            .load(Ordering::Acquire)
-            == at.expected
+    fn ready_at(&self, ring: &Ring<'_>, at: &Cursor) -> bool {
+        ring.word(at.off).load(Ordering::Acquire) == at.expected
     }
 
     /// Bytes of records after which the receiver gives their room back
@@ -277,19 +272,18 @@ impl FboxIn {
         at.expected = tag(self.key, at.pos);
     }
 
-    /// Looks at the record at `at`, moving `at` to the ring's start over a
+    /// Looks at the record at `at` in this box's `ring` (its segment's
+    /// [`Segment::fbox_ring`]), moving `at` to the ring's start over a
     /// skip record (the record itself stays where it is: see
     /// [`FboxIn::step`]).
     #[inline]
-    pub fn peek(&self, segment: &Segment, at: &mut Cursor) -> Polled {
+    pub fn peek(&self, ring: &Ring<'_>, at: &mut Cursor) -> Polled {
         loop {
             let off = at.off;
-            if !self.ready_at(segment, at) {
+            if !self.ready_at(ring, at) {
                 return Polled::Empty;
             }
-            let lens = segment
-                .fbox_half_word(self.index, off + 8)
-                .load(Ordering::Relaxed);
+            let lens = ring.half_word(off + 8).load(Ordering::Relaxed);
             if lens == SKIP {
                 self.advance(at, self.size - off);
                 continue;
@@ -355,7 +349,7 @@ mod tests {
                 "room after the reader caught up"
             );
             let mut at = inn.cursor();
-            match inn.peek(&s, &mut at) {
+            match inn.peek(&s.fbox_ring(inn.index), &mut at) {
                 Polled::Record {
                     offset,
                     header: h,
@@ -363,14 +357,17 @@ mod tests {
                     control: c,
                 } => {
                     assert_eq!(c, control);
-                    assert_eq!(s.fbox_bytes(inn.index, offset, h), &header);
-                    assert_eq!(s.fbox_bytes(inn.index, offset + h, p), &payload[..]);
+                    assert_eq!(s.fbox_ring(inn.index).bytes(offset, h), &header);
+                    assert_eq!(s.fbox_ring(inn.index).bytes(offset + h, p), &payload[..]);
                     inn.step(&mut at, h, p);
                     inn.consume_to(&s, at);
                 }
                 _ => panic!("record {n} missing"),
             }
-            assert!(matches!(inn.peek(&s, &mut at), Polled::Empty));
+            assert!(matches!(
+                inn.peek(&s.fbox_ring(inn.index), &mut at),
+                Polled::Empty
+            ));
         }
     }
 
@@ -392,13 +389,16 @@ mod tests {
         for _ in 0..written {
             let Polled::Record {
                 header, payload, ..
-            } = inn.peek(&s, &mut at)
+            } = inn.peek(&s.fbox_ring(inn.index), &mut at)
             else {
                 panic!("a written record is missing")
             };
             inn.step(&mut at, header, payload);
         }
-        assert!(matches!(inn.peek(&s, &mut at), Polled::Empty));
+        assert!(matches!(
+            inn.peek(&s.fbox_ring(inn.index), &mut at),
+            Polled::Empty
+        ));
         assert!(!out.write(&s, &[1; 8], &[2; 40], len, false));
         assert!(inn.ready(&s), "nothing consumed yet");
         inn.consume_to(&s, at);

@@ -27,6 +27,7 @@
 
 use memmap2::MmapRaw;
 use std::fs::{File, OpenOptions};
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -331,66 +332,18 @@ impl Segment {
         self.u64_at(self.fbox_base(i) + 16)
     }
 
-    /// The word at `offset` (8-aligned, inside the ring) of fast box `i`.
-    pub fn fbox_word(&self, i: u32, offset: usize) -> &AtomicU64 {
-        debug_assert!(
-            offset.is_multiple_of(8) && offset + 8 <= self.layout.sizes.fbox_size as usize
-        );
-        self.u64_at(self.fbox_base(i) + LINE + offset)
-    }
-
-    /// The 32-bit word at `offset` (a multiple of 4) of fast box `i`'s
-    /// ring.
-    pub fn fbox_half_word(&self, i: u32, offset: usize) -> &AtomicU32 {
-        debug_assert!(
-            offset.is_multiple_of(4) && offset + 4 <= self.layout.sizes.fbox_size as usize
-        );
-        self.u32_at(self.fbox_base(i) + LINE + offset)
-    }
-
-    /// Asks the processor for the cache line of fast box `i`'s ring at
-    /// `offset` in a state this process may write (a hint: on x86-64
-    /// `PREFETCHW`, on AArch64 `PRFM PSTL1KEEP`, elsewhere nothing).
+    /// Fast box `i`'s ring (`fbox_size` bytes after its control line),
+    /// its address worked out once for the several accesses of a record
+    /// or a batch of them.
     #[inline]
-    pub fn fbox_prefetch_for_write(&self, i: u32, offset: usize) {
-        let at = self.fbox_base(i) + LINE + offset;
-        debug_assert!(offset < self.layout.sizes.fbox_size as usize);
-        let line = self.map.as_ptr().wrapping_add(at);
-        oxmpi_shmfile::prefetch::for_write(line);
-    }
-
-    /// Copies `bytes` into fast box `i`'s ring at `offset`.
-    ///
-    /// # Panics
-    ///
-    /// When the range passes the ring's end (a bug of the caller).
-    pub fn fbox_write(&self, i: u32, offset: usize, bytes: &[u8]) {
-        assert!(offset + bytes.len() <= self.layout.sizes.fbox_size as usize);
-        let at = self.fbox_base(i) + LINE + offset;
-        // SAFETY: in bounds (checked); the range is free space of the
-        // ring, which only this process (its one sender) writes until it
-        // publishes the record's tag.
-        unsafe {
-            oxmpi_framework_btl::bytes::copy(
-                bytes.as_ptr(),
-                self.map.as_mut_ptr().add(at),
-                bytes.len(),
-            )
+    pub fn fbox_ring(&self, i: u32) -> Ring<'_> {
+        let at = self.fbox_base(i) + LINE;
+        Ring {
+            // In bounds: the layout puts every ring inside the mapping.
+            base: self.map.as_mut_ptr().wrapping_add(at),
+            size: self.layout.sizes.fbox_size as usize,
+            _segment: PhantomData,
         }
-    }
-
-    /// The `len` bytes at `offset` of fast box `i`'s ring.
-    ///
-    /// # Panics
-    ///
-    /// When the range passes the ring's end.
-    pub fn fbox_bytes(&self, i: u32, offset: usize, len: usize) -> &[u8] {
-        assert!(offset + len <= self.layout.sizes.fbox_size as usize);
-        let at = self.fbox_base(i) + LINE + offset;
-        // SAFETY: in bounds (checked); a published record, which its
-        // sender does not touch until the receiver moves the consumed
-        // position past it.
-        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(at), len) }
     }
 
     fn frag_base(&self, i: u32) -> usize {
@@ -458,6 +411,78 @@ impl Segment {
 /// A small segment `name` in `dir` for unit tests: `fifo_cells` queue
 /// cells, `fbox_count` fast boxes of 256 bytes, one 64-byte fragment
 /// buffer.
+/// One fast box's ring in a mapped segment ([`Segment::fbox_ring`]): its
+/// words and bytes by offset from the ring's start. Every offset is
+/// checked against the ring's size (words in debug builds: their offsets
+/// come from the ring's own positions).
+pub struct Ring<'a> {
+    /// The ring's first byte, inside the segment's mapping.
+    base: *mut u8,
+    /// The ring's size in bytes (a multiple of [`LINE`]).
+    size: usize,
+    _segment: PhantomData<&'a Segment>,
+}
+
+impl<'a> Ring<'a> {
+    /// The word at `offset` (8-aligned, inside the ring).
+    #[inline]
+    pub fn word(&self, offset: usize) -> &'a AtomicU64 {
+        debug_assert!(offset.is_multiple_of(8) && offset + 8 <= self.size);
+        // SAFETY: inside the ring (the callers' offsets are positions in
+        // it, checked in debug builds), which lies in the mapping that
+        // `'a` keeps alive; 8-aligned because the ring starts on a line.
+        // Shared words are only accessed atomically.
+        unsafe { &*self.base.add(offset).cast::<AtomicU64>() }
+    }
+
+    /// The 32-bit word at `offset` (a multiple of 4, inside the ring).
+    #[inline]
+    pub fn half_word(&self, offset: usize) -> &'a AtomicU32 {
+        debug_assert!(offset.is_multiple_of(4) && offset + 4 <= self.size);
+        // SAFETY: as in `word`, 4-aligned.
+        unsafe { &*self.base.add(offset).cast::<AtomicU32>() }
+    }
+
+    /// Asks the processor for the cache line at `offset` in a state this
+    /// process may write (a hint: on x86-64 `PREFETCHW`, on AArch64
+    /// `PRFM PSTL1KEEP`, elsewhere nothing).
+    #[inline]
+    pub fn prefetch_for_write(&self, offset: usize) {
+        debug_assert!(offset < self.size);
+        oxmpi_shmfile::prefetch::for_write(self.base.wrapping_add(offset));
+    }
+
+    /// Copies `bytes` into the ring at `offset`.
+    ///
+    /// # Panics
+    ///
+    /// When the range passes the ring's end (a bug of the caller).
+    #[inline]
+    pub fn write(&self, offset: usize, bytes: &[u8]) {
+        assert!(offset + bytes.len() <= self.size);
+        // SAFETY: in bounds (checked) of the mapping `'a` keeps alive; the
+        // range is free space of the ring, which only this process (its
+        // one sender) writes until it publishes the record's tag.
+        unsafe {
+            oxmpi_framework_btl::bytes::copy(bytes.as_ptr(), self.base.add(offset), bytes.len())
+        }
+    }
+
+    /// The `len` bytes at `offset`.
+    ///
+    /// # Panics
+    ///
+    /// When the range passes the ring's end.
+    #[inline]
+    pub fn bytes(&self, offset: usize, len: usize) -> &'a [u8] {
+        assert!(offset + len <= self.size);
+        // SAFETY: in bounds (checked) of the mapping `'a` keeps alive; a
+        // published record, which its sender does not touch until the
+        // receiver moves the consumed position past it.
+        unsafe { std::slice::from_raw_parts(self.base.add(offset), len) }
+    }
+}
+
 #[cfg(test)]
 pub(crate) fn small_for_tests(dir: &Path, name: &str, fifo_cells: u32, fbox_count: u32) -> Segment {
     let sizes = Sizes {

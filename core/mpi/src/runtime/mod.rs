@@ -1053,17 +1053,28 @@ impl Runtime {
         self.complete_or_keep(&mut state, req, release)
     }
 
-    /// Waits for `req` and releases it.
+    /// Waits for `req` and releases it. The check for an operation
+    /// complete at its start (every eager send that found room) is
+    /// inlined into the caller; the rest is a call.
     ///
     /// # Errors
     /// The request's error (`Truncate`: the buffer holds the message's
     /// first bytes; `ProcFailed`; …), or `Finalized`/`ThreadLevel`.
-    #[inline]
+    #[inline(always)]
     pub fn wait(&self, req: RequestId) -> Result<Status, Error> {
         match req.outcome() {
             Some(done) => Ok(done),
-            None if req.handle & nbc::NB_BIT != 0 => self.nb_wait(req),
-            None => self.wait_pending(req),
+            None => self.wait_started(req),
+        }
+    }
+
+    /// [`Runtime::wait`] for a request that did not complete at its start.
+    #[inline]
+    fn wait_started(&self, req: RequestId) -> Result<Status, Error> {
+        if req.handle & nbc::NB_BIT != 0 {
+            self.nb_wait(req)
+        } else {
+            self.wait_pending(req)
         }
     }
 
