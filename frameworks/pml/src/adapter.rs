@@ -56,6 +56,7 @@ use oxmpi_framework_btl::module::{BtlReceiver, FragmentRef, JobIdentity, RdmaSta
 use oxmpi_plugin_api::{ComponentContext, EntryError, Instance};
 use std::ffi::c_void;
 use std::fmt;
+use std::mem::MaybeUninit;
 
 /// What a pml component implements (one value per process, created by
 /// [`Pml::init`]). Every method is called with exclusive access; see the
@@ -599,7 +600,7 @@ unsafe extern "C" fn isend<P: Exported>(
     args: &SendArgs,
     request: &mut u64,
     kind: &mut RequestError,
-    error: &mut RString,
+    error: &mut MaybeUninit<RString>,
 ) -> bool {
     let started = P::instance().call("isend", |p| {
         // SAFETY: the MPI layer keeps the buffer valid and unchanged until
@@ -621,12 +622,12 @@ unsafe extern "C" fn isend<P: Exported>(
         Ok(Ok(())) => true,
         Ok(Err((k, why))) => {
             *kind = k;
-            *error = why.into();
+            error.write(why.into());
             false
         }
         Err(entry) => {
             *kind = RequestError::Other;
-            *error = refused::<P>("isend", entry).into();
+            error.write(refused::<P>("isend", entry).into());
             false
         }
     }
@@ -636,7 +637,7 @@ unsafe extern "C" fn irecv<P: Exported>(
     args: &RecvArgs,
     request: &mut u64,
     status: &mut RequestStatus,
-    error: &mut RString,
+    error: &mut MaybeUninit<RString>,
 ) -> bool {
     recv_entry::<P>("irecv", request, error, |p| {
         // SAFETY: the MPI layer keeps the buffer valid and untouched until
@@ -654,7 +655,7 @@ unsafe extern "C" fn irecv<P: Exported>(
 fn recv_entry<P: Exported>(
     what: &'static str,
     request: &mut u64,
-    error: &mut RString,
+    error: &mut MaybeUninit<RString>,
     post: impl FnOnce(&mut P) -> Result<u64, String>,
 ) -> bool {
     let posted = P::instance().call(what, |p| {
@@ -666,11 +667,11 @@ fn recv_entry<P: Exported>(
     match posted {
         Ok(Ok(())) => true,
         Ok(Err(why)) => {
-            *error = why.into();
+            error.write(why.into());
             false
         }
         Err(entry) => {
-            *error = refused::<P>(what, entry).into();
+            error.write(refused::<P>(what, entry).into());
             false
         }
     }
@@ -771,7 +772,7 @@ unsafe extern "C" fn imrecv<P: Exported>(
     args: &RecvArgs,
     request: &mut u64,
     status: &mut RequestStatus,
-    error: &mut RString,
+    error: &mut MaybeUninit<RString>,
 ) -> bool {
     recv_entry::<P>("imrecv", request, error, |p| {
         // SAFETY: the MPI layer keeps the buffer valid and untouched until

@@ -17,6 +17,7 @@ use abi_stable::std_types::{RSlice, RStr, RString, RVec};
 use oxmpi_framework_btl::module::JobIdentity;
 use oxmpi_plugin_api::ComponentContext;
 use std::ffi::c_void;
+use std::mem::MaybeUninit;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// What the MPI layer offers a pml (see [`PmlCore`]). Called under the MPI
@@ -200,13 +201,15 @@ impl PmlHandle {
     pub unsafe fn isend(&self, args: &SendArgs) -> Result<u64, (RequestError, String)> {
         let mut request = 0u64;
         let mut kind = RequestError::None;
-        let mut error = RString::new();
+        let mut error = MaybeUninit::uninit();
         // SAFETY: as in `init`; the buffer is the caller's promise.
         let ok = unsafe { (self.table.isend)(args, &mut request, &mut kind, &mut error) };
         if ok {
-            release_unused(error);
             Ok(request)
         } else {
+            // SAFETY: a refusing entry writes the sentence (the table's
+            // contract).
+            let error = unsafe { error.assume_init() };
             let kind = if kind == RequestError::None {
                 RequestError::Other
             } else {
@@ -231,10 +234,11 @@ impl PmlHandle {
     pub unsafe fn irecv(&self, args: &RecvArgs) -> Result<(u64, RequestStatus), String> {
         let mut request = 0u64;
         let mut status = RequestStatus::default();
-        let mut error = RString::new();
+        let mut error = MaybeUninit::uninit();
         // SAFETY: as in `init`; the buffer is the caller's promise.
         let ok = unsafe { (self.table.irecv)(args, &mut request, &mut status, &mut error) };
-        posted(ok, (request, status), error, "receive")
+        // SAFETY: `error` as the entry left it.
+        unsafe { posted(ok, (request, status), error, "receive") }
     }
 
     /// The request's status once complete (then
@@ -323,11 +327,12 @@ impl PmlHandle {
     ) -> Result<(u64, RequestStatus), String> {
         let mut request = 0u64;
         let mut status = RequestStatus::default();
-        let mut error = RString::new();
+        let mut error = MaybeUninit::uninit();
         // SAFETY: as in `init`; the buffer is the caller's promise.
         let ok =
             unsafe { (self.table.imrecv)(message, args, &mut request, &mut status, &mut error) };
-        posted(ok, (request, status), error, "matched receive")
+        // SAFETY: `error` as the entry left it.
+        unsafe { posted(ok, (request, status), error, "matched receive") }
     }
 
     /// The pml's own progress; returns the number of events.
@@ -347,30 +352,26 @@ impl PmlHandle {
 
 /// The answer of a receive entry point: the request and status when `ok`,
 /// else the pml's sentence (or one saying it gave none, naming `what`).
+///
+/// # Safety
+///
+/// `error` is what the entry left: written when it answered false.
 #[inline(always)]
-fn posted(
+unsafe fn posted(
     ok: bool,
     answer: (u64, RequestStatus),
-    error: RString,
+    error: MaybeUninit<RString>,
     what: &str,
 ) -> Result<(u64, RequestStatus), String> {
     if ok {
-        release_unused(error);
         Ok(answer)
     } else {
+        // SAFETY: a refusing entry writes the sentence (the caller's
+        // promise, from the table's contract).
+        let error = unsafe { error.assume_init() };
         Err(reason(
             error,
             &format!("the pml refused the {what} without a reason"),
         ))
-    }
-}
-
-/// Drops the error sentence of an entry that succeeded: an untouched one
-/// owns no memory and is forgotten, sparing the call through its vtable
-/// that dropping it makes (on every send and receive).
-#[inline(always)]
-fn release_unused(sentence: RString) {
-    if sentence.capacity() == 0 {
-        std::mem::forget(sentence);
     }
 }

@@ -58,6 +58,7 @@ use abi_stable::StableAbi;
 use oxmpi_framework_btl::module::{BtlComponentModule, JobIdentity};
 use oxmpi_plugin_api::ComponentContext;
 use std::ffi::c_void;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
 
 /// The source of a receive that accepts every sender (`MPI_ANY_SOURCE`).
@@ -440,26 +441,29 @@ pub struct PmlModule {
         btls: RSlice<'_, BtlCandidate>,
         error: &mut RString,
     ) -> bool,
-    /// Starts a send. False (with `kind` and `error`) if it cannot start:
-    /// `Unreachable` when no btl reaches the peer (the sentence names the
-    /// peer and each btl's reason), `PeerFailed` when the peer was lost,
-    /// `Other` for invalid arguments. `request` 0: the send completed
-    /// without error during the call (nothing to test or free).
+    /// Starts a send. False (with `kind`, and `error` written) if it
+    /// cannot start: `Unreachable` when no btl reaches the peer (the
+    /// sentence names the peer and each btl's reason), `PeerFailed` when
+    /// the peer was lost, `Other` for invalid arguments. `request` 0: the
+    /// send completed without error during the call (nothing to test or
+    /// free). `error` is uninitialized on entry and written only when the
+    /// call answers false (the caller then owns the sentence): a send that
+    /// starts costs no sentence to build or drop.
     pub isend: unsafe extern "C" fn(
         args: &SendArgs,
         request: &mut u64,
         kind: &mut RequestError,
-        error: &mut RString,
+        error: &mut MaybeUninit<RString>,
     ) -> bool,
-    /// Posts a receive. False (with `error`) if it cannot be posted.
-    /// `request` 0: the receive completed without error during the call
-    /// (a message had arrived) and `status` holds its outcome; nothing to
-    /// test or free.
+    /// Posts a receive. False (with `error` written, as for `isend`) if it
+    /// cannot be posted. `request` 0: the receive completed without error
+    /// during the call (a message had arrived) and `status` holds its
+    /// outcome; nothing to test or free.
     pub irecv: unsafe extern "C" fn(
         args: &RecvArgs,
         request: &mut u64,
         status: &mut RequestStatus,
-        error: &mut RString,
+        error: &mut MaybeUninit<RString>,
     ) -> bool,
     /// Whether the request is complete; if so, fills `status`. Makes no
     /// progress itself.
@@ -495,14 +499,14 @@ pub struct PmlModule {
     ) -> bool,
     /// Receives the message `improbe` claimed into `args.buf` (`args`'s
     /// source, tag and context are ignored: the message's own are used).
-    /// Answers as `irecv`; false (with `error`) for a message handle the
-    /// pml does not know (already received, or never claimed).
+    /// Answers as `irecv`; false (with `error` written) for a message
+    /// handle the pml does not know (already received, or never claimed).
     pub imrecv: unsafe extern "C" fn(
         message: u64,
         args: &RecvArgs,
         request: &mut u64,
         status: &mut RequestStatus,
-        error: &mut RString,
+        error: &mut MaybeUninit<RString>,
     ) -> bool,
     /// Work the pml does itself (retrying sends a btl could not take).
     /// Returns the number of events.

@@ -31,6 +31,7 @@ mod broken {
     use oxmpi_framework_pml::module::{
         PmlModule, RecvArgs, RequestError, RequestStatus, SendArgs, SendMode,
     };
+    use std::mem::MaybeUninit;
     use std::sync::Mutex;
 
     /// Handles of the sends ob1 started, and of the requests freed (a
@@ -52,7 +53,7 @@ mod broken {
         args: &SendArgs,
         request: &mut u64,
         kind: &mut RequestError,
-        error: &mut RString,
+        error: &mut MaybeUninit<RString>,
     ) -> bool {
         // SAFETY: ob1's entry point with the caller's arguments.
         let ok = unsafe { (MODULE.isend)(args, request, kind, error) };
@@ -66,7 +67,7 @@ mod broken {
         args: &RecvArgs,
         request: &mut u64,
         status: &mut RequestStatus,
-        error: &mut RString,
+        error: &mut MaybeUninit<RString>,
     ) -> bool {
         // SAFETY: ob1's entry point with the caller's arguments.
         let ok = unsafe { (MODULE.irecv)(args, request, status, error) };
@@ -80,7 +81,7 @@ mod broken {
         args: &SendArgs,
         request: &mut u64,
         kind: &mut RequestError,
-        error: &mut RString,
+        error: &mut MaybeUninit<RString>,
     ) -> bool {
         let mut standard = *args;
         standard.mode = SendMode::Standard;
