@@ -120,7 +120,7 @@ impl FboxOut {
 
     /// Writes one record of `len` bytes ([`record_len`]); false when the
     /// ring has no room (nothing is written). A `control` record is sm's
-    /// own ([`CONTROL`]). Inlined into the btl's send, which then makes
+    /// own (the lengths word's control bit). Inlined into the btl's send, which then makes
     /// no call of its own for a record that fits.
     #[inline(always)]
     pub fn write(
@@ -180,7 +180,7 @@ pub enum Polled {
         header: usize,
         /// Payload bytes.
         payload: usize,
-        /// A record of sm's own ([`CONTROL`]).
+        /// A record of sm's own (the lengths word's control bit).
         control: bool,
     },
     /// A record whose lengths do not fit the box (a damaged segment).
