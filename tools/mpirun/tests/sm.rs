@@ -291,7 +291,7 @@ fn every_size_from_0_bytes_to_64_mib_arrives_intact_with_single_copy() {
         &["--mca", "btl_sm_single_copy_mechanism", "cma"],
         &[
             "one copy through cross-memory attach (gets of 65536 B and more shared with the sender)",
-            "32 fast boxes of 4096 B, 4096 queue entries, 256 fragment buffers of 32768 B",
+            "32 fast boxes of 65536 B, 4096 queue entries, 256 fragment buffers of 32768 B",
         ],
     );
 }

@@ -247,9 +247,9 @@ impl FboxIn {
 
     /// Bytes of records after which the receiver gives their room back
     /// before it looks at more: a quarter of the ring, so that the sender
-    /// keeps room to write while the receiver delivers (a batch of
-    /// one-line records is 16 of them in the default 4 KiB box; a record
-    /// of a quarter of the ring or more goes alone).
+    /// keeps room to write while the receiver delivers (in a 4 KiB box,
+    /// a batch of one-line records is 16 of them; a record of a quarter of
+    /// the ring or more goes alone).
     #[inline]
     pub fn batch_bytes(&self) -> usize {
         self.size / 4

@@ -79,8 +79,10 @@ pub struct Config {
     pub single_copy_mechanism: Mechanism,
     /// Bytes of each fast box: a ring in the receiver's segment written by one sender only, for
     /// small fragments (a fragment whose header and payload take at most half the box). A
-    /// multiple of 64, from 256 bytes to 1 MiB.
-    #[param(default = "4k", level = Tuner(Basic), range = 256..=1048576)]
+    /// multiple of 64, from 256 bytes to 1 MiB. The pages are used only as records reach them;
+    /// the default holds a burst of 64 messages of up to about 1 KiB each before their sender
+    /// has to wait for the receiver or turn to the receive queue.
+    #[param(default = "64k", level = Tuner(Basic), range = 256..=1048576)]
     pub fbox_size: usize,
     /// Number of fast boxes in each process's segment: the first this many peers that send it
     /// btl_sm_fbox_threshold fragments get one; the others use the receive queue only. 0 turns
@@ -233,7 +235,7 @@ mod tests {
     fn defaults_describe_a_module_with_single_copy() {
         let d = Config::default();
         assert_eq!(d.single_copy_mechanism, Mechanism::Cma);
-        assert_eq!((d.fbox_size, d.fbox_max, d.fifo_size), (4096, 32, 4096));
+        assert_eq!((d.fbox_size, d.fbox_max, d.fifo_size), (65536, 32, 4096));
         let (info, notice) = d.module_info(true).unwrap();
         assert_eq!(notice, None);
         assert_eq!(info.flags, flags::SEND | flags::GET | flags::PUT);
