@@ -1,0 +1,338 @@
+//! Sends and receives: the checks of ranks and tags, and the hand-over
+//! of a send or receive to the pml with its completion slot.
+
+use super::request::HELD;
+use super::*;
+
+impl Runtime {
+    /// The job rank of rank `rank` of `comm` (`what` names it in the
+    /// error: "destination", "source").
+    #[inline(always)]
+    fn world_rank(&self, comm: Comm, rank: i32, what: &str) -> Result<u32, Error> {
+        if comm == Comm::World && rank >= 0 && rank < self.size as i32 {
+            return Ok(rank as u32);
+        }
+        self.world_rank_other(comm, rank, what)
+    }
+
+    /// [`Runtime::world_rank`] past its common case.
+    #[inline(never)]
+    fn world_rank_other(&self, comm: Comm, rank: i32, what: &str) -> Result<u32, Error> {
+        match comm {
+            Comm::SelfComm if rank == 0 => Ok(self.rank),
+            Comm::World | Comm::SelfComm => {
+                Err(self.rank_error(comm, rank, what, self.comm_size(comm)))
+            }
+            _ => {
+                let e = self.entry(comm)?;
+                u32::try_from(rank)
+                    .ok()
+                    .and_then(|r| e.group.world_rank(r))
+                    .ok_or_else(|| self.rank_error(comm, rank, what, e.group.size() as i32))
+            }
+        }
+    }
+
+    /// The rank in `comm` of the job rank `world` a status names (a
+    /// receive's or probe's source; sends report 0, kept as is). A source
+    /// that is not in `comm` any more (it was freed meanwhile) stays a job
+    /// rank.
+    #[inline]
+    pub(super) fn source_in(&self, comm: Comm, world: i32) -> i32 {
+        match comm {
+            Comm::World => world,
+            _ => self.comm_source(comm, world).unwrap_or(world),
+        }
+    }
+
+    /// The error of a rank outside `comm` (`size` ranks).
+    #[cold]
+    #[inline(never)]
+    fn rank_error(&self, comm: Comm, rank: i32, what: &str, size: i32) -> Error {
+        Error::new(
+            ErrorClass::Rank,
+            format!(
+                "{what} rank {rank} is not in {} (ranks 0 to {})",
+                self.comm_name(comm),
+                size - 1
+            ),
+        )
+    }
+
+    /// A receive's or probe's source as a job rank ([`ANY_SOURCE`] stays).
+    #[inline]
+    pub(super) fn world_source(&self, comm: Comm, source: i32) -> Result<i32, Error> {
+        if source == ANY_SOURCE {
+            Ok(ANY_SOURCE)
+        } else {
+            Ok(self.world_rank(comm, source, "source")? as i32)
+        }
+    }
+
+    #[inline]
+    pub(super) fn check_tag(tag: i32, wildcard: bool) -> Result<(), Error> {
+        if (0..=TAG_UB).contains(&tag) || (wildcard && tag == ANY_TAG) {
+            Ok(())
+        } else {
+            Err(Self::tag_error(tag, wildcard))
+        }
+    }
+
+    /// The error of an invalid tag.
+    #[cold]
+    #[inline(never)]
+    fn tag_error(tag: i32, wildcard: bool) -> Error {
+        Error::new(
+            ErrorClass::Tag,
+            format!(
+                "tag {tag} is not valid: tags go from 0 to {TAG_UB}{}",
+                if wildcard { " (or ANY_TAG)" } else { "" }
+            ),
+        )
+    }
+
+    /// Starts a send of `len` bytes at `buf` to rank `dest` of `comm`.
+    ///
+    /// # Safety
+    /// `buf..buf + len` stays valid and unchanged until the request
+    /// completes (a wait or test returns it).
+    ///
+    /// # Errors
+    /// `Rank`, `Tag`, `Unreachable` (the message names the peer and each
+    /// btl's reason, and says when the `self` btl is missing), `ProcFailed`,
+    /// `Finalized`, `ThreadLevel`.
+    #[inline(always)]
+    pub unsafe fn isend(
+        &self,
+        comm: Comm,
+        dest: i32,
+        tag: i32,
+        buf: *const u8,
+        len: usize,
+        mode: SendMode,
+    ) -> Result<RequestId, Error> {
+        Self::check_tag(tag, false)?;
+        let dest_world = self.world_rank(comm, dest, "destination")?;
+        let mut state = self.enter()?;
+        // SAFETY: the buffer promise is this method's own requirement.
+        unsafe { self.start_send(&mut state, comm, dest_world, tag, buf, len, mode) }
+    }
+
+    /// Hands a send to the pml (with the runtime entered) and turns its
+    /// refusal into an error with the hints about btls.
+    ///
+    /// # Safety
+    /// As [`Runtime::isend`]: the buffer stays valid and unchanged until
+    /// the request completes.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn start_send(
+        &self,
+        state: &mut State,
+        comm: Comm,
+        dest: u32,
+        tag: i32,
+        buf: *const u8,
+        len: usize,
+        mode: SendMode,
+    ) -> Result<RequestId, Error> {
+        let context = self.context_of(comm)?;
+        // Most sends complete as they start and leave the slot free.
+        let slot = state.board.peek();
+        let args = SendArgs {
+            buf,
+            len,
+            dest,
+            tag,
+            context,
+            mode,
+            done: state.board.slot(slot),
+        };
+        // SAFETY: the caller keeps the buffer valid and unchanged until
+        // the request completes (this function's contract); the slot stays
+        // until read or the request freed.
+        match unsafe { self.pml.isend(&args) } {
+            // Complete already: a send's status is all zeros.
+            Ok(0) => Ok(RequestId::completed(Status::default())),
+            Ok(handle) => {
+                state.board.claim(slot, comm);
+                state.board.started(slot, handle);
+                Ok(RequestId::pending_in(handle, slot))
+            }
+            // The pml's sentence names the peer.
+            Err((kind, message)) => Err(self.send_refused(dest, kind, message)),
+        }
+    }
+
+    /// The error of a send the pml refused: its sentence, with the hints
+    /// about btls.
+    #[cold]
+    fn send_refused(&self, dest: u32, kind: RequestError, mut message: String) -> Error {
+        let class = match kind {
+            RequestError::Unreachable => ErrorClass::Unreachable,
+            RequestError::PeerFailed => ErrorClass::ProcFailed,
+            _ => ErrorClass::Other,
+        };
+        let mut add = |text: &str| {
+            if !message.ends_with('.') {
+                message.push('.');
+            }
+            message.push(' ');
+            message.push_str(text);
+        };
+        if class == ErrorClass::Unreachable {
+            if let Some(unused) = &self.unused_btls {
+                add(unused);
+            }
+        }
+        if dest == self.rank {
+            if let Some(hint) = &self.self_hint {
+                add(hint);
+            }
+        }
+        Error::new(class, message)
+    }
+
+    /// Posts a receive into `len` bytes at `buf` from rank `source` of
+    /// `comm` (or [`ANY_SOURCE`]) with `tag` (or [`ANY_TAG`]).
+    ///
+    /// # Safety
+    /// `buf..buf + len` stays valid and is not accessed until the request
+    /// completes.
+    ///
+    /// # Errors
+    /// `Rank`, `Tag`, `Finalized`, `ThreadLevel`, or the pml's refusal.
+    #[inline(always)]
+    pub unsafe fn irecv(
+        &self,
+        comm: Comm,
+        source: i32,
+        tag: i32,
+        buf: *mut u8,
+        len: usize,
+    ) -> Result<RequestId, Error> {
+        // SAFETY: the buffer promise is this method's own requirement.
+        unsafe { self.post_recv(comm, source, tag, buf, len, false) }
+    }
+
+    /// [`Runtime::irecv`], except that a receive that completes while it
+    /// starts keeps its status in its completion slot, as a pending one
+    /// would: the request always has a [`RequestId::slot_number`] (a wait
+    /// or test answers it from the slot and releases it).
+    ///
+    /// # Safety
+    /// As [`Runtime::irecv`].
+    ///
+    /// # Errors
+    /// As [`Runtime::irecv`].
+    #[inline(always)]
+    pub unsafe fn irecv_held(
+        &self,
+        comm: Comm,
+        source: i32,
+        tag: i32,
+        buf: *mut u8,
+        len: usize,
+    ) -> Result<RequestId, Error> {
+        // SAFETY: the buffer promise is this method's own requirement.
+        unsafe { self.post_recv(comm, source, tag, buf, len, true) }
+    }
+
+    /// [`Runtime::irecv`] (`hold` false) and [`Runtime::irecv_held`]:
+    /// checks the arguments, enters, and hands the receive to the pml.
+    ///
+    /// # Safety
+    /// As [`Runtime::irecv`].
+    #[inline(always)]
+    unsafe fn post_recv(
+        &self,
+        comm: Comm,
+        source: i32,
+        tag: i32,
+        buf: *mut u8,
+        len: usize,
+        hold: bool,
+    ) -> Result<RequestId, Error> {
+        Self::check_tag(tag, true)?;
+        let source_world = self.world_source(comm, source)?;
+        let mut state = self.enter()?;
+        // SAFETY: the buffer promise is the caller's.
+        unsafe { self.start_recv(&mut state, comm, source_world, tag, buf, len, hold) }
+    }
+
+    /// Hands a receive to the pml (with the runtime entered); `hold` as
+    /// in [`Runtime::recv_started`].
+    ///
+    /// # Safety
+    /// As [`Runtime::irecv`]: the buffer stays valid and untouched until
+    /// the request completes.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn start_recv(
+        &self,
+        state: &mut State,
+        comm: Comm,
+        source: i32,
+        tag: i32,
+        buf: *mut u8,
+        len: usize,
+        hold: bool,
+    ) -> Result<RequestId, Error> {
+        let context = self.context_of(comm)?;
+        let slot = state.board.take(comm);
+        let args = RecvArgs {
+            buf,
+            len,
+            source,
+            tag,
+            context,
+            done: state.board.slot(slot),
+        };
+        // SAFETY: the caller keeps the buffer valid and untouched until
+        // the request completes (this function's contract); the slot stays
+        // until read or the request freed.
+        match unsafe { self.pml.irecv(&args) } {
+            Ok((handle, st)) => Ok(self.recv_started(state, comm, slot, handle, &st, hold)),
+            Err(error) => {
+                state.board.give_back(slot);
+                Err(Self::recv_refused(error))
+            }
+        }
+    }
+
+    /// The request of a receive on `comm` the pml took with completion
+    /// slot `slot`: pending, or complete already (handle 0, with `st`).
+    /// A complete one gives the slot back, or with `hold` publishes `st`
+    /// in it and stays slotted ([`Runtime::irecv_held`]).
+    #[inline(always)]
+    pub(super) fn recv_started(
+        &self,
+        state: &mut State,
+        comm: Comm,
+        slot: u32,
+        handle: u64,
+        st: &RequestStatus,
+        hold: bool,
+    ) -> RequestId {
+        if handle == 0 {
+            if hold {
+                state.board.slot(slot).publish(st);
+                state.board.started(slot, HELD);
+                return RequestId::pending_in(HELD, slot);
+            }
+            state.board.give_back(slot);
+            return RequestId::completed(Status::of_request(st, self.source_in(comm, st.source)));
+        }
+        state.board.started(slot, handle);
+        RequestId::pending_in(handle, slot)
+    }
+
+    /// The error of a receive the pml refused.
+    #[cold]
+    fn recv_refused(error: String) -> Error {
+        Error::new(
+            ErrorClass::Other,
+            format!("cannot post the receive: {error}"),
+        )
+    }
+}
