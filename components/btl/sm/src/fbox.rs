@@ -120,8 +120,8 @@ impl FboxOut {
 
     /// Writes one record of `len` bytes ([`record_len`]); false when the
     /// ring has no room (nothing is written). A `control` record is sm's
-    /// own (the lengths word's control bit). Inlined into the btl's send, which then makes
-    /// no call of its own for a record that fits.
+    /// own (the lengths word's control bit). Inlined into the btl's send,
+    /// which then makes no call of its own for a record that fits.
     #[inline(always)]
     pub fn write(
         &mut self,

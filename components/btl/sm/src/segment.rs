@@ -408,9 +408,6 @@ impl Segment {
     }
 }
 
-/// A small segment `name` in `dir` for unit tests: `fifo_cells` queue
-/// cells, `fbox_count` fast boxes of 256 bytes, one 64-byte fragment
-/// buffer.
 /// One fast box's ring in a mapped segment ([`Segment::fbox_ring`]): its
 /// words and bytes by offset from the ring's start. Every offset is
 /// checked against the ring's size (words in debug builds: their offsets
@@ -483,6 +480,9 @@ impl<'a> Ring<'a> {
     }
 }
 
+/// A small segment `name` in `dir` for unit tests: `fifo_cells` queue
+/// cells, `fbox_count` fast boxes of 256 bytes, one 64-byte fragment
+/// buffer.
 #[cfg(test)]
 pub(crate) fn small_for_tests(dir: &Path, name: &str, fifo_cells: u32, fbox_count: u32) -> Segment {
     let sizes = Sizes {
