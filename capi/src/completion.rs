@@ -9,6 +9,7 @@ use crate::handles::{count, put};
 use crate::requests::{self, Kind, REQUEST_NULL};
 use crate::status::{store, MpiStatus};
 use crate::{runtime, UNDEFINED};
+use oxmpi_mpi_core::Runtime;
 use std::ffi::c_int;
 
 /// The requests array of a multiple-completion call.
@@ -40,6 +41,55 @@ unsafe fn store_at(statuses: *mut MpiStatus, i: usize, s: MpiStatus) {
     }
 }
 
+/// The status of a request that completed with failure `f`, whose
+/// `MPI_ERROR` is `code`: the request's source, tag and count when the
+/// failure has them (a truncated receive), else the empty status's.
+fn failed_status(f: &Fail, code: c_int) -> MpiStatus {
+    let base = match &f.status {
+        Some(s) => MpiStatus::of(s),
+        None => requests::empty_status(),
+    };
+    MpiStatus {
+        error: code,
+        ..base
+    }
+}
+
+/// When failure `f` is that of a request that completed in error (it has
+/// the request's status): writes that status to `out` (unless it is
+/// `MPI_STATUS_IGNORE`), its `MPI_ERROR` the class, and nulls the handle
+/// `slot` unless a persistent request keeps it. Any other failure (an
+/// unknown handle, say) leaves both as they are.
+///
+/// # Safety
+///
+/// `out` is null or valid for a write.
+unsafe fn settle_failed(slot: &mut c_int, f: &Fail, out: *mut MpiStatus) {
+    if f.status.is_none() {
+        return;
+    }
+    if !requests::kept_after_failure(*slot) {
+        *slot = REQUEST_NULL;
+    }
+    // SAFETY: the caller's promise.
+    unsafe { store_failure(out, f) };
+}
+
+/// Writes the status failure `f` carries (a receive that completed in
+/// error) to `out`, unless it is `MPI_STATUS_IGNORE`, with the class as
+/// its `MPI_ERROR`; nothing when `f` has no status.
+///
+/// # Safety
+///
+/// `out` is null or valid for a write.
+#[cold]
+pub(crate) unsafe fn store_failure(out: *mut MpiStatus, f: &Fail) {
+    if f.status.is_some() {
+        // SAFETY: the caller's promise.
+        unsafe { store(out, failed_status(f, f.class)) };
+    }
+}
+
 /// Applies a completion to its handle slot.
 fn settle(slot: &mut c_int, (s, null): (MpiStatus, bool)) -> MpiStatus {
     if null {
@@ -61,8 +111,14 @@ pub unsafe extern "C" fn PMPI_Wait(request: *mut c_int, status: *mut MpiStatus) 
         }
         // SAFETY: not null; the caller's promise.
         let slot = unsafe { &mut *request };
-        let done = requests::complete(runtime()?, *slot, true)?
-            .ok_or_else(|| Fail::new(ERR_ARG, "no completion"))?;
+        let done = match requests::complete(runtime()?, *slot, true) {
+            Ok(done) => done.ok_or_else(|| Fail::new(ERR_ARG, "no completion"))?,
+            Err(f) => {
+                // SAFETY: the caller's promise.
+                unsafe { settle_failed(slot, &f, status) };
+                return Err(f);
+            }
+        };
         let s = settle(slot, done);
         // SAFETY: the caller's promise.
         unsafe { store(status, s) };
@@ -87,7 +143,15 @@ pub unsafe extern "C" fn PMPI_Test(
         }
         // SAFETY: not null; the caller's promise.
         let slot = unsafe { &mut *request };
-        match requests::complete(runtime()?, *slot, false)? {
+        let outcome = match requests::complete(runtime()?, *slot, false) {
+            Ok(outcome) => outcome,
+            Err(f) => {
+                // SAFETY: the caller's promise.
+                unsafe { settle_failed(slot, &f, status) };
+                return Err(f);
+            }
+        };
+        match outcome {
             Some(done) => {
                 let s = settle(slot, done);
                 // SAFETY: the caller's promise.
@@ -100,6 +164,45 @@ pub unsafe extern "C" fn PMPI_Test(
             None => unsafe { put("flag", flag, 0) },
         }
     })
+}
+
+/// Releases the plain requests at the start of `slots` (entries `at`
+/// on of a request array) that completed without error already, in one
+/// entry of the runtime: writes their statuses (entries `at` on of
+/// `statuses`) and nulls their handles. Answers how many; it stops at the
+/// first request that is not plain or not complete, and answers 0 when
+/// the runtime cannot be entered (the wait that follows reports why).
+///
+/// # Safety
+///
+/// `statuses` is null or holds a status for each entry of the array.
+#[inline(always)]
+unsafe fn release_ready(
+    rt: &Runtime,
+    slots: &mut [c_int],
+    statuses: *mut MpiStatus,
+    at: usize,
+) -> usize {
+    if requests::plain(slots[0]).is_none() {
+        return 0;
+    }
+    let swept = rt.sweep(|sweep| {
+        let mut n = 0;
+        for slot in slots.iter_mut() {
+            let Some((id, _)) = requests::plain(*slot) else {
+                break;
+            };
+            let Some(s) = sweep.take(id) else {
+                break;
+            };
+            // SAFETY: the caller's promise.
+            unsafe { store_at(statuses, at + n, MpiStatus::of(&s)) };
+            *slot = REQUEST_NULL;
+            n += 1;
+        }
+        n
+    });
+    swept.unwrap_or(0)
 }
 
 /// Completes every request of `slots` (waiting when `block`; without it,
@@ -124,23 +227,33 @@ unsafe fn all(slots: &mut [c_int], statuses: *mut MpiStatus, block: bool) -> Res
     }
     let mut failed = None;
     // Each in turn: a plain one without the table, one in it taken out and
-    // waited for.
-    for (i, slot) in slots.iter_mut().enumerate() {
+    // waited for. The plain ones that completed meanwhile (the wait for
+    // one polls for all) are released in runs, entering the runtime once.
+    let mut i = 0;
+    while i < slots.len() {
+        // SAFETY: the caller's promise.
+        let swept = unsafe { release_ready(rt, &mut slots[i..], statuses, i) };
+        if swept > 0 {
+            i += swept;
+            continue;
+        }
+        let slot = &mut slots[i];
         let st = match requests::complete(rt, *slot, true) {
             Ok(Some(done)) => settle(slot, done),
             Ok(None) => requests::empty_status(),
             Err(f) => {
-                *slot = REQUEST_NULL;
-                let code = record(f.class, f.message.clone());
-                failed.get_or_insert((i, f));
-                MpiStatus {
-                    error: code,
-                    ..MpiStatus::default()
+                if !requests::kept_after_failure(*slot) {
+                    *slot = REQUEST_NULL;
                 }
+                let code = record(f.class, f.message.clone());
+                let st = failed_status(&f, code);
+                failed.get_or_insert((i, f));
+                st
             }
         };
         // SAFETY: the caller's promise.
         unsafe { store_at(statuses, i, st) };
+        i += 1;
     }
     match failed {
         None => Ok(true),

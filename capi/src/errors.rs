@@ -7,7 +7,7 @@
 //! only the class.
 
 use oxmpi_datatype::{DatatypeError, ErrorKind};
-use oxmpi_mpi_core::{Error, ErrorClass};
+use oxmpi_mpi_core::{Error, ErrorClass, Status};
 use std::collections::HashMap;
 use std::ffi::c_int;
 use std::panic::AssertUnwindSafe;
@@ -123,6 +123,9 @@ pub struct Failure {
     pub class: c_int,
     /// The sentence(s) saying what went wrong and what to do.
     pub message: String,
+    /// The status of the request that failed, when it has one (a receive
+    /// that was truncated, or whose sender failed).
+    pub status: Option<Status>,
 }
 
 impl Fail {
@@ -132,6 +135,7 @@ impl Fail {
         Fail(Box::new(Failure {
             class,
             message: message.into(),
+            status: None,
         }))
     }
 }
@@ -160,7 +164,9 @@ impl From<Error> for Fail {
             ErrorClass::Request => ERR_REQUEST,
             _ => ERR_OTHER,
         };
-        Fail::new(class, e.message)
+        let mut fail = Fail::new(class, e.message);
+        fail.0.status = e.status;
+        fail
     }
 }
 

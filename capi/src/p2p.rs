@@ -2,6 +2,7 @@
 //! requests, probes and counts.
 
 use crate::buffers::{Incoming, Outgoing};
+use crate::completion::store_failure;
 use crate::errors::{run, Fail, ERR_ARG};
 use crate::handles::{any_type, comm, count, plain_bytes, put, typed, Typed};
 use crate::requests::{self, Pending};
@@ -285,22 +286,30 @@ pub unsafe extern "C" fn PMPI_Recv(
     status: *mut MpiStatus,
 ) -> c_int {
     run("MPI_Recv", comm, || {
-        let s = match contiguous_args(comm, count, datatype)? {
-            _ if source == PROC_NULL => proc_null_status(),
+        let got = match contiguous_args(comm, count, datatype)? {
+            _ if source == PROC_NULL => Ok(proc_null_status()),
             Some((rt, c, len)) => {
                 // SAFETY: the user's buffer holds `len` bytes (the
                 // caller's promise), untouched until the wait returns.
                 let id = unsafe { rt.irecv(c, source, tag, buf.cast(), len) }?;
-                rt.wait(id)?
+                rt.wait(id).map_err(Fail::from)
             }
             None => {
                 // SAFETY: the caller's promise; the call waits for it.
                 let p = unsafe { start_recv(buf, count, datatype, source, tag, comm) }?;
-                requests::wait(runtime()?, p)?
+                requests::wait(runtime()?, p)
             }
         };
-        // SAFETY: the caller's promise.
-        unsafe { store(status, MpiStatus::of(&s)) };
+        match got {
+            // SAFETY: the caller's promise.
+            Ok(s) => unsafe { store(status, MpiStatus::of(&s)) },
+            Err(f) => {
+                // A truncated receive still reports its source, tag and
+                // count. SAFETY: the caller's promise.
+                unsafe { store_failure(status, &f) };
+                return Err(f);
+            }
+        }
         Ok(())
     })
 }

@@ -227,6 +227,19 @@ pub fn kind(h: c_int) -> Result<Kind, Fail> {
     })
 }
 
+/// Whether handle `h` still names a request after its completion failed:
+/// a persistent request does (it is inactive again); any other was
+/// released, and its handle is to become `MPI_REQUEST_NULL`.
+pub fn kept_after_failure(h: c_int) -> bool {
+    if h <= COMPLETE || h == REQUEST_NULL {
+        return false;
+    }
+    let Ok(k) = key(h) else {
+        return false;
+    };
+    with_table(|t| matches!(t.get(k), Some(Pending::Persistent(_))))
+}
+
 /// Whether the request of handle `h` is several operations completing as
 /// one ([`Pending::Many`]), which `MPI_Waitany` polls rather than hands to
 /// the runtime's wait.

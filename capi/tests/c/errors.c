@@ -45,10 +45,31 @@ int main(int argc, char **argv) {
     expect("null request wait", MPI_Wait(NULL, MPI_STATUS_IGNORE), MPI_ERR_ARG, "null pointer");
     MPI_Request bogus = 12345;
     expect("unknown request", MPI_Wait(&bogus, MPI_STATUS_IGNORE), MPI_ERR_REQUEST, "not an active request");
-    /* Truncation: rank 1 sends 4 ints, rank 0 receives room for 2. */
-    if (rank == 1) MPI_Send(x, 4, MPI_INT, 0, 9, MPI_COMM_WORLD);
-    if (rank == 0)
-        expect("truncate", MPI_Recv(x, 2, MPI_INT, 1, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE), MPI_ERR_TRUNCATE, "");
+    /* Truncation: rank 1 sends 4 ints, rank 0 receives room for 2 (the
+     * status still says where the message came from and what was kept),
+     * then the same through MPI_Irecv and MPI_Wait, whose handle is
+     * released. */
+    if (rank == 1) {
+        MPI_Send(x, 4, MPI_INT, 0, 9, MPI_COMM_WORLD);
+        MPI_Send(x, 4, MPI_INT, 0, 10, MPI_COMM_WORLD);
+    }
+    if (rank == 0) {
+        MPI_Status st;
+        int n = -1;
+        expect("truncate", MPI_Recv(x, 2, MPI_INT, 1, 9, MPI_COMM_WORLD, &st), MPI_ERR_TRUNCATE, "");
+        MPI_Get_count(&st, MPI_INT, &n);
+        if (st.MPI_SOURCE != 1 || st.MPI_TAG != 9 || n != 2) {
+            fprintf(stderr, "truncated recv status: source %d tag %d count %d\n", st.MPI_SOURCE, st.MPI_TAG, n);
+            failures++;
+        }
+        MPI_Request r;
+        MPI_Irecv(x, 2, MPI_INT, 1, 10, MPI_COMM_WORLD, &r);
+        expect("truncate in wait", MPI_Wait(&r, &st), MPI_ERR_TRUNCATE, "");
+        if (st.MPI_SOURCE != 1 || st.MPI_TAG != 10 || r != MPI_REQUEST_NULL) {
+            fprintf(stderr, "truncated wait: source %d tag %d handle %d\n", st.MPI_SOURCE, st.MPI_TAG, r);
+            failures++;
+        }
+    }
     /* A pack buffer too small. */
     char small[4];
     int pos = 0;

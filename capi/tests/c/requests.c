@@ -4,7 +4,8 @@
  * ready sends; sends to oneself, complete as they start, through every
  * completion call; receives from oneself looked at without releasing
  * them, freed, cancelled, and their handles (and a made-up one) used
- * again after release.
+ * again after release; a waitall over a mixed array with a truncation
+ * in it.
  * Ranks pair up (0-1, 2-3, ...); prints "requests: ok". */
 #include <mpi.h>
 #include <stdio.h>
@@ -213,6 +214,54 @@ int main(int argc, char **argv) {
     MPI_Wait(&kept, &st);
     MPI_Test_cancelled(&st, &cancelled);
     CHECK(cancelled && kept == MPI_REQUEST_NULL, "a cancelled receive reads cancelled %d", cancelled);
+
+    /* Waitall over a mixed array whose receives completed before it:
+     * plain receives (one complete at its start), a null handle, a
+     * receive of a derived type, a truncated receive between them and a
+     * send. Each status lands at its own index, every handle is nulled,
+     * and the truncation is reported in its status alone. */
+    {
+        int v[8] = {-1, -1, -1, -1, -1, -1, -1, -1}, strided[3] = {-1, -1, -1};
+        int two[2] = {7, 8}, one = -1, out = 9, pre = 3, msg[4] = {50, 51, 52, 54};
+        MPI_Datatype every_other;
+        MPI_Type_vector(2, 1, 2, MPI_INT, &every_other);
+        MPI_Type_commit(&every_other);
+        MPI_Request m[8];
+        MPI_Status ms[8];
+        MPI_Send(&pre, 1, MPI_INT, 0, 55, MPI_COMM_SELF);
+        MPI_Irecv(&v[0], 1, MPI_INT, 0, 50, MPI_COMM_SELF, &m[0]);
+        MPI_Irecv(&v[1], 1, MPI_INT, 0, 51, MPI_COMM_SELF, &m[1]);
+        m[2] = MPI_REQUEST_NULL;
+        MPI_Irecv(strided, 1, every_other, 0, 52, MPI_COMM_SELF, &m[3]);
+        MPI_Irecv(&one, 1, MPI_INT, 0, 53, MPI_COMM_SELF, &m[4]);
+        MPI_Irecv(&v[5], 1, MPI_INT, 0, 54, MPI_COMM_SELF, &m[5]);
+        MPI_Irecv(&v[6], 1, MPI_INT, 0, 55, MPI_COMM_SELF, &m[6]);
+        MPI_Isend(&out, 1, MPI_INT, 0, 56, MPI_COMM_SELF, &m[7]);
+        MPI_Send(&msg[0], 1, MPI_INT, 0, 50, MPI_COMM_SELF);
+        MPI_Send(&msg[1], 1, MPI_INT, 0, 51, MPI_COMM_SELF);
+        MPI_Send(two, 2, MPI_INT, 0, 52, MPI_COMM_SELF);
+        MPI_Send(two, 2, MPI_INT, 0, 53, MPI_COMM_SELF);
+        MPI_Send(&msg[3], 1, MPI_INT, 0, 54, MPI_COMM_SELF);
+        rc = MPI_Waitall(8, m, ms);
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_IN_STATUS, "waitall with a truncation: class %d", cls);
+        for (int i = 0; i < 8; i++) CHECK(m[i] == MPI_REQUEST_NULL, "waitall left handle %d as %d", i, m[i]);
+        int tags[8] = {50, 51, MPI_ANY_TAG, 52, 53, 54, 55, -1};
+        for (int i = 0; i < 8; i++) {
+            if (i == 7) continue; /* a send's tag is not defined */
+            CHECK(ms[i].MPI_TAG == tags[i], "waitall status %d: tag %d", i, ms[i].MPI_TAG);
+            int ecls = -1;
+            MPI_Error_class(ms[i].MPI_ERROR, &ecls);
+            CHECK(ecls == (i == 4 ? MPI_ERR_TRUNCATE : MPI_SUCCESS), "waitall status %d: error class %d", i, ecls);
+        }
+        int n = -1;
+        MPI_Get_count(&ms[5], MPI_INT, &n);
+        CHECK(n == 1 && ms[5].MPI_SOURCE == 0, "waitall status 5: count %d source %d", n, ms[5].MPI_SOURCE);
+        CHECK(ms[2].MPI_SOURCE == MPI_ANY_SOURCE, "the null handle's status: source %d", ms[2].MPI_SOURCE);
+        CHECK(v[0] == 50 && v[1] == 51 && v[5] == 54 && v[6] == 3, "waitall got %d %d %d %d", v[0], v[1], v[5], v[6]);
+        CHECK(strided[0] == 7 && strided[1] == -1 && strided[2] == 8, "the strided receive got %d %d %d", strided[0], strided[1], strided[2]);
+        MPI_Type_free(&every_other);
+    }
 
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

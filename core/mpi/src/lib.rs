@@ -16,7 +16,7 @@ pub mod runtime;
 
 pub use runtime::{
     init, runtime, wtick, wtime, Comm, CommRelation, Error, ErrorClass, Message, RequestId,
-    Runtime, SendMode, Status, ThreadLevel, ANY_SOURCE, ANY_TAG, TAG_UB,
+    Runtime, SendMode, Status, Sweep, ThreadLevel, ANY_SOURCE, ANY_TAG, TAG_UB,
 };
 
 /// The collective call description the Rust API fills in

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use super::Status;
+
 /// The kind of an [`Error`] (after MPI's error classes).
 #[non_exhaustive]
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -46,14 +48,27 @@ pub struct Error {
     pub class: ErrorClass,
     /// The message (one or more sentences).
     pub message: String,
+    /// The status of the request that failed, when it has one (a receive
+    /// that was truncated, or whose sender failed): its source, tag and
+    /// the bytes received. `None` for every other error.
+    pub status: Option<Status>,
 }
 
 impl Error {
-    /// An error of `class` with `message`.
+    /// An error of `class` with `message` (and no status).
     pub fn new(class: ErrorClass, message: impl Into<String>) -> Error {
         Error {
             class,
             message: message.into(),
+            status: None,
+        }
+    }
+
+    /// This error, with the status of the request that failed.
+    pub fn with_status(self, status: Status) -> Error {
+        Error {
+            status: Some(status),
+            ..self
         }
     }
 }

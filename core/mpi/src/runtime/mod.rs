@@ -56,6 +56,7 @@ pub use error::{Error, ErrorClass};
 pub use oxmpi_framework_pml::module::SendMode;
 pub use probe::Message;
 pub use request::{RequestId, Status};
+pub use waits::Sweep;
 
 use oxmpi_framework_pml::handle::PmlHandle;
 use oxmpi_framework_pml::module::{

@@ -4,7 +4,56 @@
 
 use super::*;
 
+/// The runtime entered once, for a wait or test on many requests:
+/// [`Sweep::take`] releases the requests that completed already without
+/// entering again. [`Runtime::sweep`] makes one.
+pub struct Sweep<'a> {
+    runtime: &'a Runtime,
+    state: Entered<'a>,
+}
+
+impl Sweep<'_> {
+    /// If `req` has a completion slot ([`RequestId::slot_number`]) and
+    /// completed without error: releases it and answers its status.
+    /// `None` for every other request (still running, in error, released
+    /// already, without a slot, or complete at its start), which stays as
+    /// it was: [`Runtime::wait`] and [`Runtime::test`] answer those.
+    #[inline(always)]
+    pub fn take(&mut self, req: RequestId) -> Option<Status> {
+        let slot = req.slot()?;
+        let board = &mut self.state.board;
+        if board.handle(slot) == 0 {
+            return None;
+        }
+        let Completed::Released(st) = board.slot(slot).read() else {
+            return None;
+        };
+        let comm = board.comm(slot);
+        board.give_back(slot);
+        Some(Status::of_request(
+            &st,
+            self.runtime.source_in(comm, st.source),
+        ))
+    }
+}
+
 impl Runtime {
+    /// Enters the runtime once and runs `f` with a [`Sweep`] of it (for a
+    /// wait on many requests, which answers those that completed already
+    /// without entering the runtime for each).
+    ///
+    /// # Errors
+    /// `Finalized`, `ThreadLevel` (as every call that enters); `f` does not
+    /// run then.
+    #[inline(always)]
+    pub fn sweep<R>(&self, f: impl FnOnce(&mut Sweep<'_>) -> R) -> Result<R, Error> {
+        let state = self.enter()?;
+        Ok(f(&mut Sweep {
+            runtime: self,
+            state,
+        }))
+    }
+
     /// One round of the progress engine (under the lock).
     ///
     /// Inlined into the wait loops: an idle round is the btls' progress
@@ -89,8 +138,9 @@ impl Runtime {
                 Some(Ok(Status::of_request(&st, self.source_in(comm, st.source))))
             }
             Completed::Failed => {
+                let comm = state.board.comm(slot);
                 state.board.give_back(slot);
-                Some(self.failed(handle))
+                Some(self.failed(comm, handle))
             }
         }
     }
@@ -118,24 +168,25 @@ impl Runtime {
         Some(self.outcome(Comm::World, handle, st))
     }
 
-    /// The error of request `handle`, whose completion slot said it
-    /// failed (the pml kept it; it is released here).
+    /// The error of request `handle` on `comm`, whose completion slot
+    /// said it failed (the pml kept it; it is released here).
     #[cold]
     #[inline(never)]
-    fn failed(&self, handle: u64) -> Result<Status, Error> {
-        let st = self.pml.take(handle).unwrap_or(RequestStatus {
-            error: RequestError::Other,
-            ..RequestStatus::default()
-        });
-        self.outcome(Comm::World, handle, st)
+    fn failed(&self, comm: Comm, handle: u64) -> Result<Status, Error> {
+        match self.pml.take(handle) {
+            Some(st) => self.outcome(comm, handle, st),
+            None => Err(self.request_failed(handle, RequestError::Other)),
+        }
     }
 
     /// The outcome of request `handle` on `comm`, which completed with
-    /// `st` (and was released, unless in error: then it is released here).
+    /// `st` (and was released, unless in error: then it is released here,
+    /// and the error carries the status).
     fn outcome(&self, comm: Comm, handle: u64, st: RequestStatus) -> Result<Status, Error> {
+        let status = Status::of_request(&st, self.source_in(comm, st.source));
         match st.error {
-            RequestError::None => Ok(Status::of_request(&st, self.source_in(comm, st.source))),
-            other => Err(self.request_failed(handle, other)),
+            RequestError::None => Ok(status),
+            other => Err(self.request_failed(handle, other).with_status(status)),
         }
     }
 
