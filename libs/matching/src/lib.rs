@@ -50,7 +50,8 @@
 //! - posted receives carry a posting stamp; an arriving message takes the
 //!   first fitting receive of its sender's list and of the wildcard list
 //!   and keeps the older of the two (the wildcard scan stops at the first
-//!   stamp newer than the sender's candidate);
+//!   stamp newer than the sender's candidate, and is skipped while no
+//!   `ANY_SOURCE` receive is posted in any context);
 //! - a receive naming its source scans that sender's unexpected list; an
 //!   `ANY_SOURCE` receive scans the context's arrival list.
 //!
@@ -253,6 +254,9 @@ pub struct Matcher<T = ()> {
     posted: Slab<PostedNode>,
     unexpected: Slab<UnexpectedNode<T>>,
     next_stamp: u64,
+    /// `ANY_SOURCE` receives posted, in all contexts: while there are
+    /// none, an arriving message skips the wildcard list.
+    wild_posted: usize,
     released: VecDeque<Incoming<T>>,
     queued: usize,
     held: usize,
@@ -292,6 +296,7 @@ impl<T> Matcher<T> {
             posted: Slab::new(),
             unexpected: Slab::new(),
             next_stamp: 0,
+            wild_posted: 0,
             released: VecDeque::new(),
             queued: 0,
             held: 0,
@@ -348,6 +353,7 @@ impl<T> Matcher<T> {
                 self.contexts[c]
                     .wild
                     .push_back(&mut self.posted, i, posted_links);
+                self.wild_posted += 1;
                 None
             }
         }
@@ -608,6 +614,7 @@ impl<T> Matcher<T> {
 
         let mut posted: Vec<u32> = Vec::new();
         collect_list(&ctx.wild, &self.posted, |n| n.links, &mut posted);
+        self.wild_posted -= posted.len();
         for &p in &ctx.peers {
             collect_list(
                 &self.peers[p].posted,
@@ -820,6 +827,9 @@ impl<T> Matcher<T> {
             }
             i = node.links.next;
         }
+        if self.wild_posted == 0 {
+            return best;
+        }
         let mut i = self.contexts[peer.context].wild.head;
         while i != NIL {
             let node = &self.posted[i];
@@ -843,9 +853,12 @@ impl<T> Matcher<T> {
             Source::Rank(_) => self.peers[owner]
                 .posted
                 .unlink(&mut self.posted, i, posted_links),
-            Source::Any => self.contexts[owner]
-                .wild
-                .unlink(&mut self.posted, i, posted_links),
+            Source::Any => {
+                self.contexts[owner]
+                    .wild
+                    .unlink(&mut self.posted, i, posted_links);
+                self.wild_posted -= 1;
+            }
         }
         self.posted.remove(i).recv
     }

@@ -82,7 +82,7 @@ impl<T> Matcher<T> {
             assert_eq!(list.tail, prev, "tail is not the last node");
             out
         }
-        let (mut posted, mut queued, mut held) = (0, 0, 0);
+        let (mut posted, mut queued, mut held, mut wild_posted) = (0, 0, 0, 0);
         let contexts: Vec<(u32, u32)> = self
             .context_table
             .iter()
@@ -110,6 +110,7 @@ impl<T> Matcher<T> {
                 assert_eq!(n.owner, c);
             }
             posted += wild.len();
+            wild_posted += wild.len();
             let unex = walk(&ctx.unexpected, &self.unexpected, |n| n.context_links);
             for &i in &unex {
                 let n = &self.unexpected[i];
@@ -155,6 +156,10 @@ impl<T> Matcher<T> {
             assert_eq!(per_peer, unex.len(), "peer and context queues disagree");
         }
         assert_eq!(posted, self.posted.len(), "a posted receive is in no list");
+        assert_eq!(
+            wild_posted, self.wild_posted,
+            "the count of ANY_SOURCE receives is off"
+        );
         assert_eq!(queued, self.queued);
         assert_eq!(held, self.held);
         assert_eq!(
