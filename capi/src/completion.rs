@@ -72,7 +72,7 @@ unsafe fn settle_failed(slot: &mut c_int, f: &Fail, out: *mut MpiStatus) {
         *slot = REQUEST_NULL;
     }
     // SAFETY: the caller's promise.
-    unsafe { store_failure(out, f) };
+    unsafe { store(out, failed_status(f, f.class)) };
 }
 
 /// Writes the status failure `f` carries (a receive that completed in

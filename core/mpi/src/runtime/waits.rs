@@ -21,19 +21,13 @@ impl Sweep<'_> {
     #[inline(always)]
     pub fn take(&mut self, req: RequestId) -> Option<Status> {
         let slot = req.slot()?;
-        let board = &mut self.state.board;
-        if board.handle(slot) == 0 {
+        if self.state.board.handle(slot) == 0 {
             return None;
         }
-        let Completed::Released(st) = board.slot(slot).read() else {
+        let Completed::Released(st) = self.state.board.slot(slot).read() else {
             return None;
         };
-        let comm = board.comm(slot);
-        board.give_back(slot);
-        Some(Status::of_request(
-            &st,
-            self.runtime.source_in(comm, st.source),
-        ))
+        Some(self.runtime.released(&mut self.state, slot, &st, true))
     }
 }
 
@@ -130,19 +124,25 @@ impl Runtime {
         }
         match state.board.slot(slot).read() {
             Completed::Running => None,
-            Completed::Released(st) => {
-                let comm = state.board.comm(slot);
-                if release {
-                    state.board.give_back(slot);
-                }
-                Some(Ok(Status::of_request(&st, self.source_in(comm, st.source))))
-            }
+            Completed::Released(st) => Some(Ok(self.released(state, slot, &st, release))),
             Completed::Failed => {
                 let comm = state.board.comm(slot);
                 state.board.give_back(slot);
                 Some(self.failed(comm, handle))
             }
         }
+    }
+
+    /// The status of the request in completion slot `slot`, which the
+    /// slot says completed without error with `st`; with `release`, the
+    /// slot is given back.
+    #[inline(always)]
+    fn released(&self, state: &mut State, slot: u32, st: &RequestStatus, release: bool) -> Status {
+        let comm = state.board.comm(slot);
+        if release {
+            state.board.give_back(slot);
+        }
+        Status::of_request(st, self.source_in(comm, st.source))
     }
 
     /// The error of a wait, test or cancel of a request named by
