@@ -151,7 +151,12 @@
 //! # Requests
 //!
 //! Handles are generation-checked slab indices (`u64`, never 0); a stale
-//! handle is refused. `test` fills the status (source job rank, tag, bytes
+//! handle is refused. A receive posted with a completion slot is kept
+//! *light* (buffer, capacity, slot, source and tag, in a slab of its own)
+//! until it needs a full record: an eager message that fits completes it
+//! through the slot without one; a rendezvous, a truncation, a cancel, a
+//! free before completion or the loss of its sender promotes it, and its
+//! handle resolves to the record from then on. `test` fills the status (source job rank, tag, bytes
 //! received, `Truncated`, `PeerFailed`); `request_error` gives the sentence,
 //! e.g. `message of 100 bytes from rank 1 (tag 5) truncated to the 64-byte
 //! receive buffer`. `free` of an incomplete request detaches it: it still
@@ -180,6 +185,7 @@
 
 mod component;
 mod engine;
+mod light;
 mod pool;
 mod requests;
 mod wire;

@@ -4,13 +4,13 @@
 //! and changes each time the slot is released, so a stale handle (a freed
 //! request, or one whose slot was reused) is refused, and no valid handle
 //! is 0 (which the wire protocol uses as "no request"). Generations stay
-//! below 2^31, so a handle's top bit is always clear (the pml interface
-//! leaves it to the MPI layer).
+//! below 2^30, so a handle's two top bits are always clear: bit 63 the pml
+//! interface leaves to the MPI layer, bit 62 marks the handles of light
+//! receives, which [`Requests`] keeps beside the records (see [`crate::light`]).
 
 use oxmpi_framework_pml::module::{publish_completion, Completion, RequestError, RequestStatus};
 
-/// Generations wrap within 31 bits (see the module docs).
-const GENERATION_MASK: u32 = (1 << 31) - 1;
+use crate::light::{Light, Lights, Named, GENERATION_MASK};
 
 /// The protocol a send uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,6 +116,21 @@ pub(crate) struct RecvReq {
     pub tag: i32,
     /// The phase.
     pub phase: RecvPhase,
+    /// The light handle this receive was promoted from (0: none): the
+    /// matcher and the caller know it by that handle, released with it.
+    pub light: u64,
+}
+
+impl RecvReq {
+    /// The id the matcher knows receive `handle` by.
+    #[inline]
+    pub(crate) fn matcher_id(&self, handle: u64) -> u64 {
+        if self.light != 0 {
+            self.light
+        } else {
+            handle
+        }
+    }
 }
 
 /// Either kind.
@@ -204,12 +219,15 @@ struct Slot {
     req: Option<Request>,
 }
 
-/// The slab of requests.
+/// The slab of requests, and the light receives beside it.
 #[derive(Default)]
 pub(crate) struct Requests {
     slots: Vec<Slot>,
     free: Vec<u32>,
     live: usize,
+    light: Lights,
+    /// Light receives promoted to full requests so far.
+    promotions: u64,
 }
 
 #[inline]
@@ -297,9 +315,19 @@ impl Requests {
     }
 
     /// Empties live slot `i` (dropping its request in place) and makes its
-    /// handle stale.
+    /// handle stale, and the light handle of a promoted receive with it.
     #[inline]
     fn vacate(&mut self, i: usize) {
+        let slot = &mut self.slots[i];
+        if let Some(Request {
+            op: Op::Recv(RecvReq { light, .. }),
+            ..
+        }) = slot.req
+        {
+            if light != 0 {
+                self.light.vacate(light);
+            }
+        }
         let slot = &mut self.slots[i];
         slot.req = None;
         slot.generation = (slot.generation + 1) & GENERATION_MASK;
@@ -343,9 +371,79 @@ impl Requests {
             .collect()
     }
 
-    /// Number of live requests.
+    /// Number of live records: requests, and the light receives' entries
+    /// (a promoted receive counts twice, its record and its alias).
     pub(crate) fn live(&self) -> usize {
-        self.live
+        self.live + self.light.used()
+    }
+
+    /// Light receives promoted to full requests so far.
+    pub(crate) fn promotions(&self) -> u64 {
+        self.promotions
+    }
+
+    /// Stores a posted light receive; returns its handle.
+    #[inline(always)]
+    pub(crate) fn insert_light(&mut self, light: Light) -> u64 {
+        self.light.insert(light)
+    }
+
+    /// What light handle `handle` names.
+    #[inline(always)]
+    pub(crate) fn named(&self, handle: u64) -> Named {
+        self.light.named(handle)
+    }
+
+    /// Releases the posted light receive at `index` (completed through
+    /// its slot).
+    #[inline(always)]
+    pub(crate) fn release_light(&mut self, index: usize) {
+        self.light.vacate_at(index);
+    }
+
+    /// Releases light handle `handle`: the posted receive, or the request
+    /// it was promoted to.
+    pub(crate) fn remove_light(&mut self, handle: u64) {
+        match self.light.named(handle) {
+            Named::Posted { index, .. } => self.light.vacate_at(index),
+            Named::Promoted(full) => {
+                self.remove(full);
+            }
+            Named::Unknown => {}
+        }
+    }
+
+    /// The full request of light handle `handle`: the one it was promoted
+    /// to, or a new one made now from the posted receive (still posted in
+    /// the matcher under `handle`). `None` for an unknown handle.
+    pub(crate) fn promote(&mut self, handle: u64) -> Option<u64> {
+        let (index, l) = match self.light.named(handle) {
+            Named::Posted { index, light } => (index, light),
+            Named::Promoted(full) => return Some(full),
+            Named::Unknown => return None,
+        };
+        let full = self.insert_with(|| {
+            Request::new(
+                Op::Recv(RecvReq {
+                    buf: l.buf,
+                    capacity: l.capacity,
+                    source: l.source,
+                    tag: l.tag,
+                    phase: RecvPhase::Posted,
+                    light: handle,
+                }),
+                l.done,
+            )
+        });
+        self.light.promote_at(index, full);
+        self.promotions += 1;
+        Some(full)
+    }
+
+    /// The light receives from `source` still posted (for the walk when a
+    /// peer is lost).
+    pub(crate) fn light_posted_from(&self, source: i32) -> Vec<u64> {
+        self.light.posted_from(source)
     }
 }
 
@@ -361,6 +459,7 @@ mod tests {
                 source: 0,
                 tag: 0,
                 phase: RecvPhase::Posted,
+                light: 0,
             }),
             std::ptr::null(),
         )

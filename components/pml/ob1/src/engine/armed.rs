@@ -27,6 +27,7 @@ use oxmpi_matching::{ContextId, Envelope, InOrder, Tag};
 use oxmpi_plugin_api::verbosity;
 
 use super::{Engine, Kind, Stored, Transport};
+use crate::light::is_light;
 use crate::requests::{Failure, Op, RecvPhase};
 use crate::wire::MatchInfo;
 
@@ -178,7 +179,7 @@ impl<T: Transport> Engine<T> {
         a.released = !a.done.is_null();
         if a.released {
             // SAFETY: the slot the armed receive started with; the caller
-            // has not freed the receive (a free settles and disarms first).
+            // has not freed the receive (a free of an armed receive clears `done`).
             unsafe { (*a.done).publish(&a.status()) };
         }
         true
@@ -247,9 +248,16 @@ impl<T: Transport> Engine<T> {
             ),
         }
         if released {
-            self.requests.remove(h);
+            if is_light(h) {
+                self.requests.remove_light(h);
+            } else {
+                self.requests.remove(h);
+            }
             return;
         }
+        let Some(h) = self.full(h) else {
+            return;
+        };
         let Some(r) = self.requests.get_mut(h) else {
             return;
         };
@@ -288,6 +296,16 @@ impl<T: Transport> Engine<T> {
         }
         a.released = true;
         Some(a.status())
+    }
+
+    /// The caller freed receive `h`: if it is armed, its message still
+    /// lands, but its slot is never written (the record, freed, goes when
+    /// settled).
+    #[inline]
+    pub(super) fn forget_armed_slot(&mut self, h: u64) {
+        if self.is_armed(h) {
+            self.armed.done = ptr::null();
+        }
     }
 
     /// Whether `h` is the armed (not fired) receive.

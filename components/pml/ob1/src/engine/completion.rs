@@ -6,7 +6,18 @@ use oxmpi_framework_pml::module::{RequestError, RequestStatus, ANY_SOURCE, ANY_T
 use oxmpi_matching::{ContextId, RecvId, Source, Tag};
 
 use super::{clause, tag_text, Ctrl, Engine, Transport};
+use crate::light::{is_light, Named};
 use crate::requests::{Failure, Op, Protocol, RecvPhase, Request};
+
+/// What a handle from the caller names (see [`Engine::resolve_request`]).
+enum Resolved {
+    /// The full request with this handle.
+    Full(u64),
+    /// A light receive still posted (running).
+    Posted,
+    /// Nothing.
+    Unknown,
+}
 
 impl<T: Transport> Engine<T> {
     /// Marks `h` complete; releases it if the caller already freed it.
@@ -62,6 +73,11 @@ impl<T: Transport> Engine<T> {
         if let Some(status) = self.fired_answer(h) {
             return Some(status);
         }
+        let h = match self.resolve_request(h) {
+            Resolved::Full(full) => full,
+            Resolved::Posted => return None,
+            Resolved::Unknown => return Some(unknown_status()),
+        };
         match self.requests.get(h) {
             Some(r) if !r.detached => r.complete.then_some(r.status),
             _ => Some(unknown_status()),
@@ -76,15 +92,42 @@ impl<T: Transport> Engine<T> {
             return Some(status);
         }
         self.settle();
+        let h = match self.resolve_request(h) {
+            Resolved::Full(full) => full,
+            Resolved::Posted => return None,
+            Resolved::Unknown => return Some(unknown_status()),
+        };
         self.requests
             .take_complete(h)
             .unwrap_or_else(|()| Some(unknown_status()))
+    }
+
+    /// What handle `h` from the caller names: a full request (itself, or
+    /// the one a light receive was promoted to), a light receive still
+    /// posted, or nothing.
+    #[inline]
+    fn resolve_request(&self, h: u64) -> Resolved {
+        if !is_light(h) {
+            return Resolved::Full(h);
+        }
+        match self.requests.named(h) {
+            Named::Posted { .. } => Resolved::Posted,
+            Named::Promoted(full) => Resolved::Full(full),
+            Named::Unknown => Resolved::Unknown,
+        }
     }
 
     /// `PmlModule::free`.
     #[inline]
     pub(crate) fn free(&mut self, h: u64) {
         self.settle();
+        // Its slot is the caller's again: nothing may be published there.
+        self.forget_armed_slot(h);
+        // A light receive still posted becomes a full request, which keeps
+        // no slot once detached.
+        let Some(h) = self.full(h) else {
+            return;
+        };
         let Some(r) = self.requests.get_mut(h) else {
             return;
         };
@@ -104,6 +147,21 @@ impl<T: Transport> Engine<T> {
         if self.is_armed(h) {
             self.disarm();
         }
+        // A light receive still posted leaves the matcher first, then
+        // gets the record that completes cancelled.
+        let (h, cancelled) = match self.resolve_request(h) {
+            Resolved::Full(full) => (full, false),
+            Resolved::Posted => {
+                if !self.matcher.cancel_recv(RecvId(h)) {
+                    return false;
+                }
+                match self.requests.promote(h) {
+                    Some(full) => (full, true),
+                    None => return false,
+                }
+            }
+            Resolved::Unknown => return false,
+        };
         let Some(r) = self.requests.get_mut(h) else {
             return false;
         };
@@ -113,7 +171,9 @@ impl<T: Transport> Engine<T> {
         let Op::Recv(q) = &mut r.op else {
             return false;
         };
-        if q.phase != RecvPhase::Posted || !self.matcher.cancel_recv(RecvId(h)) {
+        if q.phase != RecvPhase::Posted
+            || (!cancelled && !self.matcher.cancel_recv(RecvId(q.matcher_id(h))))
+        {
             return false;
         }
         q.phase = RecvPhase::Done;
@@ -148,7 +208,12 @@ impl<T: Transport> Engine<T> {
 
     /// `PmlModule::request_error`: the sentence for a request.
     pub(crate) fn request_error(&self, h: u64) -> String {
-        let r = match self.requests.get(h) {
+        let full = match self.resolve_request(h) {
+            Resolved::Full(full) => full,
+            Resolved::Posted => return format!("request {h:#x} has not completed"),
+            Resolved::Unknown => h,
+        };
+        let r = match self.requests.get(full) {
             Some(r) if !r.detached => r,
             _ => return format!("pml ob1 has no request {h:#x}: it was freed, or never issued"),
         };

@@ -202,7 +202,8 @@ enum Push {
 /// Counters for tests and diagnostics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Stats {
-    /// Live request records.
+    /// Live request records, light receives' entries included (see
+    /// [`crate::light`]).
     pub live_requests: usize,
     /// Buffers the unexpected-message pool allocated so far.
     pub pool_allocations: u64,
@@ -214,6 +215,8 @@ pub(crate) struct Stats {
     pub pending_acks: usize,
     /// Messages the armed receive took (see [`armed`]).
     pub armed_deliveries: u64,
+    /// Light receives promoted to full requests (see [`crate::light`]).
+    pub promotions: u64,
 }
 
 /// A non-null pointer for empty payloads.
@@ -347,6 +350,7 @@ impl<T: Transport> Engine<T> {
             active_sends: self.active.len(),
             pending_acks: self.ctrl.len(),
             armed_deliveries: self.armed.deliveries,
+            promotions: self.requests.promotions(),
         }
     }
 

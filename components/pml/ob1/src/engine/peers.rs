@@ -406,7 +406,7 @@ impl<T: Transport> Engine<T> {
                 Op::Send(s) => s.dest == peer,
                 Op::Recv(q) => match q.phase {
                     RecvPhase::Posted => {
-                        q.source == peer as i32 && self.matcher.cancel_recv(RecvId(h))
+                        q.source == peer as i32 && self.matcher.cancel_recv(RecvId(q.matcher_id(h)))
                     }
                     RecvPhase::Rendezvous { peer: p, .. } | RecvPhase::Get { peer: p, .. } => {
                         p == peer
@@ -416,6 +416,13 @@ impl<T: Transport> Engine<T> {
             };
             if affected {
                 self.fail_request(h, peer);
+            }
+        }
+        for h in self.requests.light_posted_from(peer as i32) {
+            if self.matcher.cancel_recv(RecvId(h)) {
+                if let Some(full) = self.requests.promote(h) {
+                    self.fail_request(full, peer);
+                }
             }
         }
         self.ctrl.retain(|c| c.peer() != peer);

@@ -11,6 +11,7 @@ use oxmpi_matching::{
 use oxmpi_plugin_api::verbosity;
 
 use super::{Ctrl, Engine, Kind, Stored, Transport};
+use crate::light::{is_light, Light, Named};
 use crate::requests::{Failure, Op, RecvPhase, RecvReq, Request};
 use crate::wire::MatchInfo;
 
@@ -206,6 +207,7 @@ impl<T: Transport> Engine<T> {
                     source: args.source,
                     tag: args.tag,
                     phase: RecvPhase::Posted,
+                    light: 0,
                 }),
                 args.done,
             )
@@ -213,13 +215,18 @@ impl<T: Transport> Engine<T> {
     }
 
     /// Makes a request for a checked receive and posts it (matching an
-    /// arrived message at once if one fits).
+    /// arrived message at once if one fits): a light receive when it has a
+    /// completion slot (see [`crate::light`]), else a full one.
     ///
     /// # Safety
     ///
     /// As for [`Engine::irecv`].
     unsafe fn post(&mut self, args: &RecvArgs) -> u64 {
-        let h = self.new_recv(args);
+        let h = if args.done.is_null() {
+            self.new_recv(args)
+        } else {
+            self.requests.insert_light(Light::of(args))
+        };
         let posted = PostedRecv {
             context: ContextId(args.context),
             source: Source::from_raw(args.source),
@@ -233,7 +240,9 @@ impl<T: Transport> Engine<T> {
                 if args.source >= 0 && self.peers[args.source as usize].failed.is_some() {
                     let peer = args.source as u32;
                     if self.matcher.cancel_recv(RecvId(h)) {
-                        self.fail_request(h, peer);
+                        if let Some(full) = self.full(h) {
+                            self.fail_request(full, peer);
+                        }
                     }
                 } else {
                     self.arm(h, args);
@@ -263,11 +272,21 @@ impl<T: Transport> Engine<T> {
             payload: Stored { kind, data },
             ..
         } = m;
-        let h = recv.0;
         let bytes: &[u8] = match &data {
             Some(v) => v,
             None => inline,
         };
+        let mut h = recv.0;
+        if is_light(h) {
+            if kind == Kind::Eager && self.land_light(h, &envelope, bytes) {
+                if let Some(v) = data {
+                    self.pool.give(v);
+                }
+                return;
+            }
+            // Anything but an eager message that fits needs the record.
+            h = self.requests.promote(h).unwrap_or(h);
+        }
         let Some(r) = self.requests.get_mut(h) else {
             self.matched_unknown(h);
             if let Some(v) = data {
@@ -359,7 +378,14 @@ impl<T: Transport> Engine<T> {
     /// Completes receive `h`, matched by the eager message `envelope`
     /// whose bytes are `bytes` (still in the btl's memory).
     #[inline]
-    fn deliver_eager(&mut self, h: u64, envelope: &Envelope, bytes: &[u8]) {
+    fn deliver_eager(&mut self, mut h: u64, envelope: &Envelope, bytes: &[u8]) {
+        if is_light(h) {
+            if self.land_light(h, envelope, bytes) {
+                return;
+            }
+            // A truncation needs the record.
+            h = self.requests.promote(h).unwrap_or(h);
+        }
         let Some(r) = self.requests.get_mut(h) else {
             self.matched_unknown(h);
             return;
@@ -373,6 +399,54 @@ impl<T: Transport> Engine<T> {
         // `finish` without looking the request up again.
         if r.mark_complete() {
             self.requests.remove(h);
+        }
+    }
+
+    /// Completes light receive `h` with the eager message `envelope`
+    /// (whose bytes are `bytes`) if it fits the buffer: copies the bytes,
+    /// publishes the status in the receive's slot and releases the
+    /// receive. False (nothing done) when it does not fit or `h` is not a
+    /// posted light receive.
+    #[inline(always)]
+    fn land_light(&mut self, h: u64, envelope: &Envelope, bytes: &[u8]) -> bool {
+        let Named::Posted { index, light } = self.requests.named(h) else {
+            return false;
+        };
+        let len = envelope.len;
+        if len > light.capacity {
+            return false;
+        }
+        let n = bytes.len().min(len);
+        if n > 0 {
+            // SAFETY: the buffer holds `capacity >= len >= n` bytes until
+            // the receive completes (irecv's contract); overlap is allowed,
+            // as in `land`.
+            unsafe { oxmpi_framework_btl::bytes::copy(bytes.as_ptr(), light.buf, n) };
+        }
+        let status = RequestStatus {
+            source: envelope.source,
+            tag: envelope.tag,
+            count: len,
+            cancelled: false,
+            error: RequestError::None,
+        };
+        // SAFETY: a light receive's slot is the one it was posted with,
+        // not null, and valid until published: a free promotes the receive
+        // first (the `Completion` contract).
+        unsafe { (*light.done).publish(&status) };
+        self.requests.release_light(index);
+        true
+    }
+
+    /// The full request of receive `h`: `h` itself, or for a light
+    /// receive the request it is promoted to (now, if it was not);
+    /// `None` for an unknown light handle.
+    #[inline]
+    pub(super) fn full(&mut self, h: u64) -> Option<u64> {
+        if is_light(h) {
+            self.requests.promote(h)
+        } else {
+            Some(h)
         }
     }
 

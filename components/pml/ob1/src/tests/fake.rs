@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 
 use oxmpi_framework_btl::module::{BtlModuleInfo, RdmaOutcome, SendOutcome, MAX_HEADER};
-use oxmpi_framework_pml::module::{RecvArgs, RequestStatus, SendArgs, SendMode};
+use oxmpi_framework_pml::module::{Completion, RecvArgs, RequestStatus, SendArgs, SendMode};
 use oxmpi_plugin_api::verbosity;
 
 use super::alloc::{counted, uncounted};
@@ -593,6 +593,24 @@ impl World {
     ) -> u64 {
         let args = recv_args(buf, len, source, tag);
         // SAFETY: tests keep their buffers until completion.
+        counted(|| unsafe { self.engines[at as usize].irecv(&args) }).expect("irecv")
+    }
+
+    /// Posts a receive into `buf` that publishes its completion in `slot`
+    /// (as the MPI layer's receives do); both must outlive the request.
+    pub(crate) fn irecv_slotted(
+        &mut self,
+        at: u32,
+        buf: &mut [u8],
+        source: i32,
+        tag: i32,
+        slot: &Completion,
+    ) -> u64 {
+        let args = RecvArgs {
+            done: slot,
+            ..recv_args(buf.as_mut_ptr(), buf.len(), source, tag)
+        };
+        // SAFETY: tests keep their buffers and slots until completion.
         counted(|| unsafe { self.engines[at as usize].irecv(&args) }).expect("irecv")
     }
 

@@ -8,6 +8,7 @@ mod armed;
 mod data;
 mod fake;
 mod immediate;
+mod light;
 mod routing;
 mod semantics;
 
