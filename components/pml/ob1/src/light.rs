@@ -96,6 +96,8 @@ pub(crate) struct Lights {
     free: Vec<u32>,
     /// Entries in use: posted receives and aliases.
     used: usize,
+    /// Posted receives.
+    posted: usize,
 }
 
 #[inline(always)]
@@ -111,6 +113,7 @@ impl Lights {
     #[inline(always)]
     pub(crate) fn insert(&mut self, light: Light) -> u64 {
         self.used += 1;
+        self.posted += 1;
         let index = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -144,12 +147,29 @@ impl Lights {
     /// Turns posted entry `index` into an alias of full request `full`.
     #[inline]
     pub(crate) fn promote_at(&mut self, index: usize, full: u64) {
+        self.posted -= 1;
         self.slots[index].state = State::Promoted(full);
     }
 
     /// Releases entry `index` (posted or alias); its handle becomes stale.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn vacate_at(&mut self, index: usize) {
+        if matches!(self.slots[index].state, State::Posted(_)) {
+            self.posted -= 1;
+        }
+        self.clear(index);
+    }
+
+    /// Releases entry `index`, known to be a posted receive ([`Named::Posted`]).
+    #[inline(always)]
+    pub(crate) fn vacate_posted_at(&mut self, index: usize) {
+        self.posted -= 1;
+        self.clear(index);
+    }
+
+    /// Empties entry `index` and makes its handle stale.
+    #[inline(always)]
+    fn clear(&mut self, index: usize) {
         self.used -= 1;
         let slot = &mut self.slots[index];
         slot.state = State::Vacant;
@@ -185,6 +205,11 @@ impl Lights {
     pub(crate) fn used(&self) -> usize {
         self.used
     }
+
+    /// Posted light receives (not aliases).
+    pub(crate) fn posted(&self) -> usize {
+        self.posted
+    }
 }
 
 #[cfg(test)]
@@ -217,6 +242,7 @@ mod tests {
         l.promote_at(index, 77);
         assert!(matches!(l.named(b), Named::Promoted(77)));
         assert_eq!(l.used(), 2, "an alias is in use");
+        assert_eq!(l.posted(), 1, "an alias is not posted");
         assert!(l.posted_from(2).is_empty(), "an alias is not posted");
         l.vacate(b);
         assert!(matches!(l.named(b), Named::Unknown));

@@ -371,10 +371,16 @@ impl Requests {
             .collect()
     }
 
-    /// Number of live records: requests, and the light receives' entries
-    /// (a promoted receive counts twice, its record and its alias).
+    /// Number of live requests: records, and light receives still posted
+    /// (a promoted one is counted by its record).
     pub(crate) fn live(&self) -> usize {
-        self.live + self.light.used()
+        self.live + self.light.posted()
+    }
+
+    /// Entries of the light slab in use: posted receives and the aliases
+    /// of promoted ones.
+    pub(crate) fn light_entries(&self) -> usize {
+        self.light.used()
     }
 
     /// Light receives promoted to full requests so far.
@@ -398,7 +404,7 @@ impl Requests {
     /// its slot).
     #[inline(always)]
     pub(crate) fn release_light(&mut self, index: usize) {
-        self.light.vacate_at(index);
+        self.light.vacate_posted_at(index);
     }
 
     /// Releases light handle `handle`: the posted receive, or the request

@@ -202,9 +202,12 @@ enum Push {
 /// Counters for tests and diagnostics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Stats {
-    /// Live request records, light receives' entries included (see
+    /// Live requests: records, and light receives still posted (see
     /// [`crate::light`]).
     pub live_requests: usize,
+    /// Entries of the light slab in use: posted light receives and the
+    /// aliases of promoted ones.
+    pub light_entries: usize,
     /// Buffers the unexpected-message pool allocated so far.
     pub pool_allocations: u64,
     /// Unexpected messages waiting for a receive.
@@ -345,6 +348,7 @@ impl<T: Transport> Engine<T> {
     pub(crate) fn stats(&self) -> Stats {
         Stats {
             live_requests: self.requests.live(),
+            light_entries: self.requests.light_entries(),
             pool_allocations: self.pool.allocations,
             unexpected: self.matcher.unexpected_len(),
             active_sends: self.active.len(),

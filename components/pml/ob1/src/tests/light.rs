@@ -25,8 +25,17 @@ fn released(slot: &Completion) -> RequestStatus {
     }
 }
 
+/// Live requests of `rank`, after checking that the light slab holds no
+/// more entries than that (an alias left behind is a leak).
 fn live(w: &World, rank: u32) -> usize {
-    w.engines[rank as usize].stats().live_requests
+    let stats = w.engines[rank as usize].stats();
+    assert!(
+        stats.light_entries <= stats.live_requests,
+        "light entries {} outlive the requests ({})",
+        stats.light_entries,
+        stats.live_requests
+    );
+    stats.live_requests
 }
 
 fn promotions(w: &World, rank: u32) -> u64 {
