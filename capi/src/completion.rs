@@ -90,6 +90,57 @@ pub(crate) unsafe fn store_failure(out: *mut MpiStatus, f: &Fail) {
     }
 }
 
+/// Request `slot` of an array completed with failure `f`: its handle is
+/// nulled unless a persistent request keeps it, and its status is
+/// answered with `code` as `MPI_ERROR`.
+fn failed_at(slot: &mut c_int, f: &Fail, code: c_int) -> MpiStatus {
+    if !requests::kept_after_failure(*slot) {
+        *slot = REQUEST_NULL;
+    }
+    failed_status(f, code)
+}
+
+/// The failure a call that completes several requests answers when
+/// request `i` (the first to fail) failed with `f`: `MPI_ERR_IN_STATUS`.
+fn in_status(i: usize, f: &Fail) -> Fail {
+    Fail::new(
+        ERR_IN_STATUS,
+        format!(
+            "request {i} failed: {} (each status's MPI_ERROR says which failed)",
+            f.message
+        ),
+    )
+}
+
+/// A request of an array that completed: its index, its status, and its
+/// failure when it completed in error.
+struct Done {
+    index: usize,
+    status: MpiStatus,
+    failure: Option<Fail>,
+}
+
+impl Done {
+    /// Request `index` of `slots` completed with `outcome` (a completion,
+    /// or the failure it completed with, whose class becomes its status's
+    /// `MPI_ERROR`).
+    fn of(slots: &mut [c_int], index: usize, outcome: Result<(MpiStatus, bool), Fail>) -> Done {
+        let slot = &mut slots[index];
+        match outcome {
+            Ok(done) => Done {
+                index,
+                status: settle(slot, done),
+                failure: None,
+            },
+            Err(f) => Done {
+                index,
+                status: failed_at(slot, &f, f.class),
+                failure: Some(f),
+            },
+        }
+    }
+}
+
 /// Applies a completion to its handle slot.
 fn settle(slot: &mut c_int, (s, null): (MpiStatus, bool)) -> MpiStatus {
     if null {
@@ -242,11 +293,8 @@ unsafe fn all(slots: &mut [c_int], statuses: *mut MpiStatus, block: bool) -> Res
             Ok(Some(done)) => settle(slot, done),
             Ok(None) => requests::empty_status(),
             Err(f) => {
-                if !requests::kept_after_failure(*slot) {
-                    *slot = REQUEST_NULL;
-                }
                 let code = record(f.class, f.message.clone());
-                let st = failed_status(&f, code);
+                let st = failed_at(slot, &f, code);
                 failed.get_or_insert((i, f));
                 st
             }
@@ -257,13 +305,7 @@ unsafe fn all(slots: &mut [c_int], statuses: *mut MpiStatus, block: bool) -> Res
     }
     match failed {
         None => Ok(true),
-        Some((i, f)) => Err(Fail::new(
-            ERR_IN_STATUS,
-            format!(
-                "request {i} failed: {} (each status's MPI_ERROR says which failed)",
-                f.message
-            ),
-        )),
+        Some((i, f)) => Err(in_status(i, &f)),
     }
 }
 
@@ -309,18 +351,21 @@ pub unsafe extern "C" fn PMPI_Testall(
     })
 }
 
-/// The first request of `slots` that is complete (tested once each), or
-/// `None`; `Some(None)` when every one is null or inactive.
-fn any_done(slots: &mut [c_int]) -> Result<Option<Option<(usize, MpiStatus)>>, Fail> {
+/// The first request of `slots` that is complete (tested once each),
+/// completed without error or in error, or `None`; `Some(None)` when
+/// every one is null or inactive.
+fn any_done(slots: &mut [c_int]) -> Result<Option<Option<Done>>, Fail> {
     let rt = runtime()?;
     let mut active = false;
-    for (i, slot) in slots.iter_mut().enumerate() {
-        if matches!(requests::kind(*slot)?, Kind::Inactive) {
+    for i in 0..slots.len() {
+        if matches!(requests::kind(slots[i])?, Kind::Inactive) {
             continue;
         }
         active = true;
-        if let Some(done) = requests::complete(rt, *slot, false)? {
-            return Ok(Some(Some((i, settle(slot, done)))));
+        match requests::complete(rt, slots[i], false) {
+            Ok(None) => {}
+            Ok(Some(done)) => return Ok(Some(Some(Done::of(slots, i, Ok(done))))),
+            Err(f) => return Ok(Some(Some(Done::of(slots, i, Err(f))))),
         }
     }
     Ok(if active { None } else { Some(None) })
@@ -353,21 +398,22 @@ pub unsafe extern "C" fn PMPI_Waitany(
                 None => break Some(waitany_running(slots)?),
             }
         };
-        let (i, s) = found.map_or((UNDEFINED, requests::empty_status()), |(i, s)| {
-            (i as c_int, s)
-        });
+        let (i, s, failure) = match found {
+            Some(d) => (d.index as c_int, d.status, d.failure),
+            None => (UNDEFINED, requests::empty_status(), None),
+        };
         // SAFETY: the caller's promise.
         unsafe {
             put("index", index, i)?;
             store(status, s);
         }
-        Ok(())
+        failure.map_or(Ok(()), Err)
     })
 }
 
 /// Waits, in the runtime, for the first running request of `slots` to
-/// complete, and completes it.
-fn waitany_running(slots: &mut [c_int]) -> Result<(usize, MpiStatus), Fail> {
+/// complete, and completes it (without error or in error).
+fn waitany_running(slots: &mut [c_int]) -> Result<Done, Fail> {
     let rt = runtime()?;
     let mut ids = Vec::with_capacity(slots.len());
     let mut at = Vec::with_capacity(slots.len());
@@ -379,8 +425,8 @@ fn waitany_running(slots: &mut [c_int]) -> Result<(usize, MpiStatus), Fail> {
     }
     let (k, outcome) = rt.wait_any(&ids)?;
     let i = at[k];
-    let done = requests::completed_by_any(slots[i], outcome)?;
-    Ok((i, settle(&mut slots[i], done)))
+    let outcome = requests::completed_by_any(slots[i], outcome);
+    Ok(Done::of(slots, i, outcome))
 }
 
 /// `MPI_Testany`.
@@ -399,10 +445,10 @@ pub unsafe extern "C" fn PMPI_Testany(
     run("MPI_Testany", 1, || {
         // SAFETY: the caller's promise.
         let slots = unsafe { handles(n, requests_) }?;
-        let (i, s, f) = match any_done(slots)? {
-            Some(Some((i, s))) => (i as c_int, s, 1),
-            Some(None) => (UNDEFINED, requests::empty_status(), 1),
-            None => (UNDEFINED, requests::empty_status(), 0),
+        let (i, s, f, failure) = match any_done(slots)? {
+            Some(Some(d)) => (d.index as c_int, d.status, 1, d.failure),
+            Some(None) => (UNDEFINED, requests::empty_status(), 1, None),
+            None => (UNDEFINED, requests::empty_status(), 0, None),
         };
         // SAFETY: the caller's promise.
         unsafe {
@@ -410,13 +456,17 @@ pub unsafe extern "C" fn PMPI_Testany(
             if f == 1 {
                 store(status, s);
             }
-            put("flag", flag, f)
+            put("flag", flag, f)?;
         }
+        failure.map_or(Ok(()), Err)
     })
 }
 
 /// Completes every request of `slots` that is complete now, writing their
 /// indices and statuses; `MPI_UNDEFINED` when all are null or inactive.
+/// A request that completed in error is among them, its status's
+/// `MPI_ERROR` saying why; the call then answers `MPI_ERR_IN_STATUS`
+/// (after writing everything).
 ///
 /// # Safety
 ///
@@ -429,24 +479,35 @@ unsafe fn some(
 ) -> Result<usize, Fail> {
     let rt = runtime()?;
     let (mut n, mut active) = (0, false);
+    let mut failed = None;
     for (i, slot) in slots.iter_mut().enumerate() {
         if matches!(requests::kind(*slot)?, Kind::Inactive) {
             continue;
         }
         active = true;
-        if let Some(done) = requests::complete(rt, *slot, false)? {
-            let s = settle(slot, done);
-            // SAFETY: the caller's promise.
-            unsafe {
-                put("array_of_indices", indices.add(n), i as c_int)?;
-                store_at(statuses, n, s);
+        let s = match requests::complete(rt, *slot, false) {
+            Ok(None) => continue,
+            Ok(Some(done)) => settle(slot, done),
+            Err(f) => {
+                let code = record(f.class, f.message.clone());
+                let s = failed_at(slot, &f, code);
+                failed.get_or_insert((i, f));
+                s
             }
-            n += 1;
+        };
+        // SAFETY: the caller's promise.
+        unsafe {
+            put("array_of_indices", indices.add(n), i as c_int)?;
+            store_at(statuses, n, s);
         }
+        n += 1;
     }
     let out = if active { n as c_int } else { UNDEFINED };
     // SAFETY: the caller's promise.
     unsafe { put("outcount", outcount, out) }?;
+    if let Some((i, f)) = failed {
+        return Err(in_status(i, &f));
+    }
     Ok(if active { n } else { usize::MAX })
 }
 

@@ -263,6 +263,70 @@ int main(int argc, char **argv) {
         MPI_Type_free(&every_other);
     }
 
+    /* Waitany, Testany, Waitsome and Testsome complete a request that
+     * failed like any other: its index, its status (source, tag and the
+     * count kept), its handle nulled. The single ones answer its error;
+     * the others MPI_ERR_IN_STATUS, each status's MPI_ERROR saying which
+     * failed. A pending receive in the array is left as it is. */
+    {
+        int small = -1, big[2] = {60, 61}, fine = -1, val = 62, other = -1;
+        int idx = -5, flag = 0, outc = -1, ind[3] = {-1, -1, -1}, n = -1, ecls = -1;
+        MPI_Request q[3];
+        MPI_Status qs[3];
+        MPI_Irecv(&other, 1, MPI_INT, 0, 69, MPI_COMM_SELF, &q[0]);
+        MPI_Request pending = q[0];
+        MPI_Irecv(&small, 1, MPI_INT, 0, 60, MPI_COMM_SELF, &q[1]);
+        MPI_Send(big, 2, MPI_INT, 0, 60, MPI_COMM_SELF);
+        rc = MPI_Waitany(2, q, &idx, &qs[0]);
+        MPI_Error_class(rc, &cls);
+        MPI_Get_count(&qs[0], MPI_INT, &n);
+        CHECK(cls == MPI_ERR_TRUNCATE && idx == 1 && q[1] == MPI_REQUEST_NULL,
+              "waitany of a truncation: class %d index %d handle %d", cls, idx, q[1]);
+        CHECK(qs[0].MPI_SOURCE == 0 && qs[0].MPI_TAG == 60 && n == 1 && small == 60,
+              "waitany's truncated status: source %d tag %d count %d value %d", qs[0].MPI_SOURCE,
+              qs[0].MPI_TAG, n, small);
+
+        MPI_Irecv(&small, 1, MPI_INT, 0, 61, MPI_COMM_SELF, &q[1]);
+        MPI_Send(big, 2, MPI_INT, 0, 61, MPI_COMM_SELF);
+        rc = MPI_Testany(2, q, &idx, &flag, &qs[0]);
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_TRUNCATE && flag == 1 && idx == 1 && q[1] == MPI_REQUEST_NULL,
+              "testany of a truncation: class %d flag %d index %d handle %d", cls, flag, idx, q[1]);
+        CHECK(qs[0].MPI_TAG == 61, "testany's truncated status: tag %d", qs[0].MPI_TAG);
+
+        MPI_Irecv(&fine, 1, MPI_INT, 0, 63, MPI_COMM_SELF, &q[1]);
+        MPI_Irecv(&small, 1, MPI_INT, 0, 64, MPI_COMM_SELF, &q[2]);
+        MPI_Send(&val, 1, MPI_INT, 0, 63, MPI_COMM_SELF);
+        MPI_Send(big, 2, MPI_INT, 0, 64, MPI_COMM_SELF);
+        rc = MPI_Waitsome(3, q, &outc, ind, qs);
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_IN_STATUS && outc == 2 && ind[0] == 1 && ind[1] == 2,
+              "waitsome with a truncation: class %d outcount %d indices %d %d", cls, outc, ind[0], ind[1]);
+        CHECK(q[0] == pending && q[1] == MPI_REQUEST_NULL && q[2] == MPI_REQUEST_NULL,
+              "waitsome's handles: %d %d %d", q[0], q[1], q[2]);
+        MPI_Error_class(qs[0].MPI_ERROR, &ecls);
+        CHECK(ecls == MPI_SUCCESS && qs[0].MPI_TAG == 63 && fine == 62,
+              "waitsome's good status: class %d tag %d value %d", ecls, qs[0].MPI_TAG, fine);
+        MPI_Error_class(qs[1].MPI_ERROR, &ecls);
+        CHECK(ecls == MPI_ERR_TRUNCATE && qs[1].MPI_TAG == 64,
+              "waitsome's truncated status: class %d tag %d", ecls, qs[1].MPI_TAG);
+
+        MPI_Irecv(&small, 1, MPI_INT, 0, 65, MPI_COMM_SELF, &q[1]);
+        MPI_Send(big, 2, MPI_INT, 0, 65, MPI_COMM_SELF);
+        rc = MPI_Testsome(2, q, &outc, ind, qs);
+        MPI_Error_class(rc, &cls);
+        MPI_Error_class(qs[0].MPI_ERROR, &ecls);
+        CHECK(cls == MPI_ERR_IN_STATUS && outc == 1 && ind[0] == 1 && ecls == MPI_ERR_TRUNCATE &&
+                  qs[0].MPI_TAG == 65 && q[1] == MPI_REQUEST_NULL,
+              "testsome with a truncation: class %d outcount %d index %d status class %d tag %d",
+              cls, outc, ind[0], ecls, qs[0].MPI_TAG);
+
+        MPI_Send(&val, 1, MPI_INT, 0, 69, MPI_COMM_SELF);
+        rc = MPI_Wait(&q[0], MPI_STATUS_IGNORE);
+        CHECK(rc == MPI_SUCCESS && other == 62 && q[0] == MPI_REQUEST_NULL,
+              "the receive left pending: rc %d value %d", rc, other);
+    }
+
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Finalize();
