@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# The OSU Micro-Benchmarks against Open MPI and MPICH. The OSU source
+# tree (version 7.x, not in this repository: unpack its release tarball
+# anywhere) is built three times — with oxmpi's mpicc and mpicxx, with
+# Open MPI's and with MPICH's — and osu_latency, osu_bw, osu_allreduce,
+# osu_bcast and osu_barrier (or the tests named) run on 2 ranks with each
+# library's defaults, sizes 1 B to 64 KiB, in interleaved rounds (each
+# round starts at a different library) with a CPU-placement probe before
+# and after.
+#
+# For each test and size the table shows each library's best round and
+# oxmpi's ratio to the better peer, of the best rounds and of the medians
+# of the rounds: time over time for latencies, the peer's bandwidth over
+# oxmpi's for osu_bw, so below 1 oxmpi is faster either way. On a
+# small VM the placement of the two vCPUs moves all three libraries
+# together by up to 2-3x from one run to the next; compare ratios, over
+# many rounds (8 or more).
+#
+# Usage: scripts/bench-osu.sh OSU_SOURCE_DIR [--rounds R] [--tests LIST] [--builds DIR]
+#   --rounds R     rounds (default 8)
+#   --tests LIST   comma-separated OSU tests (default
+#                  osu_latency,osu_bw,osu_allreduce,osu_bcast,osu_barrier)
+#   --builds DIR   keep the three OSU builds in DIR and reuse them when
+#                  present (default: a temporary directory, removed)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+usage() {
+    echo "usage: $0 OSU_SOURCE_DIR [--rounds R] [--tests LIST] [--builds DIR]" >&2
+    exit 2
+}
+note() { echo "bench-osu.sh: $*" >&2; }
+
+src=
+rounds=8
+tests=osu_latency,osu_bw,osu_allreduce,osu_bcast,osu_barrier
+builds=
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --rounds) rounds=${2:?--rounds needs a number}; shift 2 ;;
+        --tests) tests=${2:?--tests needs a list, e.g. osu_latency,osu_bw}; shift 2 ;;
+        --builds) builds=${2:?--builds needs a directory}; shift 2 ;;
+        -*) usage ;;
+        *) [ -z "$src" ] || usage; src=$1; shift ;;
+    esac
+done
+[ -n "$src" ] || usage
+case "$rounds" in
+    *[!0-9]* | 0 | '') note "--rounds takes a whole number from 1"; exit 2 ;;
+esac
+case "$tests" in
+    *[!a-z_,]* | '') note "--tests takes a comma-separated list of OSU test names, e.g. osu_latency,osu_bw"; exit 2 ;;
+esac
+if [ ! -x "$src/configure" ] || [ ! -d "$src/c/mpi" ]; then
+    note "$src is not an OSU Micro-Benchmarks source tree (no configure script and c/mpi directory);"
+    note "unpack osu-micro-benchmarks-7.x.tar.gz and give its top directory"
+    exit 2
+fi
+src=$(cd "$src" && pwd -P)
+
+tgt=${CARGO_TARGET_DIR:-target}
+rel=$(mkdir -p "$tgt" && cd "$tgt" && pwd -P)/release
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+if [ -z "$builds" ]; then
+    builds=$work/builds
+fi
+mkdir -p "$builds"
+builds=$(cd "$builds" && pwd -P)
+# Per-run time limit (a hung run must not hang the benchmark).
+limit=300
+
+echo "==> building oxmpi (release)"
+. scripts/bench-common.sh
+bench_build_oxmpi -p oxmpi-mpicc -p oxmpi-capi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+# Builds the OSU tree into $builds/$1 with compilers $2 and $3, unless a
+# finished build is there; answers whether it is usable.
+build_osu() {
+    local name=$1 cc=$2 cxx=$3 dir=$builds/$1
+    if [ -f "$dir/.built" ]; then
+        return 0
+    fi
+    echo "==> building OSU with $cc"
+    rm -rf "$dir"
+    cp -r "$src" "$dir"
+    if ! (cd "$dir" && ./configure CC="$cc" CXX="$cxx" >configure.log 2>&1 &&
+        make -j"$(nproc)" >make.log 2>&1); then
+        note "OSU did not build with $cc ($name); its column stays empty. Last lines:"
+        tail -n 15 "$dir/configure.log" "$dir/make.log" 2>/dev/null >&2 || true
+        return 1
+    fi
+    touch "$dir/.built"
+}
+
+declare -a impls runners
+if [ -n "$have_ox" ] && build_osu ox "$rel/mpicc" "$rel/mpicxx"; then
+    impls+=(ox)
+    runners+=("$rel/mpirun -n 2")
+fi
+if command -v mpicc.openmpi >/dev/null && command -v mpirun.openmpi >/dev/null; then
+    if build_osu openmpi mpicc.openmpi mpicxx.openmpi; then
+        impls+=(openmpi)
+        runners+=("mpirun.openmpi -n 2")
+    fi
+else
+    note "Open MPI not found (mpicc.openmpi, mpirun.openmpi; Debian: openmpi-bin libopenmpi-dev); its column stays empty"
+fi
+if command -v mpicc.mpich >/dev/null && command -v mpiexec.mpich >/dev/null; then
+    if build_osu mpich mpicc.mpich mpicxx.mpich; then
+        impls+=(mpich)
+        runners+=("env -u UCX_TLS -u UCX_NET_DEVICES mpiexec.mpich -n 2")
+    fi
+else
+    note "MPICH not found (mpicc.mpich, mpiexec.mpich; Debian: mpich libmpich-dev); its column stays empty"
+fi
+[ ${#impls[@]} -gt 0 ] || { note "nothing built; nothing to run"; exit 1; }
+
+# The path of test $1 inside an OSU build.
+test_path() {
+    case "$1" in
+        osu_allreduce | osu_bcast | osu_barrier | osu_reduce | osu_allgather | osu_alltoall | osu_gather | osu_scatter)
+            echo "c/mpi/collective/blocking/$1" ;;
+        *) echo "c/mpi/pt2pt/standard/$1" ;;
+    esac
+}
+
+probe() { python3 scripts/placement-probe.py; }
+IFS=, read -r -a test_list <<<"$tests"
+echo "==> ${test_list[*]}: ${impls[*]}; $rounds round(s), 2 ranks"
+echo "placement probe before: $(probe)"
+mkdir -p "$work/out"
+for r in $(seq 1 "$rounds"); do
+    for t in "${test_list[@]}"; do
+        for k in $(seq 0 $((${#impls[@]} - 1))); do
+            # Each round starts at a different library.
+            i=$(((k + r) % ${#impls[@]}))
+            impl=${impls[$i]}
+            exe=$builds/$impl/$(test_path "$t")
+            if [ ! -x "$exe" ]; then
+                note "$exe was not built; skipped"
+                continue
+            fi
+            out=$work/out/$t.$impl.$r
+            # shellcheck disable=SC2086 # the runner is a command and its arguments
+            if ! timeout "$limit" ${runners[$i]} "$exe" -m 1:65536 >"$out" 2>&1; then
+                note "round $r: $t under $impl failed or timed out; last lines:"
+                tail -n 5 "$out" >&2
+                : >"$out"
+            fi
+        done
+    done
+    echo "round $r done"
+done
+echo "placement probe after: $(probe)"
+
+python3 - "$work/out" "$rounds" "${test_list[@]}" <<'PY'
+import os, statistics, sys
+
+out, rounds, tests = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+impls = ("ox", "openmpi", "mpich")
+
+def rows(path):
+    """Size -> value of one OSU output file."""
+    values = {}
+    try:
+        text = open(path).read()
+    except OSError:
+        return values
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0].isdigit():
+            try:
+                values[int(parts[0])] = float(parts[1])
+            except ValueError:
+                pass
+        elif len(parts) >= 1 and not line.startswith("#"):
+            # osu_barrier prints one number, the latency, without a size.
+            try:
+                values[0] = float(parts[0])
+            except ValueError:
+                pass
+    return values
+
+for t in tests:
+    higher_better = t in ("osu_bw", "osu_bibw", "osu_mbw_mr")
+    samples = {impl: {} for impl in impls}
+    for impl in impls:
+        for r in range(1, rounds + 1):
+            for size, v in rows(os.path.join(out, f"{t}.{impl}.{r}")).items():
+                samples[impl].setdefault(size, []).append(v)
+    sizes = sorted(set().union(*(samples[i].keys() for i in impls)))
+    unit = "MB/s" if higher_better else "us"
+    print(f"\n== {t} ({unit}; best of {rounds} rounds; ratio oxmpi / better peer, below 1 oxmpi is faster)")
+    print(f"{'size':>8} {'oxmpi':>10} {'Open MPI':>10} {'MPICH':>10} {'best':>6} {'median':>7}")
+    pick = max if higher_better else min
+    for size in sizes:
+        best = {i: pick(samples[i][size]) for i in impls if samples[i].get(size)}
+        med = {i: statistics.median(samples[i][size]) for i in impls if samples[i].get(size)}
+        def ratio(d):
+            peers = [d[i] for i in ("openmpi", "mpich") if i in d]
+            if "ox" not in d or not peers or d["ox"] == 0:
+                return "-"
+            better = pick(peers)
+            return f"{(better / d['ox']) if higher_better else (d['ox'] / better):.2f}"
+        cell = lambda i: f"{best[i]:10.2f}" if i in best else f"{'-':>10}"
+        label = "-" if size == 0 and t == "osu_barrier" else str(size)
+        print(f"{label:>8} {cell('ox')} {cell('openmpi')} {cell('mpich')} {ratio(best):>6} {ratio(med):>7}")
+PY
