@@ -318,11 +318,10 @@ impl Requests {
     /// handle stale, and the light handle of a promoted receive with it.
     #[inline]
     fn vacate(&mut self, i: usize) {
-        let slot = &mut self.slots[i];
         if let Some(Request {
             op: Op::Recv(RecvReq { light, .. }),
             ..
-        }) = slot.req
+        }) = self.slots[i].req
         {
             if light != 0 {
                 self.light.vacate(light);
