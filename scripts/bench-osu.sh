@@ -99,35 +99,40 @@ if [ -n "$have_ox" ] && build_osu ox "$rel/mpicc" "$rel/mpicxx"; then
     impls+=(ox)
     runners+=("$rel/mpirun -n 2")
 fi
-if command -v mpicc.openmpi >/dev/null && command -v mpirun.openmpi >/dev/null; then
-    if build_osu openmpi mpicc.openmpi mpicxx.openmpi; then
-        impls+=(openmpi)
-        runners+=("mpirun.openmpi -n 2")
+# Adds peer library $1 (named $2 in messages) when its launcher $3 and
+# compilers $4 and $5 are installed and OSU builds with them; $6 names its
+# Debian packages, $7 is its run command for 2 ranks.
+add_peer() {
+    local name=$1 label=$2 launcher=$3 cc=$4 cxx=$5 packages=$6 runner=$7
+    if ! command -v "$cc" >/dev/null || ! command -v "$launcher" >/dev/null; then
+        note "$label not found ($cc, $launcher; Debian: $packages); its column stays empty"
+        return 0
     fi
-else
-    note "Open MPI not found (mpicc.openmpi, mpirun.openmpi; Debian: openmpi-bin libopenmpi-dev); its column stays empty"
-fi
-if command -v mpicc.mpich >/dev/null && command -v mpiexec.mpich >/dev/null; then
-    if build_osu mpich mpicc.mpich mpicxx.mpich; then
-        impls+=(mpich)
-        runners+=("env -u UCX_TLS -u UCX_NET_DEVICES mpiexec.mpich -n 2")
+    if build_osu "$name" "$cc" "$cxx"; then
+        impls+=("$name")
+        runners+=("$runner")
     fi
-else
-    note "MPICH not found (mpicc.mpich, mpiexec.mpich; Debian: mpich libmpich-dev); its column stays empty"
-fi
+}
+add_peer openmpi "Open MPI" mpirun.openmpi mpicc.openmpi mpicxx.openmpi \
+    "openmpi-bin libopenmpi-dev" "mpirun.openmpi -n 2"
+add_peer mpich MPICH mpiexec.mpich mpicc.mpich mpicxx.mpich \
+    "mpich libmpich-dev" "env -u UCX_TLS -u UCX_NET_DEVICES mpiexec.mpich -n 2"
 [ ${#impls[@]} -gt 0 ] || { note "nothing built; nothing to run"; exit 1; }
 
-# The path of test $1 inside an OSU build.
+# The path of test $1 inside OSU build $2 (found, not assumed: the
+# benchmarks sit in per-kind directories), or nothing.
 test_path() {
-    case "$1" in
-        osu_allreduce | osu_bcast | osu_barrier | osu_reduce | osu_allgather | osu_alltoall | osu_gather | osu_scatter)
-            echo "c/mpi/collective/blocking/$1" ;;
-        *) echo "c/mpi/pt2pt/standard/$1" ;;
-    esac
+    find "$2/c/mpi" -type f -name "$1" -perm -u+x 2>/dev/null | head -n 1
 }
 
 probe() { python3 scripts/placement-probe.py; }
 IFS=, read -r -a test_list <<<"$tests"
+declare -A paths
+for impl in "${impls[@]}"; do
+    for t in "${test_list[@]}"; do
+        paths[$impl.$t]=$(test_path "$t" "$builds/$impl")
+    done
+done
 echo "==> ${test_list[*]}: ${impls[*]}; $rounds round(s), 2 ranks"
 echo "placement probe before: $(probe)"
 mkdir -p "$work/out"
@@ -137,9 +142,9 @@ for r in $(seq 1 "$rounds"); do
             # Each round starts at a different library.
             i=$(((k + r) % ${#impls[@]}))
             impl=${impls[$i]}
-            exe=$builds/$impl/$(test_path "$t")
-            if [ ! -x "$exe" ]; then
-                note "$exe was not built; skipped"
+            exe=${paths[$impl.$t]}
+            if [ -z "$exe" ]; then
+                note "$t was not built for $impl; skipped"
                 continue
             fi
             out=$work/out/$t.$impl.$r
@@ -193,6 +198,9 @@ for t in tests:
     sizes = sorted(set().union(*(samples[i].keys() for i in impls)))
     unit = "MB/s" if higher_better else "us"
     print(f"\n== {t} ({unit}; best of {rounds} rounds; ratio oxmpi / better peer, below 1 oxmpi is faster)")
+    if not sizes:
+        print("  no results (see the messages above)")
+        continue
     print(f"{'size':>8} {'oxmpi':>10} {'Open MPI':>10} {'MPICH':>10} {'best':>6} {'median':>7}")
     pick = max if higher_better else min
     for size in sizes:
