@@ -89,15 +89,12 @@ pub(crate) enum Named {
     Unknown,
 }
 
-/// The slab of light receives.
+/// The slab of light receives. (It keeps no counts: the hot paths stay
+/// free of them; [`Lights::used`] and [`Lights::posted`] count on demand.)
 #[derive(Default)]
 pub(crate) struct Lights {
     slots: Vec<Slot>,
     free: Vec<u32>,
-    /// Entries in use: posted receives and aliases.
-    used: usize,
-    /// Posted receives.
-    posted: usize,
 }
 
 #[inline(always)]
@@ -112,8 +109,6 @@ impl Lights {
     /// Stores a posted light receive; returns its handle.
     #[inline(always)]
     pub(crate) fn insert(&mut self, light: Light) -> u64 {
-        self.used += 1;
-        self.posted += 1;
         let index = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -147,30 +142,12 @@ impl Lights {
     /// Turns posted entry `index` into an alias of full request `full`.
     #[inline]
     pub(crate) fn promote_at(&mut self, index: usize, full: u64) {
-        self.posted -= 1;
         self.slots[index].state = State::Promoted(full);
     }
 
     /// Releases entry `index` (posted or alias); its handle becomes stale.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn vacate_at(&mut self, index: usize) {
-        if matches!(self.slots[index].state, State::Posted(_)) {
-            self.posted -= 1;
-        }
-        self.clear(index);
-    }
-
-    /// Releases entry `index`, known to be a posted receive ([`Named::Posted`]).
-    #[inline(always)]
-    pub(crate) fn vacate_posted_at(&mut self, index: usize) {
-        self.posted -= 1;
-        self.clear(index);
-    }
-
-    /// Empties entry `index` and makes its handle stale.
-    #[inline(always)]
-    fn clear(&mut self, index: usize) {
-        self.used -= 1;
         let slot = &mut self.slots[index];
         slot.state = State::Vacant;
         slot.generation = ((slot.generation + 1) & GENERATION_MASK).max(1);
@@ -201,14 +178,20 @@ impl Lights {
             .collect()
     }
 
-    /// Entries in use: posted light receives and aliases.
+    /// Entries in use: posted light receives and aliases (counted now).
     pub(crate) fn used(&self) -> usize {
-        self.used
+        self.slots
+            .iter()
+            .filter(|s| !matches!(s.state, State::Vacant))
+            .count()
     }
 
-    /// Posted light receives (not aliases).
+    /// Posted light receives, not aliases (counted now).
     pub(crate) fn posted(&self) -> usize {
-        self.posted
+        self.slots
+            .iter()
+            .filter(|s| matches!(s.state, State::Posted(_)))
+            .count()
     }
 }
 

@@ -403,7 +403,7 @@ impl Requests {
     /// its slot).
     #[inline(always)]
     pub(crate) fn release_light(&mut self, index: usize) {
-        self.light.vacate_posted_at(index);
+        self.light.vacate_at(index);
     }
 
     /// Releases light handle `handle`: the posted receive, or the request

@@ -7,7 +7,8 @@
 //!
 //! Slots are handed to the pml by address, so they never move: they come
 //! in chunks of [`CHUNK`] that live as long as the process (the runtime
-//! does), and are reused through a free list.
+//! does), and are reused through a free list. Each slot's use keeps its
+//! address, so finding a slot by number is one bounds-checked load.
 
 use super::Comm;
 use oxmpi_framework_pml::module::Completion;
@@ -18,10 +19,7 @@ const CHUNK: usize = 256;
 /// The slots and their communicators; see the module docs.
 #[derive(Default)]
 pub(super) struct Board {
-    /// The slots, [`CHUNK`] per chunk; never moved or freed. (A chunk's
-    /// length is in its type: a slot's index needs one bounds check.)
-    chunks: Vec<&'static [Completion; CHUNK]>,
-    /// What each slot's request is.
+    /// What each slot's request is, and where the slot is.
     uses: Vec<SlotUse>,
     /// Slots not in use.
     free: Vec<u32>,
@@ -33,6 +31,8 @@ struct SlotUse {
     comm: Comm,
     /// 0 while the slot is free (or taken and its request not started).
     handle: u64,
+    /// The slot (in a chunk of [`CHUNK`] that is never moved or freed).
+    slot: &'static Completion,
 }
 
 impl Board {
@@ -84,8 +84,7 @@ impl Board {
     /// Slot `i` (one [`Board::take`] answered).
     #[inline]
     pub(super) fn slot(&self, i: u32) -> &'static Completion {
-        let i = i as usize;
-        &self.chunks[i / CHUNK][i % CHUNK]
+        self.uses[i as usize].slot
     }
 
     /// The communicator of slot `i`'s request.
@@ -120,15 +119,13 @@ impl Board {
     #[inline(never)]
     fn grow(&mut self) -> u32 {
         let first = u32::try_from(self.uses.len()).expect("more than 2^32 requests at once");
-        let chunk: Box<[Completion; CHUNK]> = Box::new(std::array::from_fn(|_| Completion::new()));
-        self.chunks.push(Box::leak(chunk));
-        self.uses.resize(
-            self.uses.len() + CHUNK,
-            SlotUse {
-                comm: Comm::World,
-                handle: 0,
-            },
-        );
+        let chunk: &'static [Completion; CHUNK] =
+            Box::leak(Box::new(std::array::from_fn(|_| Completion::new())));
+        self.uses.extend(chunk.iter().map(|slot| SlotUse {
+            comm: Comm::World,
+            handle: 0,
+            slot,
+        }));
         // Lowest indices first out, so a program with few requests keeps
         // to the first slots.
         self.free.extend((first + 1..first + CHUNK as u32).rev());

@@ -168,9 +168,11 @@ impl<T: Transport> Engine<T> {
     /// Refuses a receive from a rank outside the job or into a null buffer.
     #[inline]
     fn check_recv(&self, args: &RecvArgs) -> Result<(), String> {
-        if (args.source != ANY_SOURCE && (args.source < 0 || args.source as u32 >= self.size))
-            || (args.buf.is_null() && args.len > 0)
-        {
+        // A negative source is past every rank as a `u32`; `|` keeps the
+        // common case free of branches.
+        let bad_source = args.source as u32 >= self.size && args.source != ANY_SOURCE;
+        let bad_buffer = args.buf.is_null() & (args.len != 0);
+        if bad_source | bad_buffer {
             return Err(self.invalid_recv(args));
         }
         Ok(())
