@@ -195,7 +195,20 @@ impl List {
         index: u32,
         links: fn(&mut N) -> &mut Links,
     ) {
-        let Links { prev, next } = std::mem::replace(links(&mut slab[index]), Links::UNLINKED);
+        let taken = std::mem::replace(links(&mut slab[index]), Links::UNLINKED);
+        self.close_gap(slab, taken, links);
+    }
+
+    /// Joins the neighbours of a node that left this list (already
+    /// removed from `slab`, say) whose links were `taken`.
+    #[inline]
+    pub(crate) fn close_gap<N>(
+        &mut self,
+        slab: &mut Slab<N>,
+        taken: Links,
+        links: fn(&mut N) -> &mut Links,
+    ) {
+        let Links { prev, next } = taken;
         if prev == NIL {
             self.head = next;
         } else {
