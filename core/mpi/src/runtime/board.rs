@@ -36,16 +36,17 @@ struct SlotUse {
 }
 
 impl Board {
-    /// A slot, armed, for a request on `comm`: its index.
+    /// A slot, armed, for a request on `comm`: its index, and the slot.
     #[inline]
-    pub(super) fn take(&mut self, comm: Comm) -> u32 {
+    pub(super) fn take(&mut self, comm: Comm) -> (u32, &'static Completion) {
         let i = match self.free.pop() {
             Some(i) => i,
             None => self.grow(),
         };
-        self.uses[i as usize].comm = comm;
-        self.slot(i).arm();
-        i
+        let used = &mut self.uses[i as usize];
+        used.comm = comm;
+        used.slot.arm();
+        (i, used.slot)
     }
 
     /// The slot the next [`Board::take`] answers, armed but still free: for
@@ -53,7 +54,7 @@ impl Board {
     /// leaves the board untouched; [`Board::claim`] takes it when the
     /// request did not complete.
     #[inline]
-    pub(super) fn peek(&mut self) -> u32 {
+    pub(super) fn peek(&mut self) -> (u32, &'static Completion) {
         let i = match self.free.last() {
             Some(&i) => i,
             None => {
@@ -62,8 +63,9 @@ impl Board {
                 i
             }
         };
-        self.slot(i).arm();
-        i
+        let slot = self.slot(i);
+        slot.arm();
+        (i, slot)
     }
 
     /// Takes slot `i`, the one [`Board::peek`] answered last (nothing
@@ -141,7 +143,8 @@ mod tests {
     #[test]
     fn slots_are_reused_stay_in_place_and_come_armed() {
         let mut b = Board::default();
-        let a = b.take(Comm::World);
+        let (a, a_slot) = b.take(Comm::World);
+        assert!(std::ptr::eq(a_slot, b.slot(a)), "take answers the slot");
         b.started(a, 77);
         assert_eq!(b.handle(a), 77);
         let at = b.slot(a) as *const Completion;
@@ -155,7 +158,7 @@ mod tests {
         b.slot(a).publish(&status);
         assert_eq!(b.slot(a).read(), Completed::Released(status));
         // Enough slots to need more chunks: the first one does not move.
-        let many: Vec<u32> = (0..3 * CHUNK).map(|_| b.take(Comm::SelfComm)).collect();
+        let many: Vec<u32> = (0..3 * CHUNK).map(|_| b.take(Comm::SelfComm).0).collect();
         assert!(std::ptr::eq(at, b.slot(a)));
         assert_eq!(b.in_use(), 3 * CHUNK + 1);
         assert_eq!(b.comm(many[700]), Comm::SelfComm);
@@ -167,7 +170,7 @@ mod tests {
         assert_eq!(b.handle(a), 0, "a slot given back holds no request");
         assert_eq!(b.handle(1 << 30), 0, "no such slot");
         // Taken again: armed, with its new communicator.
-        let again = b.take(Comm::World);
+        let (again, _) = b.take(Comm::World);
         assert_eq!(again, a, "the slot given back last comes out first");
         assert_eq!(b.slot(again).read(), Completed::Running);
         assert_eq!(b.comm(again), Comm::World);
@@ -178,20 +181,21 @@ mod tests {
     #[test]
     fn a_peeked_slot_stays_free_until_claimed() {
         let mut b = Board::default();
-        let p = b.peek();
+        let (p, p_slot) = b.peek();
+        assert!(std::ptr::eq(p_slot, b.slot(p)), "peek answers the slot");
         assert_eq!(b.in_use(), 0, "peeking takes nothing");
         assert_eq!(b.slot(p).read(), Completed::Running, "and arms the slot");
         b.slot(p).fail();
-        assert_eq!(b.peek(), p, "the same slot until one is taken");
+        assert_eq!(b.peek().0, p, "the same slot until one is taken");
         assert_eq!(b.slot(p).read(), Completed::Running, "armed again");
         b.claim(p, Comm::SelfComm);
         b.started(p, 5);
         assert_eq!(b.in_use(), 1);
         assert_eq!(b.comm(p), Comm::SelfComm);
         assert_eq!(b.handle(p), 5);
-        let next = b.peek();
+        let (next, _) = b.peek();
         assert_ne!(next, p, "a claimed slot is not answered again");
-        assert_eq!(b.take(Comm::World), next, "take answers the peeked slot");
+        assert_eq!(b.take(Comm::World).0, next, "take answers the peeked slot");
         b.give_back(p);
         b.give_back(next);
         assert_eq!(b.in_use(), 0);

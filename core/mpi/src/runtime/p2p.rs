@@ -9,7 +9,8 @@ impl Runtime {
     /// error: "destination", "source").
     #[inline(always)]
     fn world_rank(&self, comm: Comm, rank: i32, what: &str) -> Result<u32, Error> {
-        if comm == Comm::World && rank >= 0 && rank < self.size as i32 {
+        // A negative rank is past every rank as a `u32`.
+        if comm == Comm::World && (rank as u32) < self.size {
             return Ok(rank as u32);
         }
         self.world_rank_other(comm, rank, what)
@@ -138,7 +139,7 @@ impl Runtime {
     ) -> Result<RequestId, Error> {
         let context = self.context_of(comm)?;
         // Most sends complete as they start and leave the slot free.
-        let slot = state.board.peek();
+        let (slot, done) = state.board.peek();
         let args = SendArgs {
             buf,
             len,
@@ -146,7 +147,7 @@ impl Runtime {
             tag,
             context,
             mode,
-            done: state.board.slot(slot),
+            done,
         };
         // SAFETY: the caller keeps the buffer valid and unchanged until
         // the request completes (this function's contract); the slot stays
@@ -279,14 +280,14 @@ impl Runtime {
         hold: bool,
     ) -> Result<RequestId, Error> {
         let context = self.context_of(comm)?;
-        let slot = state.board.take(comm);
+        let (slot, done) = state.board.take(comm);
         let args = RecvArgs {
             buf,
             len,
             source,
             tag,
             context,
-            done: state.board.slot(slot),
+            done,
         };
         // SAFETY: the caller keeps the buffer valid and untouched until
         // the request completes (this function's contract); the slot stays

@@ -134,14 +134,14 @@ impl Runtime {
     ) -> Result<RequestId, Error> {
         let mut state = self.enter()?;
         let context = self.context_of(message.comm)?;
-        let slot = state.board.take(message.comm);
+        let (slot, done) = state.board.take(message.comm);
         let args = RecvArgs {
             buf,
             len,
             source: 0,
             tag: 0,
             context,
-            done: state.board.slot(slot),
+            done,
         };
         // SAFETY: the caller keeps the buffer valid and untouched until
         // the request completes (this function's contract); the slot stays
