@@ -329,12 +329,12 @@ impl<T> Matcher<T> {
                 let (i, _) = self.posted.insert(PostedNode {
                     recv,
                     stamp,
-                    links: Links::UNLINKED,
+                    links: self.peers[p].posted.tail_links(),
                     owner: p,
                 });
                 self.peers[p]
                     .posted
-                    .push_back(&mut self.posted, i, posted_links);
+                    .link_last(&mut self.posted, i, posted_links);
                 None
             }
             Source::Any => {
@@ -348,12 +348,12 @@ impl<T> Matcher<T> {
                 let (i, _) = self.posted.insert(PostedNode {
                     recv,
                     stamp,
-                    links: Links::UNLINKED,
+                    links: self.contexts[c].wild.tail_links(),
                     owner: c,
                 });
                 self.contexts[c]
                     .wild
-                    .push_back(&mut self.posted, i, posted_links);
+                    .link_last(&mut self.posted, i, posted_links);
                 self.wild_posted += 1;
                 None
             }
