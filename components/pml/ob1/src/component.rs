@@ -332,7 +332,7 @@ impl Pml for Ob1 {
         self.engine.on_header(peer, header, payload_len)
     }
 
-    #[inline]
+    #[inline(always)]
     fn on_fragment(&mut self, btl: usize, module: u32, peer: u32, header: &[u8], payload: &[u8]) {
         self.engine.on_fragment(btl, module, peer, header, payload)
     }

@@ -165,7 +165,7 @@ impl<T: Transport> Engine<T> {
     /// `BtlReceiver::on_fragment`: decodes the header and hands the
     /// fragment to the receive side (MATCH, RNDV), to its send (ACK) or to
     /// its receive (FRAG). A malformed fragment is logged and dropped.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn on_fragment(
         &mut self,
         btl: usize,
