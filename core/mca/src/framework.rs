@@ -168,6 +168,23 @@ impl Mca {
         for c in components {
             fw.open_one(c, &filter);
         }
+        // A library of this framework that did not load is a reason too:
+        // without it, "none is usable" would read as "none is installed".
+        for failure in self
+            .repository()
+            .failures
+            .iter()
+            .filter(|f| f.framework == name)
+        {
+            fw.reasons.push((
+                failure.component.clone(),
+                format!(
+                    "its library {} did not load: {}",
+                    failure.path.display(),
+                    failure.reason
+                ),
+            ));
+        }
         Ok(fw)
     }
 }

@@ -159,6 +159,9 @@ pub struct Diagnostic {
     /// The parameter it is about (its full name, or the name as the user
     /// wrote it when no parameter has it), when it is about one.
     pub param: Option<String>,
+    /// The framework of the component library it is about, when it is
+    /// about one that did not load.
+    pub framework: Option<String>,
 }
 
 /// One row of [`Mca::explain`].
@@ -259,24 +262,42 @@ impl Mca {
     }
 
     fn warn(&self, message: String) {
-        self.push(Severity::Warning, message, None);
+        self.push(Severity::Warning, message, None, None);
     }
 
     fn warn_about(&self, param: String, message: String) {
-        self.push(Severity::Warning, message, Some(param));
+        self.push(Severity::Warning, message, Some(param), None);
+    }
+
+    /// A warning about a component library of `framework` that did not
+    /// load.
+    fn warn_library(&self, framework: &str, message: String) {
+        self.push(
+            Severity::Warning,
+            message,
+            None,
+            Some(framework.to_string()),
+        );
     }
 
     fn error(&self, message: String) {
-        self.push(Severity::Error, message, None);
+        self.push(Severity::Error, message, None, None);
     }
 
-    fn push(&self, severity: Severity, message: String, param: Option<String>) {
+    fn push(
+        &self,
+        severity: Severity,
+        message: String,
+        param: Option<String>,
+        framework: Option<String>,
+    ) {
         let mut d = self.diagnostics.lock().unwrap_or_else(|e| e.into_inner());
         if !d.iter().any(|x| x.message == message) {
             d.push(Diagnostic {
                 severity,
                 message,
                 param,
+                framework,
             });
         }
     }

@@ -168,6 +168,34 @@ fn wrong_interface_major_version_is_rejected() {
     assert_eq!(loaded_names(&mca), ["btl/fixture"]);
 }
 
+/// A library that did not load is one of its framework's reasons, so "no
+/// usable component" names it instead of reading as "none installed",
+/// and its warning says which framework it is of (a rank under mpirun
+/// shows the warnings of the frameworks mpirun does not open).
+#[test]
+fn a_library_that_did_not_load_is_a_reason_of_its_framework() {
+    let w = World::new();
+    let path = w.install(Fixture::WrongInterface, "libmca_btl_future.so");
+    let (mca, d) = w.init();
+    let warning =
+        d.0.iter()
+            .find(|x| x.message.contains("libmca_btl_future.so"))
+            .expect("a warning about the library");
+    assert_eq!(warning.framework.as_deref(), Some("btl"));
+    let fw = mca.open_framework("btl").expect("btl opens");
+    let reasons = fw.reasons();
+    let (name, why) = reasons
+        .iter()
+        .find(|(n, _)| n == "future")
+        .unwrap_or_else(|| panic!("no reason for future: {reasons:?}"));
+    assert_eq!(name, "future");
+    assert!(
+        why.contains(&format!("its library {} did not load", path.display()))
+            && why.contains("version 99.0.0 of the btl interface"),
+        "{why}"
+    );
+}
+
 #[test]
 fn abi_layout_mismatch_is_summarized_with_the_full_text_in_detail() {
     let w = World::new();

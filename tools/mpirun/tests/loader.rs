@@ -306,3 +306,54 @@ fn panic_inside_map_names_the_library() {
     );
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
 }
+
+/// A component library of a framework only ranks load (mpirun does not
+/// open them) that does not load is still reported: once for the job, by
+/// rank 0, and the job runs without it; when it was the one asked for,
+/// the job stops with the warning and an error naming it.
+#[test]
+fn a_rank_framework_library_that_does_not_load_is_reported_once_and_named_when_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("libmca_btl_junk.so");
+    std::fs::write(&junk, b"this is not an ELF file\n").unwrap();
+    let junk_pml = dir.path().join("libmca_pml_junk.so");
+    std::fs::write(&junk_pml, b"nor is this\n").unwrap();
+    let value = path_value(dir.path());
+    let hello = built("hello").display().to_string();
+    let mut args = vec!["-n", "2"];
+    args.extend(TCP);
+    args.push(hello.as_str());
+    let run = run_env(&args, &[("OXMPI_MCA_mca_base_component_path", &value)]);
+    assert_eq!(run.code(), 0, "{}", run.stderr);
+    for library in [&junk, &junk_pml] {
+        let lines: Vec<&str> = run
+            .stderr
+            .lines()
+            .filter(|l| l.contains(&library.display().to_string()))
+            .collect();
+        assert_eq!(lines.len(), 1, "one warning per library:\n{}", run.stderr);
+        assert!(
+            lines[0].contains("warning: skipped component library")
+                && lines[0].contains("the dynamic loader cannot load it"),
+            "{}",
+            lines[0]
+        );
+    }
+
+    // Asked for by name: the job stops, the warning says why the library
+    // did not load and the error names the component.
+    let mut asked = vec!["--mca", "pml", "junk"];
+    asked.extend_from_slice(&args);
+    let run = run_env(&asked, &[("OXMPI_MCA_mca_base_component_path", &value)]);
+    assert_ne!(run.code(), 0);
+    assert!(
+        run.stderr.contains(&format!(
+            "warning: skipped component library {} (pml component junk)",
+            junk_pml.display()
+        )) && run
+            .stderr
+            .contains("asks for component junk that is not available"),
+        "{}",
+        run.stderr
+    );
+}

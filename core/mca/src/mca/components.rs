@@ -253,7 +253,7 @@ impl Mca {
     pub(super) fn report_load_failures(&self) {
         for failure in &self.repository.failures {
             if self.show_load_error(failure) {
-                self.warn(failure.message());
+                self.warn_library(&failure.framework, failure.message());
             }
             for fw in [failure.framework.as_str(), "mca"] {
                 log::log(fw, &failure.component, log::COMPONENT, &failure.message());

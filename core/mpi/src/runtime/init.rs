@@ -150,6 +150,11 @@ fn rank_frameworks() -> [&'static oxmpi_plugin_api::FrameworkInfo; 3] {
 /// Whether `name` is a component parameter of a framework only ranks load
 /// (`btl_tcp_if_include`, not `btl` or `btl_base_verbose`): mpirun cannot
 /// check such a name, so a rank reports what is wrong with it.
+/// Whether `name` is a framework only ranks load.
+fn is_rank_framework(name: &str) -> bool {
+    rank_frameworks().iter().any(|fw| fw.name == name)
+}
+
 fn is_rank_component_param(name: &str) -> bool {
     rank_frameworks().iter().any(|fw| {
         name.strip_prefix(fw.name)
@@ -175,16 +180,19 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
     let under_mpirun = std::env::var_os(oxmpi_pmi::identity::JOB_ID_VAR).is_some();
     if under_mpirun {
         // mpirun resolved the same files and environment and already showed
-        // the warnings, except about the component parameters of the
-        // frameworks only ranks load (mpirun does not know them): rank 0
-        // shows those once for the job. Errors still stop every rank.
+        // the warnings, except about the frameworks only ranks load (mpirun
+        // neither knows their component parameters nor opens their
+        // libraries): rank 0 shows those once for the job. Errors still
+        // stop every rank.
         let first_rank = std::env::var("PMI_RANK").map_or(true, |r| r.trim() == "0");
         let mut errors = Vec::new();
         for d in mca.take_diagnostics() {
             match d.severity {
                 Severity::Error => errors.push(d.message),
                 Severity::Warning
-                    if first_rank && d.param.as_deref().is_some_and(is_rank_component_param) =>
+                    if first_rank
+                        && (d.param.as_deref().is_some_and(is_rank_component_param)
+                            || d.framework.as_deref().is_some_and(is_rank_framework)) =>
                 {
                     eprintln!("{program}: warning: {}", d.message);
                 }
