@@ -238,8 +238,8 @@ impl SmBtl {
                         payload,
                         control: false,
                     } => {
-                        let h = ring.bytes(offset, header);
-                        let p = ring.bytes(offset + header, payload);
+                        // One range check for the header and the payload.
+                        let (h, p) = ring.bytes(offset, header + payload).split_at(header);
                         if batch.push(sender, h, p).is_err() {
                             // A header past the interface's limit: the
                             // segment is damaged (sm's senders write none).
