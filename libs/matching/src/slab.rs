@@ -174,17 +174,8 @@ impl List {
         index: u32,
         links: fn(&mut N) -> &mut Links,
     ) {
-        let tail = self.tail;
-        *links(&mut slab[index]) = Links {
-            prev: tail,
-            next: NIL,
-        };
-        if tail == NIL {
-            self.head = index;
-        } else {
-            links(&mut slab[tail]).next = index;
-        }
-        self.tail = index;
+        *links(&mut slab[index]) = self.tail_links();
+        self.link_last(slab, index, links);
     }
 
     /// The links a node appended at the tail gets: for a node built with
