@@ -11,7 +11,7 @@
 
 use crate::buffers::Outgoing;
 use crate::errors::{run, Fail, ERR_ARG, ERR_BUFFER};
-use crate::handles::{count, put};
+use crate::handles::{checked_out, count, put};
 use crate::p2p::{args, Args};
 use crate::requests::{self, Pending};
 use crate::{runtime, PROC_NULL};
@@ -222,6 +222,7 @@ pub unsafe extern "C" fn PMPI_Ibsend(
     request: *mut c_int,
 ) -> c_int {
     run("MPI_Ibsend", comm, || {
+        checked_out("request", request)?;
         // SAFETY: the caller's promise.
         let s = unsafe { bsend(buf, count, datatype, dest, tag, comm) }?;
         let h = requests::insert(Pending::Done(s));

@@ -26,7 +26,7 @@
 
 use crate::coll_staging::{self, Staged, Unpack, Wide};
 use crate::errors::{Fail, ERR_ARG, ERR_ROOT, ERR_TYPE};
-use crate::handles::{comm, count, op, typed, Layout, Typed};
+use crate::handles::{checked_out, comm, count, op, typed, Layout, Typed};
 use crate::ops::UserCtx;
 use crate::requests::{self, Pending};
 use crate::{runtime, IN_PLACE};
@@ -713,9 +713,7 @@ pub unsafe fn go(comm_: c_int, p: &Prepared) -> Result<(), Fail> {
 /// The call's buffers stay valid until the request completes; `request`
 /// is valid for a write.
 pub unsafe fn start(comm_: c_int, p: Prepared, request: *mut c_int) -> Result<(), Fail> {
-    if request.is_null() {
-        return Err(Fail::new(ERR_ARG, "request is a null pointer"));
-    }
+    checked_out("request", request)?;
     let rt = runtime()?;
     let c = comm(comm_)?;
     // SAFETY: the caller's promise; the arrays and staging buffers the

@@ -309,17 +309,22 @@ pub fn run(function: &str, comm: c_int, body: impl FnOnce() -> Result<(), Fail>)
     match std::panic::catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => SUCCESS,
         Ok(Err(fail)) => raise(function, comm, fail),
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("a panic");
-            raise(
-                function,
-                comm,
-                Fail::new(ERR_INTERN, format!("internal error: {what}")),
-            )
-        }
+        Err(panic) => raise_panic(function, comm, panic.as_ref()),
     }
+}
+
+/// Raises the `MPI_ERR_INTERN` failure of a panic (its `payload`) in the
+/// body of `function` on communicator handle `comm` (see [`run`]).
+#[cold]
+pub fn raise_panic(function: &str, comm: c_int, payload: &(dyn std::any::Any + Send)) -> c_int {
+    let what = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("a panic");
+    raise(
+        function,
+        comm,
+        Fail::new(ERR_INTERN, format!("internal error: {what}")),
+    )
 }

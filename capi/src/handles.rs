@@ -12,6 +12,16 @@ use std::sync::{OnceLock, RwLock};
 /// `MPI_COMM_NULL`.
 pub const COMM_NULL: c_int = 0;
 
+/// The communicator of handle `h`, or `None` for one that is not
+/// ([`comm`] says why).
+#[inline(always)]
+pub fn comm_of(h: c_int) -> Option<Comm> {
+    match u32::try_from(h) {
+        Ok(n) if n > 0 => Some(Comm::from_raw(n - 1)),
+        _ => None,
+    }
+}
+
 /// The communicator of handle `h` (`MPI_COMM_WORLD` is 1, `MPI_COMM_SELF`
 /// 2; the runtime's communicator `n` is `n + 1`).
 ///
@@ -21,9 +31,9 @@ pub const COMM_NULL: c_int = 0;
 /// refused by the runtime when used).
 #[inline]
 pub fn comm(h: c_int) -> Result<Comm, Fail> {
-    match u32::try_from(h) {
-        Ok(n) if n > 0 => Ok(Comm::from_raw(n - 1)),
-        _ => Err(Fail::new(
+    match comm_of(h) {
+        Some(c) => Ok(c),
+        None => Err(Fail::new(
             ERR_COMM,
             format!("communicator handle {h} is not a communicator (MPI_COMM_NULL is 0)"),
         )),
@@ -444,11 +454,24 @@ pub unsafe fn array<'a, T>(what: &str, p: *const T, n: usize) -> Result<&'a [T],
 /// `out` is null or valid for a write of `T`.
 #[inline]
 pub unsafe fn put<T>(what: &str, out: *mut T, value: T) -> Result<(), Fail> {
+    checked_out(what, out)?;
+    // SAFETY: not null; valid for a write (the caller's promise).
+    unsafe { out.write(value) };
+    Ok(())
+}
+
+/// Checks output pointer `out` (named `what`) before a call starts
+/// anything: a call that would start an operation and then find it
+/// cannot hand out its request must not start it.
+///
+/// # Errors
+///
+/// `MPI_ERR_ARG` when `out` is null.
+#[inline]
+pub fn checked_out<T>(what: &str, out: *mut T) -> Result<(), Fail> {
     if out.is_null() {
         return Err(Fail::new(ERR_ARG, format!("{what} is a null pointer")));
     }
-    // SAFETY: not null; valid for a write (the caller's promise).
-    unsafe { out.write(value) };
     Ok(())
 }
 

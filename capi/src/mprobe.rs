@@ -9,7 +9,7 @@
 
 use crate::buffers::Incoming;
 use crate::errors::{run, Fail, ERR_REQUEST};
-use crate::handles::{comm, count, put, typed};
+use crate::handles::{checked_out, comm, count, put, typed};
 use crate::p2p::proc_null_status;
 use crate::requests::{self, Pending};
 use crate::status::{store, MpiStatus};
@@ -233,6 +233,8 @@ pub unsafe extern "C" fn PMPI_Imrecv(
     // SAFETY: the caller's promise.
     let h = unsafe { message.as_ref() }.copied().unwrap_or(MESSAGE_NULL);
     run("MPI_Imrecv", comm_of(h), || {
+        checked_out("message", message)?;
+        checked_out("request", request)?;
         // SAFETY: the caller's promise (the buffer is untouched until the
         // request completes).
         let p = unsafe { start(buf, count, datatype, h) }?;

@@ -10,7 +10,7 @@
 use crate::buffers::{Incoming, Outgoing};
 use crate::dist_graph::Neighbors;
 use crate::errors::{run, Fail, ERR_ARG, ERR_TOPOLOGY};
-use crate::handles::{array as ints, comm, count, put, typed, Typed};
+use crate::handles::{array as ints, checked_out, comm, count, put, typed, Typed};
 use crate::requests::{self, Pending};
 use crate::{runtime, PROC_NULL};
 use oxmpi_mpi_core::{Comm, SendMode};
@@ -362,9 +362,7 @@ macro_rules! both {
         #[no_mangle]
         pub unsafe extern "C" fn $immediate($($arg: $ty,)* request: *mut c_int) -> c_int {
             run($itext, $c, || {
-                if request.is_null() {
-                    return Err(Fail::new(ERR_ARG, "request is a null pointer"));
-                }
+                checked_out("request", request)?;
                 let $req = Some(request);
                 // SAFETY: the caller's promise.
                 unsafe { $body }

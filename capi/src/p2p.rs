@@ -3,8 +3,8 @@
 
 use crate::buffers::{Incoming, Outgoing};
 use crate::completion::store_failure;
-use crate::errors::{run, Fail, ERR_ARG};
-use crate::handles::{any_type, comm, count, plain_bytes, put, typed, Typed};
+use crate::errors::{raise_panic, run, Fail, ERR_ARG, SUCCESS};
+use crate::handles::{any_type, checked_out, comm, comm_of, count, plain_bytes, put, typed, Typed};
 use crate::requests::{self, Pending};
 use crate::status::{store, MpiStatus};
 use crate::{runtime, PROC_NULL, UNDEFINED};
@@ -245,6 +245,7 @@ macro_rules! immediate_send {
             request: *mut c_int,
         ) -> c_int {
             run($text, comm, || {
+                checked_out("request", request)?;
                 let h = match contiguous_args(comm, count, datatype)? {
                     Some((rt, c, len)) if dest != PROC_NULL => {
                         // SAFETY: the user's buffer holds `len` bytes (the
@@ -329,7 +330,70 @@ pub unsafe extern "C" fn PMPI_Irecv(
     comm: c_int,
     request: *mut c_int,
 ) -> c_int {
+    if !request.is_null() {
+        // SAFETY: the caller's promise (the buffer is untouched until the
+        // request completes). A panic (a broken invariant) is reported as
+        // `run` reports one.
+        let common = std::panic::catch_unwind(|| unsafe {
+            irecv_common(buf, count, datatype, source, tag, comm)
+        });
+        match common {
+            Ok(Some(h)) => {
+                // SAFETY: not null; the caller's promise.
+                unsafe { request.write(h) };
+                return SUCCESS;
+            }
+            Ok(None) => {}
+            Err(panic) => return raise_panic("MPI_Irecv", comm, panic.as_ref()),
+        }
+    }
+    // SAFETY: the caller's promise.
+    unsafe { irecv_general(buf, count, datatype, source, tag, comm, request) }
+}
+
+/// `MPI_Irecv` in its common case (a predefined type, the world's
+/// communicator, a rank and tag that need no more checks, a thread that
+/// needs no lock), which reports nothing: the request's handle, or
+/// `None` with nothing started ([`irecv_general`] then decides).
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[inline(always)]
+unsafe fn irecv_common(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    source: c_int,
+    tag: c_int,
+    comm_: c_int,
+) -> Option<c_int> {
+    let len = plain_bytes(datatype, count)?;
+    let c = comm_of(comm_)?;
+    let rt = oxmpi_mpi_core::runtime()?;
+    // SAFETY: the user's buffer holds `len` bytes (the caller's promise),
+    // untouched until the request completes.
+    let slot = unsafe { rt.irecv_held_fast(c, source, tag, buf.cast(), len) }?;
+    Some(requests::slot_handle(slot, true))
+}
+
+/// `MPI_Irecv` past its common case, with every check and report.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[inline(never)]
+unsafe fn irecv_general(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    source: c_int,
+    tag: c_int,
+    comm: c_int,
+    request: *mut c_int,
+) -> c_int {
     run("MPI_Irecv", comm, || {
+        checked_out("request", request)?;
         let h = match contiguous_args(comm, count, datatype)? {
             Some((rt, c, len)) if source != PROC_NULL => {
                 // SAFETY: the user's buffer holds `len` bytes (the caller's

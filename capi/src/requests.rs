@@ -126,6 +126,17 @@ pub fn insert_plain(id: RequestId, receive: bool) -> c_int {
     key as c_int + 1
 }
 
+/// The handle of the request published in the runtime's completion slot
+/// `slot` ([`RequestId::in_slot`]): its plain handle, or past the plain
+/// handles' range an entry of the table.
+#[inline(always)]
+pub fn slot_handle(slot: u32, receive: bool) -> c_int {
+    match plain_handle(slot, receive) {
+        Some(h) => h,
+        None => insert_plain(RequestId::in_slot(slot), receive),
+    }
+}
+
 /// The handle of the plain request published in the runtime's
 /// completion slot `slot`: -2 minus twice the slot, minus 1 more for a
 /// receive (`None` past the handles' range: the table takes it).

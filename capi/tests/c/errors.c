@@ -43,6 +43,40 @@ int main(int argc, char **argv) {
     expect("null comm", MPI_Barrier(MPI_COMM_NULL), MPI_ERR_COMM, "MPI_COMM_NULL");
     expect("free world", MPI_Comm_free(&(MPI_Comm){MPI_COMM_WORLD}), MPI_ERR_COMM, "cannot be freed");
     expect("null request wait", MPI_Wait(NULL, MPI_STATUS_IGNORE), MPI_ERR_ARG, "null pointer");
+    /* MPI_Irecv leaves its common path for each of these, and the full
+     * checks report it; nothing is posted. */
+    MPI_Request ir = MPI_REQUEST_NULL;
+    expect("irecv bad rank", MPI_Irecv(x, 1, MPI_INT, size + 5, 0, MPI_COMM_WORLD, &ir), MPI_ERR_RANK,
+           "rank");
+    expect("irecv negative rank", MPI_Irecv(x, 1, MPI_INT, -7, 0, MPI_COMM_WORLD, &ir), MPI_ERR_RANK,
+           "rank -7");
+    expect("irecv bad tag", MPI_Irecv(x, 1, MPI_INT, 0, -5, MPI_COMM_WORLD, &ir), MPI_ERR_TAG, "tag -5");
+    expect("irecv bad count", MPI_Irecv(x, -1, MPI_INT, 0, 0, MPI_COMM_WORLD, &ir), MPI_ERR_COUNT,
+           "count is -1");
+    expect("irecv bad type", MPI_Irecv(x, 1, 999, 0, 0, MPI_COMM_WORLD, &ir), MPI_ERR_TYPE,
+           "datatype handle 999");
+    expect("irecv null comm", MPI_Irecv(x, 1, MPI_INT, 0, 0, MPI_COMM_NULL, &ir), MPI_ERR_COMM,
+           "MPI_COMM_NULL");
+    expect("irecv null request", MPI_Irecv(x, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, NULL), MPI_ERR_ARG,
+           "null pointer");
+    expect("irecv null buffer", MPI_Irecv(NULL, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, &ir), MPI_ERR_OTHER,
+           "null pointer");
+    if (ir != MPI_REQUEST_NULL) { fprintf(stderr, "rank %d: a refused MPI_Irecv set its request\n", rank); failures++; }
+    /* A call that cannot hand out its request starts nothing. */
+    expect("isend null request", MPI_Isend(x, 1, MPI_INT, rank, 0, MPI_COMM_WORLD, NULL), MPI_ERR_ARG,
+           "null pointer");
+    expect("ibsend null request", MPI_Ibsend(x, 1, MPI_INT, rank, 0, MPI_COMM_WORLD, NULL), MPI_ERR_ARG,
+           "null pointer");
+    int waiting = 1;
+    MPI_Iprobe(rank, 0, MPI_COMM_WORLD, &waiting, MPI_STATUS_IGNORE);
+    if (waiting) { fprintf(stderr, "rank %d: a refused MPI_Isend sent its message\n", rank); failures++; }
+    /* Nothing was posted: a message to this rank with tag 0 is still
+     * waiting after them, and the receive that takes it is the only one. */
+    MPI_Send(x, 1, MPI_INT, rank, 0, MPI_COMM_WORLD);
+    waiting = 0;
+    MPI_Iprobe(rank, 0, MPI_COMM_WORLD, &waiting, MPI_STATUS_IGNORE);
+    if (!waiting) { fprintf(stderr, "rank %d: a refused MPI_Irecv took a message\n", rank); failures++; }
+    MPI_Recv(x, 1, MPI_INT, rank, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     MPI_Request bogus = 12345;
     expect("unknown request", MPI_Wait(&bogus, MPI_STATUS_IGNORE), MPI_ERR_REQUEST, "not an active request");
     /* Truncation: rank 1 sends 4 ints, rank 0 receives room for 2 (the

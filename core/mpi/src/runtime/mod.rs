@@ -339,6 +339,18 @@ impl Runtime {
     /// read).
     #[inline]
     fn enter(&self) -> Result<Entered<'_>, Error> {
+        if let Some(entered) = self.enter_single() {
+            return Ok(entered);
+        }
+        self.enter_checked()
+    }
+
+    /// The state, when the calling thread may enter without a lock:
+    /// thread level `SINGLE` or `FUNNELED`, called from the initializing
+    /// thread, while running. `None` otherwise (then [`Runtime::enter`]
+    /// decides and reports).
+    #[inline(always)]
+    fn enter_single(&self) -> Option<Entered<'_>> {
         if matches!(self.level, ThreadLevel::Single | ThreadLevel::Funneled)
             && PHASE.load(Ordering::Acquire) == PHASE_RUNNING
             && on_main_thread()
@@ -346,9 +358,9 @@ impl Runtime {
             // SAFETY: below `SERIALIZED` only the initializing thread is
             // admitted, and no method enters while entered.
             let state = unsafe { &mut *self.state.get() };
-            return Ok(Entered { state, lock: None });
+            return Some(Entered { state, lock: None });
         }
-        self.enter_checked()
+        None
     }
 
     /// [`Runtime::enter`] with every check and the lock (above

@@ -239,6 +239,59 @@ impl Runtime {
         unsafe { self.post_recv(comm, source, tag, buf, len, true) }
     }
 
+    /// [`Runtime::irecv_held`] in its common case only, reporting nothing:
+    /// a receive on the world's communicator, from a rank of the job or
+    /// [`ANY_SOURCE`], with a valid tag, at thread level `SINGLE` or
+    /// `FUNNELED` from the initializing thread, which the pml takes. Its
+    /// completion slot's number ([`RequestId::slot_number`]; the request
+    /// is [`RequestId::in_slot`] of it), or `None` with nothing started:
+    /// the caller then takes [`Runtime::irecv_held`], which handles or
+    /// reports whatever this declined. Leaner than the general call: no
+    /// error is built on its path.
+    ///
+    /// # Safety
+    /// As [`Runtime::irecv`].
+    #[inline(always)]
+    pub unsafe fn irecv_held_fast(
+        &self,
+        comm: Comm,
+        source: i32,
+        tag: i32,
+        buf: *mut u8,
+        len: usize,
+    ) -> Option<u32> {
+        // A negative rank is past every rank as a `u32`.
+        let source_ok = source == ANY_SOURCE || (source as u32) < self.size;
+        let tag_ok = tag >= 0 || tag == ANY_TAG;
+        if comm != Comm::World || !(source_ok & tag_ok) {
+            return None;
+        }
+        let mut state = self.enter_single()?;
+        let (slot, done) = state.board.take(comm);
+        let args = RecvArgs {
+            buf,
+            len,
+            source,
+            tag,
+            context: 0,
+            done,
+        };
+        // SAFETY: the caller keeps the buffer valid and untouched until
+        // the request completes (this function's contract); the slot stays
+        // until read or the request freed.
+        match unsafe { self.pml.irecv(&args) } {
+            Ok((handle, st)) => {
+                self.recv_started(&mut state, comm, slot, handle, &st, true);
+                Some(slot)
+            }
+            Err(_) => {
+                // The general call refuses it again, with the sentence.
+                state.board.give_back(slot);
+                None
+            }
+        }
+    }
+
     /// [`Runtime::irecv`] (`hold` false) and [`Runtime::irecv_held`]:
     /// checks the arguments, enters, and hands the receive to the pml.
     ///
