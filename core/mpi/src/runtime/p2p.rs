@@ -9,8 +9,7 @@ impl Runtime {
     /// error: "destination", "source").
     #[inline(always)]
     fn world_rank(&self, comm: Comm, rank: i32, what: &str) -> Result<u32, Error> {
-        // A negative rank is past every rank as a `u32`.
-        if comm == Comm::World && (rank as u32) < self.size {
+        if comm == Comm::World && self.is_job_rank(rank) {
             return Ok(rank as u32);
         }
         self.world_rank_other(comm, rank, what)
@@ -72,11 +71,24 @@ impl Runtime {
 
     #[inline]
     pub(super) fn check_tag(tag: i32, wildcard: bool) -> Result<(), Error> {
-        if (0..=TAG_UB).contains(&tag) || (wildcard && tag == ANY_TAG) {
+        if Self::valid_tag(tag, wildcard) {
             Ok(())
         } else {
             Err(Self::tag_error(tag, wildcard))
         }
+    }
+
+    /// Whether `tag` is a valid tag (or, with `wildcard`, [`ANY_TAG`]).
+    #[inline(always)]
+    fn valid_tag(tag: i32, wildcard: bool) -> bool {
+        (0..=TAG_UB).contains(&tag) || (wildcard && tag == ANY_TAG)
+    }
+
+    /// Whether `rank` is a rank of the job.
+    #[inline(always)]
+    fn is_job_rank(&self, rank: i32) -> bool {
+        // A negative rank is past every rank as a `u32`.
+        (rank as u32) < self.size
     }
 
     /// The error of an invalid tag.
@@ -260,10 +272,8 @@ impl Runtime {
         buf: *mut u8,
         len: usize,
     ) -> Option<u32> {
-        // A negative rank is past every rank as a `u32`.
-        let source_ok = source == ANY_SOURCE || (source as u32) < self.size;
-        let tag_ok = tag >= 0 || tag == ANY_TAG;
-        if comm != Comm::World || !(source_ok & tag_ok) {
+        let source_ok = source == ANY_SOURCE || self.is_job_rank(source);
+        if comm != Comm::World || !(source_ok & Self::valid_tag(tag, true)) {
             return None;
         }
         let mut state = self.enter_single()?;
