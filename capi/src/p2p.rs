@@ -8,7 +8,7 @@ use crate::handles::{any_type, checked_out, comm, comm_of, count, plain_bytes, p
 use crate::requests::{self, Pending};
 use crate::status::{store, MpiStatus};
 use crate::{runtime, PROC_NULL, UNDEFINED};
-use oxmpi_mpi_core::{Comm, Runtime, SendMode, Status, ANY_TAG};
+use oxmpi_mpi_core::{Comm, RequestId, Runtime, SendMode, Status, ANY_TAG};
 use std::ffi::{c_int, c_void};
 
 /// The status of an operation with `MPI_PROC_NULL`.
@@ -216,12 +216,56 @@ macro_rules! blocking_send {
             tag: c_int,
             comm: c_int,
         ) -> c_int {
-            // SAFETY: the caller's promise.
-            run($text, comm, || unsafe {
-                blocking_send(buf, count, datatype, dest, tag, comm, $mode)
-            })
+            // SAFETY: the caller's promise (the buffer is untouched until
+            // the call returns). A panic (a broken invariant) is reported
+            // as `run` reports one.
+            let common = std::panic::catch_unwind(|| unsafe {
+                send_common(buf, count, datatype, dest, tag, comm, $mode)
+            });
+            match common {
+                Ok(Some(id)) if id.handle() == 0 => SUCCESS,
+                Ok(Some(id)) => run($text, comm, || send_wait(id)),
+                Ok(None) => run($text, comm, || unsafe {
+                    // SAFETY: the caller's promise.
+                    blocking_send(buf, count, datatype, dest, tag, comm, $mode)
+                }),
+                Err(panic) => raise_panic($text, comm, panic.as_ref()),
+            }
         }
     };
+}
+
+/// A blocking send in its common case (a predefined type, the world's
+/// communicator, a rank and tag that need no more checks, a thread that
+/// needs no lock), which reports nothing: the started request, or `None`
+/// with nothing started ([`blocking_send`] then decides).
+///
+/// # Safety
+///
+/// `buf` holds `count` elements of `datatype`, untouched until the
+/// request completes.
+#[inline(always)]
+unsafe fn send_common(
+    buf: *const c_void,
+    count: c_int,
+    datatype: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm_: c_int,
+    mode: SendMode,
+) -> Option<RequestId> {
+    let len = plain_bytes(datatype, count)?;
+    let c = comm_of(comm_)?;
+    let rt = oxmpi_mpi_core::runtime()?;
+    // SAFETY: the caller's promise.
+    unsafe { rt.isend_fast(c, dest, tag, buf.cast(), len, mode) }
+}
+
+/// Waits for the send [`send_common`] started and did not complete.
+#[inline(never)]
+fn send_wait(id: RequestId) -> Result<(), Fail> {
+    runtime()?.wait(id)?;
+    Ok(())
 }
 
 blocking_send!(PMPI_Send, "MPI_Send", SendMode::Standard);

@@ -67,9 +67,18 @@ int main(int argc, char **argv) {
            "null pointer");
     expect("ibsend null request", MPI_Ibsend(x, 1, MPI_INT, rank, 0, MPI_COMM_WORLD, NULL), MPI_ERR_ARG,
            "null pointer");
+    /* MPI_Send and MPI_Ssend leave their common path for each of these,
+     * and the full checks report it; nothing is sent. */
+    expect("send negative rank", MPI_Send(x, 1, MPI_INT, -7, 0, MPI_COMM_WORLD), MPI_ERR_RANK, "rank -7");
+    expect("send null comm", MPI_Send(x, 1, MPI_INT, rank, 0, MPI_COMM_NULL), MPI_ERR_COMM, "MPI_COMM_NULL");
+    expect("send null buffer", MPI_Send(NULL, 1, MPI_INT, rank, 0, MPI_COMM_WORLD), MPI_ERR_OTHER,
+           "null pointer");
+    expect("ssend bad rank", MPI_Ssend(x, 1, MPI_INT, size + 5, 0, MPI_COMM_WORLD), MPI_ERR_RANK, "rank");
+    expect("ssend bad tag", MPI_Ssend(x, 1, MPI_INT, rank, MPI_ANY_TAG, MPI_COMM_WORLD), MPI_ERR_TAG, "tag");
+    expect("send to MPI_PROC_NULL", MPI_Send(x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD), MPI_SUCCESS, "");
     int waiting = 1;
     MPI_Iprobe(rank, 0, MPI_COMM_WORLD, &waiting, MPI_STATUS_IGNORE);
-    if (waiting) { fprintf(stderr, "rank %d: a refused MPI_Isend sent its message\n", rank); failures++; }
+    if (waiting) { fprintf(stderr, "rank %d: a refused MPI_Isend or MPI_Send sent its message\n", rank); failures++; }
     /* Nothing was posted: a message to this rank with tag 0 is still
      * waiting after them, and the receive that takes it is the only one. */
     MPI_Send(x, 1, MPI_INT, rank, 0, MPI_COMM_WORLD);

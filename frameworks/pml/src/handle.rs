@@ -135,6 +135,14 @@ pub struct PmlHandle {
     context: ComponentContext,
 }
 
+/// Drops the sentence of a refusal nobody reads (kept out of line: a
+/// refusal is rare).
+#[cold]
+#[inline(never)]
+fn drop_reason(text: RString) {
+    drop(text);
+}
+
 fn reason(text: RString, otherwise: &str) -> String {
     if text.is_empty() {
         otherwise.to_string()
@@ -219,6 +227,31 @@ impl PmlHandle {
                 kind,
                 reason(error, "the pml refused the send without a reason"),
             ))
+        }
+    }
+
+    /// [`PmlHandle::isend`] for a caller that asks `isend` again for the
+    /// reason of a refusal: the request handle as `isend` answers it, or
+    /// `None` when the pml refused (its sentence is dropped). Inlined
+    /// whole into the caller.
+    ///
+    /// # Safety
+    ///
+    /// As [`PmlHandle::isend`].
+    #[inline(always)]
+    pub unsafe fn isend_quiet(&self, args: &SendArgs) -> Option<u64> {
+        let mut request = 0u64;
+        let mut kind = RequestError::None;
+        let mut error = MaybeUninit::uninit();
+        // SAFETY: as in `init`; the buffer is the caller's promise.
+        let ok = unsafe { (self.table.isend)(args, &mut request, &mut kind, &mut error) };
+        if ok {
+            Some(request)
+        } else {
+            // SAFETY: a refusing entry writes the sentence (the table's
+            // contract).
+            drop_reason(unsafe { error.assume_init() });
+            None
         }
     }
 

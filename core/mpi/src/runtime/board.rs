@@ -53,7 +53,7 @@ impl Board {
     /// a request that usually completes as it starts (a send), which then
     /// leaves the board untouched; [`Board::claim`] takes it when the
     /// request did not complete.
-    #[inline]
+    #[inline(always)]
     pub(super) fn peek(&mut self) -> (u32, &'static Completion) {
         let i = match self.free.last() {
             Some(&i) => i,

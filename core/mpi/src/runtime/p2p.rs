@@ -131,6 +131,55 @@ impl Runtime {
         unsafe { self.start_send(&mut state, comm, dest_world, tag, buf, len, mode) }
     }
 
+    /// [`Runtime::isend`] in its common case only, reporting nothing: a
+    /// send on the world's communicator to a rank of the job with a valid
+    /// tag, at thread level `SINGLE` or `FUNNELED` from the initializing
+    /// thread, which the pml takes. The request (complete already when
+    /// the btl took the message at once), or `None` with nothing started:
+    /// the caller then takes [`Runtime::isend`], which handles or reports
+    /// whatever this declined. Leaner than the general call: no error is
+    /// built on its path.
+    ///
+    /// # Safety
+    /// As [`Runtime::isend`].
+    #[inline(always)]
+    pub unsafe fn isend_fast(
+        &self,
+        comm: Comm,
+        dest: i32,
+        tag: i32,
+        buf: *const u8,
+        len: usize,
+        mode: SendMode,
+    ) -> Option<RequestId> {
+        if comm != Comm::World || !(self.is_job_rank(dest) & Self::valid_tag(tag, false)) {
+            return None;
+        }
+        let mut state = self.enter_single()?;
+        let (slot, done) = state.board.peek();
+        let args = SendArgs {
+            buf,
+            len,
+            dest: dest as u32,
+            tag,
+            context: 0,
+            mode,
+            done,
+        };
+        // SAFETY: the caller keeps the buffer valid and unchanged until
+        // the request completes (this function's contract); the slot stays
+        // until read or the request freed.
+        // A refusal is asked again by the general call, for its reason.
+        match unsafe { self.pml.isend_quiet(&args) }? {
+            0 => Some(RequestId::completed(Status::default())),
+            handle => {
+                state.board.claim(slot, comm);
+                state.board.started(slot, handle);
+                Some(RequestId::pending_in(handle, slot))
+            }
+        }
+    }
+
     /// Hands a send to the pml (with the runtime entered) and turns its
     /// refusal into an error with the hints about btls.
     ///
