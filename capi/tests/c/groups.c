@@ -74,6 +74,49 @@ int main(int argc, char **argv) {
         CHECK(esz == ne, "even comm size %d", esz);
         MPI_Comm_free(&even_comm);
     }
+    /* Exclusions and intersections give the odds and evens again. */
+    MPI_Group no_evens, no_evens_range, common, none;
+    int exclude[64], nx = 0;
+    for (int i = 0; i < size; i += 2) exclude[nx++] = i;
+    MPI_Group_excl(world, nx, exclude, &no_evens);
+    MPI_Group_compare(no_evens, odds, &cmp);
+    CHECK(cmp == MPI_IDENT, "excl of the evens against the odds %d", cmp);
+    MPI_Group_range_excl(world, 1, range, &no_evens_range);
+    MPI_Group_compare(no_evens_range, odds, &cmp);
+    CHECK(cmp == MPI_IDENT, "range_excl of the evens against the odds %d", cmp);
+    MPI_Group_rank(no_evens_range, &gr);
+    CHECK(gr == (rank % 2 ? rank / 2 : MPI_UNDEFINED), "rank in range_excl %d", gr);
+    /* An intersection keeps the first group's order. */
+    MPI_Group_intersection(evens, back, &common);
+    MPI_Group_compare(common, evens, &cmp);
+    CHECK(cmp == MPI_IDENT, "intersection in the evens' order %d", cmp);
+    MPI_Group_free(&common);
+    MPI_Group_intersection(back, evens, &common);
+    MPI_Group_compare(common, evens, &cmp);
+    CHECK(cmp == (ne > 1 ? MPI_SIMILAR : MPI_IDENT), "intersection in reversed order %d", cmp);
+    MPI_Group_intersection(odds, evens, &none);
+    int nn = -1;
+    MPI_Group_size(none, &nn);
+    CHECK(nn == 0, "disjoint intersection of size %d", nn);
+    if (none != MPI_GROUP_EMPTY) MPI_Group_free(&none);
+    int excl_bad = 0, excl_rc;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int out_of_range[1] = {size};
+    MPI_Group excl_fail = MPI_GROUP_NULL;
+    excl_rc = MPI_Group_excl(world, 1, out_of_range, &excl_fail);
+    MPI_Error_class(excl_rc, &excl_bad);
+    CHECK(excl_bad == MPI_ERR_RANK, "excl of rank %d: class %d", size, excl_bad);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    MPI_Group_free(&no_evens); MPI_Group_free(&no_evens_range); MPI_Group_free(&common);
+    /* The Fortran conversions are the identity on every handle. */
+    MPI_Info info;
+    MPI_Info_create(&info);
+    CHECK(MPI_Group_f2c(MPI_Group_c2f(world)) == world && MPI_Comm_f2c(MPI_Comm_c2f(reversed)) == reversed &&
+              MPI_Info_f2c(MPI_Info_c2f(info)) == info &&
+              MPI_Errhandler_f2c(MPI_Errhandler_c2f(MPI_ERRORS_RETURN)) == MPI_ERRORS_RETURN &&
+              MPI_Comm_f2c(MPI_Comm_c2f(MPI_COMM_NULL)) == MPI_COMM_NULL,
+          "c2f and f2c");
+    MPI_Info_free(&info);
     MPI_Group_free(&world); MPI_Group_free(&evens); MPI_Group_free(&odds);
     MPI_Group_free(&back); MPI_Group_free(&uni);
     CHECK(world == MPI_GROUP_NULL, "group handle not reset");

@@ -1,6 +1,7 @@
 /* Derived datatypes through mpi.h: a C struct described with
  * MPI_Get_address and sent between ranks, subarray and darray types on
- * the wire, the block constructors, envelopes and contents, names, and
+ * the wire, indexed and hvector types on the wire, duplicates, true
+ * extents, the block constructors, envelopes and contents, names, and
  * external32 bytes. Prints "types: ok". */
 #include <mpi.h>
 #include <stdio.h>
@@ -101,6 +102,55 @@ int main(int argc, char **argv) {
     int s1, s2, s3;
     MPI_Type_size(ib, &s1); MPI_Type_size(hib, &s2); MPI_Type_size(hix, &s3);
     CHECK(s1 == 24 && s2 == 24 && s3 == 20, "block sizes %d %d %d", s1, s2, s3);
+
+    /* indexed and hvector on the wire: the columns 0 and 3 of a 3x6 int
+     * array (an hvector of two rows' strides), and the elements 0-1, 5
+     * and 9-11 of a line (indexed); a true extent without the resized
+     * bounds; a duplicate that keeps the type map. */
+    int mat[3][6], cols[6] = {0}, picked[6] = {0};
+    for (int i = 0; i < 3; i++) for (int j = 0; j < 6; j++) mat[i][j] = 100 * rank + 10 * i + j;
+    MPI_Datatype col, two_cols, idx, idx_dup, wide;
+    MPI_Type_vector(3, 1, 6, MPI_INT, &col);
+    MPI_Type_create_hvector(2, 1, 3 * sizeof(int), col, &two_cols);
+    MPI_Type_commit(&two_cols);
+    int ilens[3] = {2, 1, 3}, idisp[3] = {0, 5, 9};
+    MPI_Type_indexed(3, ilens, idisp, MPI_INT, &idx);
+    MPI_Type_dup(idx, &idx_dup);
+    MPI_Type_commit(&idx_dup);
+    int line12[12];
+    for (int i = 0; i < 12; i++) line12[i] = 1000 * rank + i;
+    if (active) {
+        MPI_Sendrecv(mat, 1, two_cols, peer, 3, cols, 6, MPI_INT, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        for (int k = 0; k < 6; k++) {
+            int c = k < 3 ? 0 : 3, r = k % 3;
+            CHECK(cols[k] == 100 * peer + 10 * r + c, "hvector element %d = %d", k, cols[k]);
+        }
+        MPI_Sendrecv(line12, 1, idx_dup, peer, 4, picked, 6, MPI_INT, peer, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        int want[6] = {0, 1, 5, 9, 10, 11};
+        for (int k = 0; k < 6; k++)
+            CHECK(picked[k] == 1000 * peer + want[k], "indexed element %d = %d", k, picked[k]);
+    }
+    MPI_Type_get_envelope(idx_dup, &ni, &na, &nd, &comb);
+    CHECK(comb == MPI_COMBINER_DUP && ni == 0 && na == 0 && nd == 1, "dup envelope %d %d %d %d", ni, na, nd, comb);
+    MPI_Type_get_contents(idx_dup, 0, 0, 1, ints, addrs, dts);
+    MPI_Type_get_envelope(dts[0], &ni, &na, &nd, &comb);
+    CHECK(comb == MPI_COMBINER_INDEXED && ni == 7, "dup contents: combiner %d", comb);
+    MPI_Type_free(&dts[0]);
+    MPI_Type_get_envelope(two_cols, &ni, &na, &nd, &comb);
+    CHECK(comb == MPI_COMBINER_HVECTOR && ni == 2 && na == 1 && nd == 1, "hvector envelope %d %d %d %d", ni, na, nd, comb);
+    MPI_Type_get_envelope(idx, &ni, &na, &nd, &comb);
+    CHECK(comb == MPI_COMBINER_INDEXED && ni == 7 && na == 0 && nd == 1, "indexed envelope %d %d %d %d", ni, na, nd, comb);
+    MPI_Aint tlb, text;
+    MPI_Type_create_resized(idx, -8, 64, &wide);
+    MPI_Type_get_extent(wide, &lb, &ext);
+    MPI_Type_get_true_extent(wide, &tlb, &text);
+    CHECK(lb == -8 && ext == 64 && tlb == 0 && text == 12 * (MPI_Aint)sizeof(int),
+          "resized extent %ld %ld, true %ld %ld", (long)lb, (long)ext, (long)tlb, (long)text);
+    MPI_Type_get_true_extent(two_cols, &tlb, &text);
+    CHECK(tlb == 0 && text == (2 * 6 + 3 + 1) * (MPI_Aint)sizeof(int), "hvector true extent %ld %ld", (long)tlb,
+          (long)text);
+    MPI_Type_free(&col); MPI_Type_free(&two_cols); MPI_Type_free(&idx); MPI_Type_free(&idx_dup);
+    MPI_Type_free(&wide);
 
     /* Names. */
     char name[MPI_MAX_OBJECT_NAME];
