@@ -11,7 +11,8 @@ use std::ffi::c_void;
 pub enum Outgoing {
     /// The user's bytes.
     Direct(*const u8, usize),
-    /// A packed copy of a non-contiguous type.
+    /// A copy: packed for a non-contiguous type, or one the user's
+    /// buffer may overwrite ([`Outgoing::copied`]).
     Packed(Vec<u8>),
 }
 
@@ -36,6 +37,30 @@ impl Outgoing {
                 unsafe { dt.pack_raw(buf.cast(), count, 0, &mut packed) };
                 Ok(Outgoing::Packed(packed))
             }
+        }
+    }
+
+    /// A copy of `count` elements of `ty` at `buf` (packed when the type
+    /// is not contiguous), which the user's buffer may overwrite.
+    ///
+    /// # Safety
+    ///
+    /// The elements' bytes are readable.
+    ///
+    /// # Errors
+    ///
+    /// The size overflows.
+    pub unsafe fn copied(buf: *const c_void, count: usize, ty: &Typed) -> Result<Outgoing, Fail> {
+        // SAFETY: the caller's promise.
+        match unsafe { Outgoing::new(buf, count, ty) }? {
+            Outgoing::Direct(_, 0) => Ok(Outgoing::Packed(Vec::new())),
+            Outgoing::Direct(p, len) => {
+                // SAFETY: `len` readable bytes at `p` (the caller's
+                // promise), which is not null as `len` is not 0.
+                let bytes = unsafe { std::slice::from_raw_parts(p, len) };
+                Ok(Outgoing::Packed(bytes.to_vec()))
+            }
+            packed => Ok(packed),
         }
     }
 

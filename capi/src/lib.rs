@@ -170,6 +170,7 @@ weak_aliases!(
     Issend,
     Irecv,
     Sendrecv,
+    Sendrecv_replace,
     Wait,
     Waitall,
     Waitany,

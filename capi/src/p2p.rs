@@ -481,6 +481,7 @@ pub unsafe extern "C" fn PMPI_Sendrecv(
 ) -> c_int {
     run("MPI_Sendrecv", comm, || {
         let rt = runtime()?;
+        check_exchange(rt, comm, dest, sendtag, source, recvtag)?;
         // SAFETY: the caller's promise; both complete before the return.
         let r = unsafe { start_recv(recvbuf, recvcount, recvtype, source, recvtag, comm) }?;
         // SAFETY: as above.
@@ -495,13 +496,106 @@ pub unsafe extern "C" fn PMPI_Sendrecv(
                 SendMode::Standard,
             )
         };
-        let sent = s.and_then(|s| requests::wait(rt, s));
-        let got = requests::wait(rt, r)?;
-        sent?;
         // SAFETY: the caller's promise.
-        unsafe { store(status, MpiStatus::of(&got)) };
-        Ok(())
+        unsafe { finish_exchange(rt, s, r, status) }
     })
+}
+
+/// `MPI_Sendrecv_replace`: the message out is copied (packed when the
+/// type is not contiguous) before the receive may overwrite the buffer.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Sendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: c_int,
+    status: *mut MpiStatus,
+) -> c_int {
+    run("MPI_Sendrecv_replace", comm, || {
+        let Args {
+            rt,
+            comm: c,
+            count: n,
+            ty,
+        } = args(comm, count, datatype)?;
+        check_exchange(rt, comm, dest, sendtag, source, recvtag)?;
+        let out = if dest == PROC_NULL {
+            None
+        } else {
+            // SAFETY: the buffer holds `count` elements (the caller's
+            // promise).
+            Some(unsafe { Outgoing::copied(buf, n, &ty) }?)
+        };
+        // SAFETY: the caller's promise; the receive completes before the
+        // return.
+        let r = unsafe { start_recv(buf, count, datatype, source, recvtag, comm) }?;
+        let s = match out {
+            None => Ok(Pending::Done(proc_null_status())),
+            Some(out) => {
+                let (p, len) = out.bytes();
+                // SAFETY: `p..p + len` is `out`'s own copy, which the
+                // pending send keeps (moving it does not move its bytes).
+                unsafe { rt.isend(c, dest, sendtag, p, len, SendMode::Standard) }
+                    .map(|id| Pending::Send(id, out))
+                    .map_err(Fail::from)
+            }
+        };
+        // SAFETY: the caller's promise.
+        unsafe { finish_exchange(rt, s, r, status) }
+    })
+}
+
+/// Checks both halves of an exchange on communicator handle `comm_`
+/// before either starts, so that a bad one leaves nothing posted.
+fn check_exchange(
+    rt: &Runtime,
+    comm_: c_int,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+) -> Result<(), Fail> {
+    let c = comm(comm_)?;
+    let dest = (dest != PROC_NULL).then_some(dest);
+    let source = (source != PROC_NULL).then_some(source);
+    rt.check_exchange(c, dest, sendtag, source, recvtag)?;
+    Ok(())
+}
+
+/// Completes the send `s` (or its failure to start) and the receive `r`
+/// of an exchange and answers the receive's status, a truncated one
+/// included; the receive's failure comes first, then the send's.
+///
+/// # Safety
+///
+/// `status` is `MPI_STATUS_IGNORE` or writable.
+unsafe fn finish_exchange(
+    rt: &Runtime,
+    s: Result<Pending, Fail>,
+    r: Pending,
+    status: *mut MpiStatus,
+) -> Result<(), Fail> {
+    let sent = s.and_then(|s| requests::wait(rt, s));
+    match requests::wait(rt, r) {
+        Ok(got) => {
+            // SAFETY: the caller's promise.
+            unsafe { store(status, MpiStatus::of(&got)) };
+        }
+        Err(f) => {
+            // SAFETY: the caller's promise.
+            unsafe { store_failure(status, &f) };
+            return Err(f);
+        }
+    }
+    sent.map(drop)
 }
 
 /// `MPI_Probe`.

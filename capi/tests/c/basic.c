@@ -14,6 +14,10 @@ int main(int argc, char **argv) {
     CHECK(MPI_Initialized(&flag) == MPI_SUCCESS && flag == 0, "initialized before init");
     CHECK(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) == MPI_SUCCESS, "init");
     CHECK(provided == MPI_THREAD_FUNNELED, "provided %d", provided);
+    int level = -1, main_thread = 0;
+    MPI_Query_thread(&level);
+    MPI_Is_thread_main(&main_thread);
+    CHECK(level == MPI_THREAD_FUNNELED && main_thread == 1, "query_thread %d, is_thread_main %d", level, main_thread);
     MPI_Initialized(&flag);
     CHECK(flag == 1, "not initialized after init");
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -76,6 +76,16 @@ int main(int argc, char **argv) {
     expect("ssend bad rank", MPI_Ssend(x, 1, MPI_INT, size + 5, 0, MPI_COMM_WORLD), MPI_ERR_RANK, "rank");
     expect("ssend bad tag", MPI_Ssend(x, 1, MPI_INT, rank, MPI_ANY_TAG, MPI_COMM_WORLD), MPI_ERR_TAG, "tag");
     expect("send to MPI_PROC_NULL", MPI_Send(x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD), MPI_SUCCESS, "");
+    /* An exchange with a bad half starts neither half (the receive of
+     * the good half would wait for ever). */
+    expect("sendrecv bad dest", MPI_Sendrecv(x, 1, MPI_INT, size + 5, 0, x + 1, 1, MPI_INT, rank, 0, MPI_COMM_WORLD,
+                                             MPI_STATUS_IGNORE), MPI_ERR_RANK, "destination rank");
+    expect("sendrecv bad source", MPI_Sendrecv(x, 1, MPI_INT, rank, 0, x + 1, 1, MPI_INT, -7, 0, MPI_COMM_WORLD,
+                                               MPI_STATUS_IGNORE), MPI_ERR_RANK, "source rank -7");
+    expect("sendrecv_replace bad tag", MPI_Sendrecv_replace(x, 1, MPI_INT, rank, -3, rank, 0, MPI_COMM_WORLD,
+                                                            MPI_STATUS_IGNORE), MPI_ERR_TAG, "tag -3");
+    expect("sendrecv_replace bad source", MPI_Sendrecv_replace(x, 1, MPI_INT, rank, 0, size, 0, MPI_COMM_WORLD,
+                                                               MPI_STATUS_IGNORE), MPI_ERR_RANK, "source rank");
     int waiting = 1;
     MPI_Iprobe(rank, 0, MPI_COMM_WORLD, &waiting, MPI_STATUS_IGNORE);
     if (waiting) { fprintf(stderr, "rank %d: a refused MPI_Isend or MPI_Send sent its message\n", rank); failures++; }

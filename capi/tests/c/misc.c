@@ -48,6 +48,12 @@ int main(int argc, char **argv) {
     MPI_Topo_test(MPI_COMM_WORLD, &topo);
     CHECK(topo == MPI_UNDEFINED, "world topo %d", topo);
     MPI_Cartdim_get(cart, &nd);
+    int got_dims[2] = {0, 0}, got_periods[2] = {-1, -1}, got_coords[2] = {-1, -1};
+    MPI_Cart_get(cart, 2, got_dims, got_periods, got_coords);
+    CHECK(got_dims[0] == dims[0] && got_dims[1] == dims[1] && got_periods[0] == 1 && got_periods[1] == 0 &&
+              got_coords[0] == rank / dims[1] && got_coords[1] == rank % dims[1],
+          "cart_get: dims %d x %d, periods %d %d, coords %d %d", got_dims[0], got_dims[1], got_periods[0],
+          got_periods[1], got_coords[0], got_coords[1]);
     MPI_Cart_coords(cart, rank, 2, coords);
     MPI_Cart_rank(cart, coords, &back);
     CHECK(nd == 2 && back == rank && coords[0] == rank / dims[1] && coords[1] == rank % dims[1], "coords %d %d", coords[0], coords[1]);

@@ -54,6 +54,13 @@ int main(int argc, char **argv) {
     MPI_Datatype wt[2] = {MPI_INT, MPI_DOUBLE};
     MPI_Neighbor_alltoallw(&sendw, wc, wd, wt, &recvw, wc, wd, wt, ring);
     CHECK(recvw.i == left && recvw.d == left + 0.5, "alltoallw %d %g", recvw.i, recvw.d);
+    /* The same, non-blocking, with the blocks swapped in the buffers. */
+    struct { double d; int i; } sendw2 = {rank + 0.25, rank}, recvw2 = {-1, -1};
+    MPI_Aint wd2[2] = {8, 0};
+    MPI_Datatype wt2[2] = {MPI_INT, MPI_DOUBLE};
+    MPI_Ineighbor_alltoallw(&sendw2, wc, wd2, wt2, &recvw2, wc, wd2, wt2, ring, &req[0]);
+    MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+    CHECK(recvw2.i == left && recvw2.d == left + 0.25, "ineighbor_alltoallw %d %g", recvw2.i, recvw2.d);
     MPI_Comm_free(&ring);
 
     /* A periodic Cartesian ring: neighbours are left then right. */
@@ -82,6 +89,13 @@ int main(int argc, char **argv) {
     MPI_Graph_neighbors(graph, rank, 2, gn);
     CHECK(topo == MPI_GRAPH && nn == size && ne == 2 * size && nb == 2 && gn[0] == left && gn[1] == right,
           "graph %d %d %d %d", topo, nn, ne, nb);
+    int *got_index = malloc(sizeof(int) * size), *got_edges = malloc(sizeof(int) * 2 * size), same = 1;
+    MPI_Graph_get(graph, size, 2 * size, got_index, got_edges);
+    for (int i = 0; i < size; i++)
+        same &= got_index[i] == gindex[i] && got_edges[2 * i] == edges[2 * i] && got_edges[2 * i + 1] == edges[2 * i + 1];
+    CHECK(same, "graph_get differs from what graph_create took");
+    free(got_index);
+    free(got_edges);
     int viag[2] = {-1, -1};
     MPI_Neighbor_allgather(&mine, 1, MPI_INT, viag, 1, MPI_INT, graph);
     CHECK(viag[0] == 100 + left && viag[1] == 100 + right, "graph allgather %d %d", viag[0], viag[1]);

@@ -22,6 +22,14 @@ static int sent[THREADS][ROUNDS][2];
 
 static void *exchange(void *arg) {
     int t = (int)(long)arg, peer = rank ^ 1, bad = 0;
+    int main_thread = -1, level = -1;
+    MPI_Is_thread_main(&main_thread);
+    MPI_Query_thread(&level);
+    if (main_thread != 0 || level != MPI_THREAD_MULTIPLE) {
+        pthread_mutex_lock(&failures_lock);
+        CHECK(0, "thread %d: is main %d, level %d", t, main_thread, level);
+        pthread_mutex_unlock(&failures_lock);
+    }
     for (int i = 0; i < ROUNDS && bad < 5; i++) {
         int *out = sent[t][i], in[2] = {-1, -1};
         out[0] = rank * 1000000 + t * 10000 + i;
@@ -75,6 +83,11 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     CHECK(provided == MPI_THREAD_MULTIPLE, "provided %d", provided);
+    int main_thread = 0, level = -1;
+    MPI_Is_thread_main(&main_thread);
+    MPI_Query_thread(&level);
+    CHECK(main_thread == 1 && level == MPI_THREAD_MULTIPLE, "initializing thread: is main %d, level %d", main_thread,
+          level);
     CHECK(size % 2 == 0, "run on an even number of ranks, not %d", size);
     if (size % 2 == 0) {
         pthread_t th[THREADS];

@@ -96,6 +96,11 @@ fn threads_make_and_complete_requests_at_once_at_thread_multiple() {
 }
 
 #[test]
+fn every_send_mode_and_blocking_probes_work_in_pairs() {
+    passes("modes.c", &["2", "3"], "modes: ok");
+}
+
+#[test]
 fn persistent_buffered_and_partial_completions_work() {
     passes("requests.c", &["2", "3"], "requests: ok");
 }
@@ -113,6 +118,11 @@ fn neighborhood_collectives_and_alltoallw_work_on_1_to_4_ranks() {
 #[test]
 fn distributed_graphs_from_any_edges_work_on_1_to_4_ranks() {
     passes("dist_graph.c", &["1", "2", "3", "4"], "dist_graph: ok");
+}
+
+#[test]
+fn every_function_of_a_missing_feature_fails_through_the_handler() {
+    passes("unsupported.c", &["2"], "unsupported: ok");
 }
 
 #[test]

@@ -69,6 +69,33 @@ impl Runtime {
         }
     }
 
+    /// Checks the two halves of an exchange on `comm` before either
+    /// starts: a send to `dest` with `send_tag` and a receive from
+    /// `source` (or [`ANY_SOURCE`]) with `recv_tag` (or [`ANY_TAG`]).
+    /// `PROC_NULL` on either side is left to the caller.
+    ///
+    /// # Errors
+    /// `Rank` or `Tag`, as [`Runtime::isend`] and [`Runtime::irecv`]
+    /// would report them; `Comm` for a communicator that does not exist.
+    pub fn check_exchange(
+        &self,
+        comm: Comm,
+        dest: Option<i32>,
+        send_tag: i32,
+        source: Option<i32>,
+        recv_tag: i32,
+    ) -> Result<(), Error> {
+        if let Some(dest) = dest {
+            Self::check_tag(send_tag, false)?;
+            self.world_rank(comm, dest, "destination")?;
+        }
+        if let Some(source) = source {
+            Self::check_tag(recv_tag, true)?;
+            self.world_source(comm, source)?;
+        }
+        Ok(())
+    }
+
     #[inline]
     pub(super) fn check_tag(tag: i32, wildcard: bool) -> Result<(), Error> {
         if Self::valid_tag(tag, wildcard) {
