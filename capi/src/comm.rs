@@ -139,6 +139,26 @@ pub unsafe extern "C" fn PMPI_Comm_free(comm_: *mut c_int) -> c_int {
     })
 }
 
+/// `MPI_Comm_test_inter`: false for every communicator (oxmpi makes no
+/// intercommunicators).
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Comm_test_inter(comm_: c_int, flag: *mut c_int) -> c_int {
+    run("MPI_Comm_test_inter", comm_, || {
+        if runtime()?.comm_size(comm(comm_)?) <= 0 {
+            return Err(Fail::new(
+                ERR_COMM,
+                format!("communicator {comm_} was freed"),
+            ));
+        }
+        // SAFETY: the caller's promise.
+        unsafe { put("flag", flag, 0) }
+    })
+}
+
 /// `MPI_Comm_compare`: `MPI_IDENT` 0, `MPI_CONGRUENT` 1, `MPI_SIMILAR` 2,
 /// `MPI_UNEQUAL` 3.
 ///

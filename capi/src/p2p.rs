@@ -700,20 +700,50 @@ pub unsafe extern "C" fn PMPI_Get_elements(
     count_: *mut c_int,
 ) -> c_int {
     run("MPI_Get_elements", 1, || {
-        if status.is_null() {
-            return Err(Fail::new(
-                ERR_ARG,
-                "status is a null pointer (MPI_STATUS_IGNORE has no count)",
-            ));
-        }
-        // SAFETY: not null; the caller's promise.
-        let bytes = unsafe { (*status).count } as usize;
-        let n = any_type(datatype_)?
-            .dt
-            .values_in(bytes)
-            .and_then(|v| c_int::try_from(v).ok())
-            .unwrap_or(UNDEFINED);
+        // SAFETY: the caller's promise.
+        let n = unsafe { elements(status, datatype_) }?;
         // SAFETY: the caller's promise.
         unsafe { put("count", count_, n) }
+    })
+}
+
+/// The primitive values of `datatype_` a status's bytes hold, or
+/// `MPI_UNDEFINED` when they end inside one.
+///
+/// # Safety
+///
+/// `status` is null or readable.
+unsafe fn elements(status: *const MpiStatus, datatype_: c_int) -> Result<c_int, Fail> {
+    if status.is_null() {
+        return Err(Fail::new(
+            ERR_ARG,
+            "status is a null pointer (MPI_STATUS_IGNORE has no count)",
+        ));
+    }
+    // SAFETY: not null; the caller's promise.
+    let bytes = unsafe { (*status).count } as usize;
+    Ok(any_type(datatype_)?
+        .dt
+        .values_in(bytes)
+        .and_then(|v| c_int::try_from(v).ok())
+        .unwrap_or(UNDEFINED))
+}
+
+/// `MPI_Get_elements_x`: [`PMPI_Get_elements`] as an `MPI_Count`.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Get_elements_x(
+    status: *const MpiStatus,
+    datatype_: c_int,
+    count_: *mut i64,
+) -> c_int {
+    run("MPI_Get_elements_x", 1, || {
+        // SAFETY: the caller's promise.
+        let n = unsafe { elements(status, datatype_) }?;
+        // SAFETY: the caller's promise.
+        unsafe { put("count", count_, i64::from(n)) }
     })
 }

@@ -64,6 +64,59 @@ pub unsafe extern "C" fn PMPI_Type_get_true_extent(
     })
 }
 
+/// `MPI_Type_size_x`: [`PMPI_Type_size`] as an `MPI_Count`.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_size_x(t: c_int, size: *mut i64) -> c_int {
+    run("MPI_Type_size_x", 1, || {
+        let s = i64::try_from(any_type(t)?.dt.size()).unwrap_or(i64::from(crate::UNDEFINED));
+        // SAFETY: the caller's promise.
+        unsafe { put("size", size, s) }
+    })
+}
+
+/// `MPI_Type_get_extent_x`: [`PMPI_Type_get_extent`] as `MPI_Count`s.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_extent_x(t: c_int, lb: *mut i64, extent: *mut i64) -> c_int {
+    run("MPI_Type_get_extent_x", 1, || {
+        let e = any_type(t)?;
+        // SAFETY: the caller's promise.
+        unsafe {
+            put("lb", lb, e.dt.lb() as i64)?;
+            put("extent", extent, e.dt.extent() as i64)
+        }
+    })
+}
+
+/// `MPI_Type_get_true_extent_x`: [`PMPI_Type_get_true_extent`] as
+/// `MPI_Count`s.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[no_mangle]
+pub unsafe extern "C" fn PMPI_Type_get_true_extent_x(
+    t: c_int,
+    lb: *mut i64,
+    extent: *mut i64,
+) -> c_int {
+    run("MPI_Type_get_true_extent_x", 1, || {
+        let e = any_type(t)?;
+        // SAFETY: the caller's promise.
+        unsafe {
+            put("true_lb", lb, e.dt.true_lb() as i64)?;
+            put("true_extent", extent, e.dt.true_extent() as i64)
+        }
+    })
+}
+
 /// `MPI_Type_commit` (on a predefined type: nothing to do).
 ///
 /// # Safety

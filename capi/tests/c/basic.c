@@ -77,6 +77,14 @@ int main(int argc, char **argv) {
           "vector got %d %d %d %d", got[0], got[1], got[2], got[4]);
     MPI_Get_elements(&st, every_other, &count);
     CHECK(count == 3, "elements %d", count);
+    MPI_Count count_x = -1, size_x = -1, lb_x = -1, ext_x = -1, tlb_x = -1, text_x = -1;
+    MPI_Get_elements_x(&st, every_other, &count_x);
+    MPI_Type_size_x(every_other, &size_x);
+    MPI_Type_get_extent_x(every_other, &lb_x, &ext_x);
+    MPI_Type_get_true_extent_x(every_other, &tlb_x, &text_x);
+    CHECK(count_x == 3 && size_x == 12 && lb_x == 0 && ext_x == 20 && tlb_x == 0 && text_x == 20,
+          "the _x forms: elements %lld size %lld extent %lld %lld true %lld %lld", count_x, size_x, lb_x, ext_x,
+          tlb_x, text_x);
     MPI_Type_free(&every_other);
     CHECK(every_other == MPI_DATATYPE_NULL, "type handle not reset");
 

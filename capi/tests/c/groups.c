@@ -121,6 +121,13 @@ int main(int argc, char **argv) {
     MPI_Group_free(&back); MPI_Group_free(&uni);
     CHECK(world == MPI_GROUP_NULL, "group handle not reset");
 
+    /* No communicator is an intercommunicator. */
+    int inter = -1;
+    MPI_Comm_test_inter(MPI_COMM_WORLD, &inter);
+    CHECK(inter == 0, "world is an intercommunicator: %d", inter);
+    MPI_Comm_test_inter(reversed, &inter);
+    CHECK(inter == 0, "a created communicator is an intercommunicator: %d", inter);
+
     /* All ranks share this node. */
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
