@@ -254,11 +254,24 @@ unsafe fn send_common(
     comm_: c_int,
     mode: SendMode,
 ) -> Option<RequestId> {
-    let len = plain_bytes(datatype, count)?;
-    let c = comm_of(comm_)?;
-    let rt = oxmpi_mpi_core::runtime()?;
+    let (rt, c, len) = common_args(comm_, count, datatype)?;
     // SAFETY: the caller's promise.
     unsafe { rt.isend_fast(c, dest, tag, buf.cast(), len, mode) }
+}
+
+/// The runtime, the communicator and the length in bytes of a call in
+/// its common case: a predefined single-value type, a count that is not
+/// negative, a valid communicator handle, MPI running. `None` otherwise
+/// (the full checks then decide and report).
+#[inline(always)]
+fn common_args(
+    comm_: c_int,
+    count: c_int,
+    datatype: c_int,
+) -> Option<(&'static Runtime, Comm, usize)> {
+    let len = plain_bytes(datatype, count)?;
+    let c = comm_of(comm_)?;
+    Some((oxmpi_mpi_core::runtime()?, c, len))
 }
 
 /// Waits for the send [`send_common`] started and did not complete.
@@ -412,9 +425,7 @@ unsafe fn irecv_common(
     tag: c_int,
     comm_: c_int,
 ) -> Option<c_int> {
-    let len = plain_bytes(datatype, count)?;
-    let c = comm_of(comm_)?;
-    let rt = oxmpi_mpi_core::runtime()?;
+    let (rt, c, len) = common_args(comm_, count, datatype)?;
     // SAFETY: the user's buffer holds `len` bytes (the caller's promise),
     // untouched until the request completes.
     let slot = unsafe { rt.irecv_held_fast(c, source, tag, buf.cast(), len) }?;
