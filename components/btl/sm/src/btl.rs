@@ -477,7 +477,7 @@ impl SmBtl {
     /// Sends one fragment (the pml's, or sm's own when `control`) to the
     /// peer of `endpoint`: through its fast box when it may, else through
     /// a fragment buffer and its queue.
-    #[inline]
+    #[inline(always)]
     fn transmit(&mut self, endpoint: u64, header: &[u8], bytes: &[u8], control: bool) -> Tx {
         // The common case inline: a healthy peer, nothing of it in a
         // fragment buffer, room in its fast box.
