@@ -59,8 +59,8 @@ int main(int argc, char **argv) {
            "MPI_COMM_NULL");
     expect("irecv null request", MPI_Irecv(x, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, NULL), MPI_ERR_ARG,
            "null pointer");
-    expect("irecv null buffer", MPI_Irecv(NULL, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, &ir), MPI_ERR_OTHER,
-           "null pointer");
+    expect("irecv null buffer", MPI_Irecv(NULL, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, &ir), MPI_ERR_BUFFER,
+           "null pointer, but the message has 4 bytes");
     if (ir != MPI_REQUEST_NULL) { fprintf(stderr, "rank %d: a refused MPI_Irecv set its request\n", rank); failures++; }
     /* A call that cannot hand out its request starts nothing. */
     expect("isend null request", MPI_Isend(x, 1, MPI_INT, rank, 0, MPI_COMM_WORLD, NULL), MPI_ERR_ARG,
@@ -71,8 +71,12 @@ int main(int argc, char **argv) {
      * and the full checks report it; nothing is sent. */
     expect("send negative rank", MPI_Send(x, 1, MPI_INT, -7, 0, MPI_COMM_WORLD), MPI_ERR_RANK, "rank -7");
     expect("send null comm", MPI_Send(x, 1, MPI_INT, rank, 0, MPI_COMM_NULL), MPI_ERR_COMM, "MPI_COMM_NULL");
-    expect("send null buffer", MPI_Send(NULL, 1, MPI_INT, rank, 0, MPI_COMM_WORLD), MPI_ERR_OTHER,
-           "null pointer");
+    expect("send null buffer", MPI_Send(NULL, 1, MPI_INT, rank, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER,
+           "null pointer, but the message has 4 bytes");
+    expect("recv null buffer", MPI_Recv(NULL, 2, MPI_INT, rank, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE), MPI_ERR_BUFFER,
+           "8 bytes");
+    expect("send of nothing from a null buffer", MPI_Send(NULL, 0, MPI_INT, rank, 5, MPI_COMM_WORLD), MPI_SUCCESS, "");
+    MPI_Recv(NULL, 0, MPI_INT, rank, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     expect("ssend bad rank", MPI_Ssend(x, 1, MPI_INT, size + 5, 0, MPI_COMM_WORLD), MPI_ERR_RANK, "rank");
     expect("ssend bad tag", MPI_Ssend(x, 1, MPI_INT, rank, MPI_ANY_TAG, MPI_COMM_WORLD), MPI_ERR_TAG, "tag");
     expect("send to MPI_PROC_NULL", MPI_Send(x, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD), MPI_SUCCESS, "");

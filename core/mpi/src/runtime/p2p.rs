@@ -96,6 +96,27 @@ impl Runtime {
         Ok(())
     }
 
+    /// Refuses a null buffer for a message of `len` bytes (more than 0).
+    #[inline(always)]
+    pub(super) fn check_buffer<T>(buf: *const T, len: usize) -> Result<(), Error> {
+        if buf.is_null() && len > 0 {
+            return Err(Self::buffer_error(len));
+        }
+        Ok(())
+    }
+
+    /// The error of a null buffer for `len` bytes.
+    #[cold]
+    #[inline(never)]
+    fn buffer_error(len: usize) -> Error {
+        Error::new(
+            ErrorClass::Buffer,
+            format!(
+                "the buffer is a null pointer, but the message has {len} bytes; pass the data's address (a null buffer only with a count of 0)"
+            ),
+        )
+    }
+
     #[inline]
     pub(super) fn check_tag(tag: i32, wildcard: bool) -> Result<(), Error> {
         if Self::valid_tag(tag, wildcard) {
@@ -138,9 +159,10 @@ impl Runtime {
     /// completes (a wait or test returns it).
     ///
     /// # Errors
-    /// `Rank`, `Tag`, `Unreachable` (the message names the peer and each
-    /// btl's reason, and says when the `self` btl is missing), `ProcFailed`,
-    /// `Finalized`, `ThreadLevel`.
+    /// `Rank`, `Tag`, `Buffer` (a null buffer of more than 0 bytes),
+    /// `Unreachable` (the message names the peer and each btl's reason, and
+    /// says when the `self` btl is missing), `ProcFailed`, `Finalized`,
+    /// `ThreadLevel`.
     #[inline(always)]
     pub unsafe fn isend(
         &self,
@@ -153,6 +175,7 @@ impl Runtime {
     ) -> Result<RequestId, Error> {
         Self::check_tag(tag, false)?;
         let dest_world = self.world_rank(comm, dest, "destination")?;
+        Self::check_buffer(buf, len)?;
         let mut state = self.enter()?;
         // SAFETY: the buffer promise is this method's own requirement.
         unsafe { self.start_send(&mut state, comm, dest_world, tag, buf, len, mode) }
@@ -290,7 +313,8 @@ impl Runtime {
     /// completes.
     ///
     /// # Errors
-    /// `Rank`, `Tag`, `Finalized`, `ThreadLevel`, or the pml's refusal.
+    /// `Rank`, `Tag`, `Buffer` (a null buffer of more than 0 bytes),
+    /// `Finalized`, `ThreadLevel`, or the pml's refusal.
     #[inline(always)]
     pub unsafe fn irecv(
         &self,
@@ -395,6 +419,7 @@ impl Runtime {
     ) -> Result<RequestId, Error> {
         Self::check_tag(tag, true)?;
         let source_world = self.world_source(comm, source)?;
+        Self::check_buffer(buf, len)?;
         let mut state = self.enter()?;
         // SAFETY: the buffer promise is the caller's.
         unsafe { self.start_recv(&mut state, comm, source_world, tag, buf, len, hold) }

@@ -124,14 +124,16 @@ impl Runtime {
     /// accessed until the request completes.
     ///
     /// # Errors
-    /// `Request` when the message was received already; `Finalized`,
-    /// `ThreadLevel`.
+    /// `Buffer` for a null buffer of more than 0 bytes (the message stays
+    /// claimed); `Request` when the message was received already;
+    /// `Finalized`, `ThreadLevel`.
     pub unsafe fn imrecv(
         &self,
         message: Message,
         buf: *mut u8,
         len: usize,
     ) -> Result<RequestId, Error> {
+        Self::check_buffer(buf, len)?;
         let mut state = self.enter()?;
         let context = self.context_of(message.comm)?;
         let (slot, done) = state.board.take(message.comm);
