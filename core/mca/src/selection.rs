@@ -136,13 +136,21 @@ Without ^ the list names the only components to use: \"tcp,self\". Use one form 
         matches!(self, Filter::Include(names) if names.iter().any(|n| n == component))
     }
 
-    /// Checks that every included component is available.
+    /// Checks that every included component is available. `not_loaded`
+    /// pairs a component whose library did not load with why (one
+    /// sentence each); an included one of them is named with its reason.
+    ///
+    /// # Errors
+    ///
+    /// An included component is not available: the message names it,
+    /// the parameter and its source, what is available, and where to look.
     pub fn check_available(
         &self,
         framework: &str,
         value: &str,
         source: &str,
         available: &[&str],
+        not_loaded: &[(&str, String)],
     ) -> Result<(), SelectionError> {
         let Filter::Include(names) = self else {
             return Ok(());
@@ -160,8 +168,13 @@ Without ^ the list names the only components to use: \"tcp,self\". Use one form 
         } else {
             format!("Available {framework} components: {}", available.join(", "))
         };
+        let why: String = missing
+            .iter()
+            .filter_map(|m| not_loaded.iter().find(|(n, _)| n == m))
+            .map(|(n, reason)| format!(" {n}: {}.", reason.trim_end_matches('.')))
+            .collect();
         Err(SelectionError(format!(
-            "parameter {framework} = \"{}\" (from {source}) asks for {} {} that {} not available. {listing}. \
+            "parameter {framework} = \"{}\" (from {source}) asks for {} {} that {} not available.{why} {listing}. \
 Run `oxmpi_info --show-failed` to see component libraries that failed to load, and `oxmpi_info --path` for where components are searched.",
             excerpt(value.trim()),
             if missing.len() == 1 { "component" } else { "components" },
@@ -260,7 +273,7 @@ mod tests {
     fn unavailable_included_component_lists_available_ones() {
         let f = parse("nosuch").unwrap();
         let e = f
-            .check_available("btl", "nosuch", "command line", &["self", "tcp"])
+            .check_available("btl", "nosuch", "command line", &["self", "tcp"], &[])
             .unwrap_err()
             .to_string();
         assert!(
@@ -269,14 +282,45 @@ mod tests {
         );
         assert!(e.contains("Available btl components: self, tcp."), "{e}");
         let e = f
-            .check_available("btl", "nosuch", "command line", &[])
+            .check_available("btl", "nosuch", "command line", &[], &[])
             .unwrap_err()
             .to_string();
         assert!(e.contains("No btl components are installed"), "{e}");
         assert!(parse("^nosuch")
             .unwrap()
-            .check_available("btl", "^nosuch", "x", &["tcp"])
+            .check_available("btl", "^nosuch", "x", &["tcp"], &[])
             .is_ok());
+    }
+
+    #[test]
+    fn an_included_component_whose_library_did_not_load_is_named_with_why() {
+        let not_loaded = [(
+            "junk",
+            "its library /x/libmca_btl_junk.so did not load: it is not a shared library."
+                .to_string(),
+        )];
+        let e = parse("junk,self")
+            .unwrap()
+            .check_available(
+                "btl",
+                "junk,self",
+                "command line",
+                &["self", "tcp"],
+                &not_loaded,
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("asks for component junk that is not available. junk: its library /x/libmca_btl_junk.so did not load: it is not a shared library. Available btl components: self, tcp."),
+            "{e}"
+        );
+        // A library that did not load but is not asked for is not named.
+        let e = parse("nosuch")
+            .unwrap()
+            .check_available("btl", "nosuch", "command line", &["self"], &not_loaded)
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("junk"), "{e}");
     }
 
     const VADER: &[ComponentAlias] = &[ComponentAlias::new("vader", "sm")];
@@ -340,7 +384,7 @@ mod tests {
         // Listed once, so an include of both is available when sm is.
         assert!(parse_aliased("vader,sm")
             .0
-            .check_available("btl", "vader,sm", "command line", &["self", "sm"])
+            .check_available("btl", "vader,sm", "command line", &["self", "sm"], &[])
             .is_ok());
     }
 
@@ -362,7 +406,7 @@ mod tests {
         let (f, renamed) = parse_aliased("self,vader");
         assert_eq!(renamed, ["vader"]);
         let e = f
-            .check_available("btl", "self,vader", "command line", &["self", "tcp"])
+            .check_available("btl", "self,vader", "command line", &["self", "tcp"], &[])
             .unwrap_err()
             .to_string();
         assert!(
@@ -372,7 +416,7 @@ mod tests {
         assert!(e.contains("Available btl components: self, tcp."), "{e}");
         assert!(parse_aliased("^vader")
             .0
-            .check_available("btl", "^vader", "command line", &["tcp"])
+            .check_available("btl", "^vader", "command line", &["tcp"], &[])
             .is_ok());
     }
 

@@ -341,7 +341,7 @@ fn a_rank_framework_library_that_does_not_load_is_reported_once_and_named_when_a
     }
 
     // Asked for by name: the job stops, the warning says why the library
-    // did not load and the error names the component.
+    // did not load and the error names the component with that reason.
     let mut asked = vec!["--mca", "pml", "junk"];
     asked.extend_from_slice(&args);
     let run = run_env(&asked, &[("OXMPI_MCA_mca_base_component_path", &value)]);
@@ -350,9 +350,10 @@ fn a_rank_framework_library_that_does_not_load_is_reported_once_and_named_when_a
         run.stderr.contains(&format!(
             "warning: skipped component library {} (pml component junk)",
             junk_pml.display()
-        )) && run
-            .stderr
-            .contains("asks for component junk that is not available"),
+        )) && run.stderr.contains(&format!(
+            "asks for component junk that is not available. junk: its library {} did not load:",
+            junk_pml.display()
+        )),
         "{}",
         run.stderr
     );
