@@ -323,12 +323,16 @@ fn show_load_errors_none_hides_the_warning_unless_the_component_is_requested() {
     // Still recorded, for oxmpi_info --show-failed.
     failure(&mca, &junk);
 
-    // Asking for it by name shows the load error again, next to the
-    // selection error (junk is not available).
+    // Asking for it by name shows the load error again (with what to do
+    // about it), next to the selection error, which names the library and
+    // why it did not load.
     w.set_mca("btl", "junk");
     let (mca, d) = w.init();
     let full_path = junk.display().to_string();
-    let warning = d.expect_one(Severity::Warning, &[&full_path]);
+    let warning = d.expect_one(
+        Severity::Warning,
+        &[&format!("skipped component library {full_path}")],
+    );
     assert!(
         warning.contains("the dynamic loader cannot load it"),
         "{warning}"
@@ -338,7 +342,9 @@ fn show_load_errors_none_hides_the_warning_unless_the_component_is_requested() {
         &["asks for component junk that is not available"],
     );
     assert!(
-        error.contains("Available btl components: fixture."),
+        error.contains(&format!(
+            "junk: its library {full_path} did not load: the dynamic loader cannot load it"
+        )) && error.contains("Available btl components: fixture."),
         "{error}"
     );
     failure(&mca, &junk);
