@@ -80,6 +80,12 @@ int OXMPI_Comm_null_delete_fn(MPI_Comm, int, void *, void *);
 #define MPI_COMM_NULL_COPY_FN OXMPI_Comm_null_copy_fn
 #define MPI_COMM_DUP_FN OXMPI_Comm_dup_fn
 #define MPI_COMM_NULL_DELETE_FN OXMPI_Comm_null_delete_fn
+/* MPI 1's names for the same callbacks (deprecated by MPI 2). */
+typedef MPI_Comm_copy_attr_function MPI_Copy_function;
+typedef MPI_Comm_delete_attr_function MPI_Delete_function;
+#define MPI_NULL_COPY_FN OXMPI_Comm_null_copy_fn
+#define MPI_DUP_FN OXMPI_Comm_dup_fn
+#define MPI_NULL_DELETE_FN OXMPI_Comm_null_delete_fn
 
 /* Datatypes. */
 #define MPI_DATATYPE_NULL 0
@@ -383,6 +389,13 @@ int MPI_Comm_free_keyval(int *comm_keyval);
 int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val);
 int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
 int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
+/* Deprecated by MPI 2, still part of MPI 3.1: the same as the Comm_ calls. */
+int MPI_Keyval_create(MPI_Copy_function *copy_fn, MPI_Delete_function *delete_fn, int *keyval,
+                      void *extra_state);
+int MPI_Keyval_free(int *keyval);
+int MPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val);
+int MPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag);
+int MPI_Attr_delete(MPI_Comm comm, int keyval);
 
 /* Groups. */
 int MPI_Group_size(MPI_Group group, int *size);
@@ -821,6 +834,13 @@ int PMPI_Comm_free_keyval(int *comm_keyval);
 int PMPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val);
 int PMPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
 int PMPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
+/* Deprecated by MPI 2, still part of MPI 3.1: the same as the Comm_ calls. */
+int PMPI_Keyval_create(MPI_Copy_function *copy_fn, MPI_Delete_function *delete_fn, int *keyval,
+                       void *extra_state);
+int PMPI_Keyval_free(int *keyval);
+int PMPI_Attr_put(MPI_Comm comm, int keyval, void *attribute_val);
+int PMPI_Attr_get(MPI_Comm comm, int keyval, void *attribute_val, int *flag);
+int PMPI_Attr_delete(MPI_Comm comm, int keyval);
 int PMPI_Group_size(MPI_Group group, int *size);
 int PMPI_Group_rank(MPI_Group group, int *rank);
 int PMPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);

@@ -175,7 +175,35 @@ int main(int argc, char **argv) {
     CHECK(!flag, "deleted attribute still there");
     MPI_Comm_free_keyval(&key);
     CHECK(key == MPI_KEYVAL_INVALID, "keyval not reset");
+
+    /* MPI 1's names for the same: the tag bound, a duplicated value
+     * through MPI_DUP_FN, a deleted one. */
+    int *ub1 = NULL, old_key, old_value = 7;
+    MPI_Attr_get(MPI_COMM_WORLD, MPI_TAG_UB, &ub1, &flag);
+    CHECK(flag && ub1 && *ub1 == *tag_ub, "MPI_Attr_get of MPI_TAG_UB");
+    MPI_Keyval_create(MPI_DUP_FN, MPI_NULL_DELETE_FN, &old_key, NULL);
+    MPI_Attr_put(node, old_key, &old_value);
+    MPI_Comm old_twin;
+    MPI_Comm_dup(node, &old_twin);
+    MPI_Attr_get(old_twin, old_key, &got, &flag);
+    CHECK(flag && got == &old_value, "MPI_DUP_FN copied %p", (void *)got);
+    MPI_Attr_delete(old_twin, old_key);
+    MPI_Attr_get(old_twin, old_key, &got, &flag);
+    CHECK(!flag, "MPI_Attr_delete left the value");
+    MPI_Comm_free(&old_twin);
+    MPI_Keyval_free(&old_key);
+    CHECK(old_key == MPI_KEYVAL_INVALID, "MPI_Keyval_free did not reset the keyval");
+    /* A keyval freed while a communicator holds a value of it stays until
+     * that value goes: freeing the communicator still runs its delete
+     * callback. */
+    int in_use, counted = 3, deletes_before = deletes;
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, count_delete, &in_use, &one);
+    MPI_Comm_set_attr(node, in_use, &counted);
+    MPI_Comm_free_keyval(&in_use);
+    CHECK(in_use == MPI_KEYVAL_INVALID && deletes == deletes_before, "freeing a keyval in use deleted its value");
     MPI_Comm_free(&node);
+    CHECK(deletes == deletes_before + 1, "the freed keyval's value was not deleted with its communicator (%d)",
+          deletes - deletes_before);
     MPI_Comm_free(&reversed);
 
     int all = 0;
