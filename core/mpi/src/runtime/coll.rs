@@ -383,14 +383,14 @@ pub(crate) fn start(
     };
     let members: Vec<u32> = (0..size).collect();
     let world = colls.choose(&CommDesc {
-        context: 0,
+        context: super::comms::WORLD_CONTEXT,
         rank,
         members: RSlice::from_slice(&members),
         name: RStr::from_str("MPI_COMM_WORLD"),
     });
     let me = [rank];
     let self_comm = colls.choose(&CommDesc {
-        context: 1,
+        context: super::comms::SELF_CONTEXT,
         rank: 0,
         members: RSlice::from_slice(&me),
         name: RStr::from_str("MPI_COMM_SELF"),

@@ -20,6 +20,12 @@ use oxmpi_groups::{split_group, validate_color, ContextIds, Group, Reservation, 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, RwLock};
 
+/// The context id of `MPI_COMM_WORLD`.
+pub(crate) const WORLD_CONTEXT: u32 = 0;
+
+/// The context id of `MPI_COMM_SELF`.
+pub(crate) const SELF_CONTEXT: u32 = 1;
+
 /// One communicator.
 pub(crate) struct CommEntry {
     /// Its context id.
@@ -158,8 +164,8 @@ impl Runtime {
     #[inline]
     pub(crate) fn context_of(&self, comm: Comm) -> Result<u32, Error> {
         match comm {
-            Comm::World => Ok(0),
-            Comm::SelfComm => Ok(1),
+            Comm::World => Ok(WORLD_CONTEXT),
+            Comm::SelfComm => Ok(SELF_CONTEXT),
             _ => Ok(self.entry(comm)?.context),
         }
     }

@@ -1,6 +1,7 @@
 //! Sends and receives: the checks of ranks and tags, and the hand-over
 //! of a send or receive to the pml with its completion slot.
 
+use super::comms::WORLD_CONTEXT;
 use super::request::HELD;
 use super::*;
 
@@ -212,22 +213,30 @@ impl Runtime {
             len,
             dest: dest as u32,
             tag,
-            context: 0,
+            context: WORLD_CONTEXT,
             mode,
             done,
         };
+        // A refusal is asked again by the general call, for its reason.
         // SAFETY: the caller keeps the buffer valid and unchanged until
         // the request completes (this function's contract); the slot stays
         // until read or the request freed.
-        // A refusal is asked again by the general call, for its reason.
-        match unsafe { self.pml.isend_quiet(&args) }? {
-            0 => Some(RequestId::completed(Status::default())),
-            handle => {
-                state.board.claim(slot, comm);
-                state.board.started(slot, handle);
-                Some(RequestId::pending_in(handle, slot))
-            }
+        let handle = unsafe { self.pml.isend_quiet(&args) }?;
+        Some(Self::send_started(&mut state, comm, slot, handle))
+    }
+
+    /// The request of a send the pml took as `handle` (0: complete
+    /// already, and the slot `Board::peek` answered stays free; else
+    /// the send takes slot `slot`).
+    #[inline(always)]
+    fn send_started(state: &mut State, comm: Comm, slot: u32, handle: u64) -> RequestId {
+        if handle == 0 {
+            // A send's status is all zeros.
+            return RequestId::completed(Status::default());
         }
+        state.board.claim(slot, comm);
+        state.board.started(slot, handle);
+        RequestId::pending_in(handle, slot)
     }
 
     /// Hands a send to the pml (with the runtime entered) and turns its
@@ -264,13 +273,7 @@ impl Runtime {
         // the request completes (this function's contract); the slot stays
         // until read or the request freed.
         match unsafe { self.pml.isend(&args) } {
-            // Complete already: a send's status is all zeros.
-            Ok(0) => Ok(RequestId::completed(Status::default())),
-            Ok(handle) => {
-                state.board.claim(slot, comm);
-                state.board.started(slot, handle);
-                Ok(RequestId::pending_in(handle, slot))
-            }
+            Ok(handle) => Ok(Self::send_started(state, comm, slot, handle)),
             // The pml's sentence names the peer.
             Err((kind, message)) => Err(self.send_refused(dest, kind, message)),
         }
@@ -383,7 +386,7 @@ impl Runtime {
             len,
             source,
             tag,
-            context: 0,
+            context: WORLD_CONTEXT,
             done,
         };
         // SAFETY: the caller keeps the buffer valid and untouched until
