@@ -176,14 +176,8 @@ impl Mca {
             .iter()
             .filter(|f| f.framework == name)
         {
-            fw.reasons.push((
-                failure.component.clone(),
-                format!(
-                    "its library {} did not load: {}",
-                    failure.path.display(),
-                    failure.reason
-                ),
-            ));
+            fw.reasons
+                .push((failure.component.clone(), failure.as_reason()));
         }
         Ok(fw)
     }

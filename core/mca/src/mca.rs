@@ -386,21 +386,14 @@ impl Mca {
             .map(|c| c.name.as_str())
             .collect();
         available.sort();
-        let not_loaded: Vec<(&str, String)> = self
-            .repository
-            .failures
-            .iter()
-            .filter(|f| f.framework == framework)
-            .map(|f| {
-                let why = format!(
-                    "its library {} did not load: {}",
-                    f.path.display(),
-                    f.reason
-                );
-                (f.component.as_str(), why)
-            })
-            .collect();
-        filter.check_available(framework, text, &source, &available, &not_loaded)?;
+        let not_loaded = |component: &str| {
+            self.repository
+                .failures
+                .iter()
+                .find(|f| f.framework == framework && f.component == component)
+                .map(|f| f.as_reason())
+        };
+        filter.check_available(framework, text, &source, &available, not_loaded)?;
         if let Filter::Exclude(names) = &filter {
             for n in names.iter().filter(|n| !available.contains(&n.as_str())) {
                 log::log(

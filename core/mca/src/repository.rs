@@ -232,6 +232,16 @@ pub struct LoadFailure {
 }
 
 impl LoadFailure {
+    /// The failure as a reason its component is missing: "its library …
+    /// did not load: …".
+    pub fn as_reason(&self) -> String {
+        format!(
+            "its library {} did not load: {}",
+            self.path.display(),
+            self.reason
+        )
+    }
+
     /// The one-paragraph warning for this failure.
     pub fn message(&self) -> String {
         format!(

@@ -137,8 +137,9 @@ Without ^ the list names the only components to use: \"tcp,self\". Use one form 
     }
 
     /// Checks that every included component is available. `not_loaded`
-    /// pairs a component whose library did not load with why (one
-    /// sentence each); an included one of them is named with its reason.
+    /// answers why a component's library did not load (one sentence), or
+    /// `None`; it is asked only about missing components, each of which
+    /// it has a reason for is named with it.
     ///
     /// # Errors
     ///
@@ -150,7 +151,7 @@ Without ^ the list names the only components to use: \"tcp,self\". Use one form 
         value: &str,
         source: &str,
         available: &[&str],
-        not_loaded: &[(&str, String)],
+        not_loaded: impl Fn(&str) -> Option<String>,
     ) -> Result<(), SelectionError> {
         let Filter::Include(names) = self else {
             return Ok(());
@@ -170,7 +171,7 @@ Without ^ the list names the only components to use: \"tcp,self\". Use one form 
         };
         let why: String = missing
             .iter()
-            .filter_map(|m| not_loaded.iter().find(|(n, _)| n == m))
+            .filter_map(|&m| Some((m, not_loaded(m)?)))
             .map(|(n, reason)| format!(" {n}: {}.", reason.trim_end_matches('.')))
             .collect();
         Err(SelectionError(format!(
@@ -273,7 +274,7 @@ mod tests {
     fn unavailable_included_component_lists_available_ones() {
         let f = parse("nosuch").unwrap();
         let e = f
-            .check_available("btl", "nosuch", "command line", &["self", "tcp"], &[])
+            .check_available("btl", "nosuch", "command line", &["self", "tcp"], |_| None)
             .unwrap_err()
             .to_string();
         assert!(
@@ -282,23 +283,24 @@ mod tests {
         );
         assert!(e.contains("Available btl components: self, tcp."), "{e}");
         let e = f
-            .check_available("btl", "nosuch", "command line", &[], &[])
+            .check_available("btl", "nosuch", "command line", &[], |_| None)
             .unwrap_err()
             .to_string();
         assert!(e.contains("No btl components are installed"), "{e}");
         assert!(parse("^nosuch")
             .unwrap()
-            .check_available("btl", "^nosuch", "x", &["tcp"], &[])
+            .check_available("btl", "^nosuch", "x", &["tcp"], |_| None)
             .is_ok());
     }
 
     #[test]
     fn an_included_component_whose_library_did_not_load_is_named_with_why() {
-        let not_loaded = [(
-            "junk",
-            "its library /x/libmca_btl_junk.so did not load: it is not a shared library."
-                .to_string(),
-        )];
+        let not_loaded = |name: &str| {
+            (name == "junk").then(|| {
+                "its library /x/libmca_btl_junk.so did not load: it is not a shared library."
+                    .to_string()
+            })
+        };
         let e = parse("junk,self")
             .unwrap()
             .check_available(
@@ -306,7 +308,7 @@ mod tests {
                 "junk,self",
                 "command line",
                 &["self", "tcp"],
-                &not_loaded,
+                not_loaded,
             )
             .unwrap_err()
             .to_string();
@@ -317,7 +319,7 @@ mod tests {
         // A library that did not load but is not asked for is not named.
         let e = parse("nosuch")
             .unwrap()
-            .check_available("btl", "nosuch", "command line", &["self"], &not_loaded)
+            .check_available("btl", "nosuch", "command line", &["self"], not_loaded)
             .unwrap_err()
             .to_string();
         assert!(!e.contains("junk"), "{e}");
@@ -384,7 +386,7 @@ mod tests {
         // Listed once, so an include of both is available when sm is.
         assert!(parse_aliased("vader,sm")
             .0
-            .check_available("btl", "vader,sm", "command line", &["self", "sm"], &[])
+            .check_available("btl", "vader,sm", "command line", &["self", "sm"], |_| None)
             .is_ok());
     }
 
@@ -406,7 +408,13 @@ mod tests {
         let (f, renamed) = parse_aliased("self,vader");
         assert_eq!(renamed, ["vader"]);
         let e = f
-            .check_available("btl", "self,vader", "command line", &["self", "tcp"], &[])
+            .check_available(
+                "btl",
+                "self,vader",
+                "command line",
+                &["self", "tcp"],
+                |_| None,
+            )
             .unwrap_err()
             .to_string();
         assert!(
@@ -416,7 +424,7 @@ mod tests {
         assert!(e.contains("Available btl components: self, tcp."), "{e}");
         assert!(parse_aliased("^vader")
             .0
-            .check_available("btl", "^vader", "command line", &["tcp"], &[])
+            .check_available("btl", "^vader", "command line", &["tcp"], |_| None)
             .is_ok());
     }
 
