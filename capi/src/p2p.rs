@@ -235,10 +235,11 @@ macro_rules! blocking_send {
     };
 }
 
-/// A blocking send in its common case (a predefined type, the world's
+/// A send in its common case (a predefined type, the world's
 /// communicator, a rank and tag that need no more checks, a thread that
 /// needs no lock), which reports nothing: the started request, or `None`
-/// with nothing started ([`blocking_send`] then decides).
+/// with nothing started (the full checks then decide and report). The
+/// blocking and the immediate sends start with it.
 ///
 /// # Safety
 ///
@@ -301,6 +302,23 @@ macro_rules! immediate_send {
             comm: c_int,
             request: *mut c_int,
         ) -> c_int {
+            if !request.is_null() {
+                // SAFETY: the caller's promise (the buffer is untouched
+                // until the request completes). A panic (a broken
+                // invariant) is reported as `run` reports one.
+                let common = std::panic::catch_unwind(|| unsafe {
+                    send_common(buf, count, datatype, dest, tag, comm, $mode)
+                });
+                match common {
+                    Ok(Some(id)) => {
+                        // SAFETY: not null; the caller's promise.
+                        unsafe { request.write(requests::insert_plain(id, false)) };
+                        return SUCCESS;
+                    }
+                    Ok(None) => {}
+                    Err(panic) => return raise_panic($text, comm, panic.as_ref()),
+                }
+            }
             run($text, comm, || {
                 checked_out("request", request)?;
                 let h = match contiguous_args(comm, count, datatype)? {
@@ -343,33 +361,103 @@ pub unsafe extern "C" fn PMPI_Recv(
     comm: c_int,
     status: *mut MpiStatus,
 ) -> c_int {
-    run("MPI_Recv", comm, || {
-        let got = match contiguous_args(comm, count, datatype)? {
-            _ if source == PROC_NULL => Ok(proc_null_status()),
-            Some((rt, c, len)) => {
-                // SAFETY: the user's buffer holds `len` bytes (the
-                // caller's promise), untouched until the wait returns.
-                let id = unsafe { rt.irecv(c, source, tag, buf.cast(), len) }?;
-                rt.wait(id).map_err(Fail::from)
-            }
-            None => {
-                // SAFETY: the caller's promise; the call waits for it.
-                let p = unsafe { start_recv(buf, count, datatype, source, tag, comm) }?;
-                requests::wait(runtime()?, p)
-            }
-        };
-        match got {
+    // SAFETY: the caller's promise (the buffer is untouched until the
+    // call returns). A panic (a broken invariant) is reported as `run`
+    // reports one.
+    let common = std::panic::catch_unwind(|| unsafe {
+        recv_common(buf, count, datatype, source, tag, comm)
+    });
+    match common {
+        Ok(Some((rt, id))) => run("MPI_Recv", comm, || {
             // SAFETY: the caller's promise.
-            Ok(s) => unsafe { store(status, MpiStatus::of(&s)) },
-            Err(f) => {
-                // A truncated receive still reports its source, tag and
-                // count. SAFETY: the caller's promise.
-                unsafe { store_failure(status, &f) };
-                return Err(f);
-            }
+            unsafe { received(rt.wait(id).map_err(Fail::from), status) }
+        }),
+        Ok(None) => run("MPI_Recv", comm, || {
+            // SAFETY: the caller's promise.
+            unsafe { recv_general(buf, count, datatype, source, tag, comm, status) }
+        }),
+        Err(panic) => raise_panic("MPI_Recv", comm, panic.as_ref()),
+    }
+}
+
+/// A blocking receive in its common case (a predefined type, the world's
+/// communicator, a rank and tag that need no more checks, a thread that
+/// needs no lock), which reports nothing: the runtime and the started
+/// request, or `None` with nothing started ([`recv_general`] then
+/// decides).
+///
+/// # Safety
+///
+/// `buf` is writable for `count` elements of `datatype`, untouched until
+/// the request completes.
+#[inline(always)]
+unsafe fn recv_common(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    source: c_int,
+    tag: c_int,
+    comm_: c_int,
+) -> Option<(&'static Runtime, RequestId)> {
+    let (rt, c, len) = common_args(comm_, count, datatype)?;
+    // SAFETY: the caller's promise.
+    let id = unsafe { rt.irecv_fast(c, source, tag, buf.cast(), len) }?;
+    Some((rt, id))
+}
+
+/// `MPI_Recv` past its common case, with every check and report.
+///
+/// # Safety
+///
+/// As MPI requires of its arguments.
+#[inline(never)]
+unsafe fn recv_general(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: c_int,
+    source: c_int,
+    tag: c_int,
+    comm: c_int,
+    status: *mut MpiStatus,
+) -> Result<(), Fail> {
+    let got = match contiguous_args(comm, count, datatype)? {
+        _ if source == PROC_NULL => Ok(proc_null_status()),
+        Some((rt, c, len)) => {
+            // SAFETY: the user's buffer holds `len` bytes (the caller's
+            // promise), untouched until the wait returns.
+            let id = unsafe { rt.irecv(c, source, tag, buf.cast(), len) }?;
+            rt.wait(id).map_err(Fail::from)
         }
-        Ok(())
-    })
+        None => {
+            // SAFETY: the caller's promise; the call waits for it.
+            let p = unsafe { start_recv(buf, count, datatype, source, tag, comm) }?;
+            requests::wait(runtime()?, p)
+        }
+    };
+    // SAFETY: the caller's promise.
+    unsafe { received(got, status) }
+}
+
+/// Stores the outcome of a blocking receive in `status`: a truncated
+/// receive still reports its source, tag and count.
+///
+/// # Safety
+///
+/// `status` is `MPI_STATUS_IGNORE` or writable.
+#[inline(always)]
+unsafe fn received(got: Result<Status, Fail>, status: *mut MpiStatus) -> Result<(), Fail> {
+    match got {
+        Ok(s) => {
+            // SAFETY: the caller's promise.
+            unsafe { store(status, MpiStatus::of(&s)) };
+            Ok(())
+        }
+        Err(f) => {
+            // SAFETY: the caller's promise.
+            unsafe { store_failure(status, &f) };
+            Err(f)
+        }
+    }
 }
 
 /// `MPI_Irecv`.
@@ -595,17 +683,8 @@ unsafe fn finish_exchange(
     status: *mut MpiStatus,
 ) -> Result<(), Fail> {
     let sent = s.and_then(|s| requests::wait(rt, s));
-    match requests::wait(rt, r) {
-        Ok(got) => {
-            // SAFETY: the caller's promise.
-            unsafe { store(status, MpiStatus::of(&got)) };
-        }
-        Err(f) => {
-            // SAFETY: the caller's promise.
-            unsafe { store_failure(status, &f) };
-            return Err(f);
-        }
-    }
+    // SAFETY: the caller's promise.
+    unsafe { received(requests::wait(rt, r), status) }?;
     sent.map(drop)
 }
 

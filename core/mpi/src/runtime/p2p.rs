@@ -354,15 +354,36 @@ impl Runtime {
         unsafe { self.post_recv(comm, source, tag, buf, len, true) }
     }
 
-    /// [`Runtime::irecv_held`] in its common case only, reporting nothing:
-    /// a receive on the world's communicator, from a rank of the job or
+    /// [`Runtime::irecv`] in its common case only, reporting nothing: a
+    /// receive on the world's communicator, from a rank of the job or
     /// [`ANY_SOURCE`], with a valid tag, at thread level `SINGLE` or
-    /// `FUNNELED` from the initializing thread, which the pml takes. Its
-    /// completion slot's number ([`RequestId::slot_number`]; the request
-    /// is [`RequestId::in_slot`] of it), or `None` with nothing started:
-    /// the caller then takes [`Runtime::irecv_held`], which handles or
-    /// reports whatever this declined. Leaner than the general call: no
-    /// error is built on its path.
+    /// `FUNNELED` from the initializing thread, which the pml takes. The
+    /// request (complete already when an arrived message matched it), or
+    /// `None` with nothing started: the caller then takes
+    /// [`Runtime::irecv`], which handles or reports whatever this
+    /// declined. Leaner than the general call: no error is built on its
+    /// path.
+    ///
+    /// # Safety
+    /// As [`Runtime::irecv`].
+    #[inline(always)]
+    pub unsafe fn irecv_fast(
+        &self,
+        comm: Comm,
+        source: i32,
+        tag: i32,
+        buf: *mut u8,
+        len: usize,
+    ) -> Option<RequestId> {
+        // SAFETY: the buffer promise is this method's own requirement.
+        unsafe { self.post_recv_fast(comm, source, tag, buf, len, false) }
+    }
+
+    /// [`Runtime::irecv_held`] in its common case only, reporting nothing,
+    /// as [`Runtime::irecv_fast`]: its completion slot's number
+    /// ([`RequestId::slot_number`]; the request is [`RequestId::in_slot`]
+    /// of it), or `None` with nothing started (the caller then takes
+    /// [`Runtime::irecv_held`]).
     ///
     /// # Safety
     /// As [`Runtime::irecv`].
@@ -375,6 +396,25 @@ impl Runtime {
         buf: *mut u8,
         len: usize,
     ) -> Option<u32> {
+        // SAFETY: the buffer promise is this method's own requirement.
+        unsafe { self.post_recv_fast(comm, source, tag, buf, len, true) }?.slot_number()
+    }
+
+    /// [`Runtime::irecv_fast`] (`hold` false) and
+    /// [`Runtime::irecv_held_fast`].
+    ///
+    /// # Safety
+    /// As [`Runtime::irecv`].
+    #[inline(always)]
+    unsafe fn post_recv_fast(
+        &self,
+        comm: Comm,
+        source: i32,
+        tag: i32,
+        buf: *mut u8,
+        len: usize,
+        hold: bool,
+    ) -> Option<RequestId> {
         let source_ok = source == ANY_SOURCE || self.is_job_rank(source);
         if comm != Comm::World || !(source_ok & Self::valid_tag(tag, true)) {
             return None;
@@ -393,10 +433,7 @@ impl Runtime {
         // the request completes (this function's contract); the slot stays
         // until read or the request freed.
         match unsafe { self.pml.irecv(&args) } {
-            Ok((handle, st)) => {
-                self.recv_started(&mut state, comm, slot, handle, &st, true);
-                Some(slot)
-            }
+            Ok((handle, st)) => Some(self.recv_started(&mut state, comm, slot, handle, &st, hold)),
             Err(_) => {
                 // The general call refuses it again, with the sentence.
                 state.board.give_back(slot);
