@@ -238,6 +238,13 @@ impl SmBtl {
                         payload,
                         control: false,
                     } => {
+                        if bytes == 0 {
+                            // The first record of a batch is what a
+                            // waiting receive needs soonest; later ones
+                            // arrived while it waited, and the processor
+                            // streams them.
+                            inbound.prefetch(&ring, offset, header, payload);
+                        }
                         // One range check for the header and the payload.
                         let (h, p) = ring.bytes(offset, header + payload).split_at(header);
                         if batch.push(sender, h, p).is_err() {

@@ -20,6 +20,10 @@
 use crate::segment::{Ring, Segment, FRAG_HEADER, LINE};
 use std::sync::atomic::Ordering;
 
+/// Lines of a record, its first included, that [`FboxIn::prefetch`]
+/// asks for; the processor's own prefetching takes over for longer ones.
+const PREFETCH_LINES: usize = 16;
+
 /// Bytes of a record before its header: tag and lengths.
 const HEAD: usize = 12;
 
@@ -305,6 +309,21 @@ impl FboxIn {
         }
     }
 
+    /// Asks for the lines after the first of the record [`FboxIn::peek`]
+    /// found at `offset` (its header's) with these lengths, up to
+    /// [`PREFETCH_LINES`] in all: they then arrive while the record is
+    /// matched, not one after another when its payload is copied.
+    #[inline]
+    pub fn prefetch(&self, ring: &Ring<'_>, offset: usize, header: usize, payload: usize) {
+        let start = offset - HEAD;
+        let end = start + record_len(header, payload).min(PREFETCH_LINES * LINE);
+        let mut line = start + LINE;
+        while line < end {
+            ring.prefetch_for_read(line);
+            line += LINE;
+        }
+    }
+
     /// Moves `at` past the record [`FboxIn::peek`] found there (with these
     /// lengths).
     #[inline]
@@ -357,6 +376,9 @@ mod tests {
                     control: c,
                 } => {
                     assert_eq!(c, control);
+                    // Asks for the record's lines only (a line past the
+                    // ring's end fails its debug assertion).
+                    inn.prefetch(&s.fbox_ring(inn.index), offset, h, p);
                     assert_eq!(s.fbox_ring(inn.index).bytes(offset, h), &header);
                     assert_eq!(s.fbox_ring(inn.index).bytes(offset + h, p), &payload[..]);
                     inn.step(&mut at, h, p);

@@ -440,6 +440,14 @@ impl<'a> Ring<'a> {
         unsafe { &*self.base.add(offset).cast::<AtomicU32>() }
     }
 
+    /// Asks for the line at `offset` (less than the ring's size) for
+    /// reading, ahead of a read that needs it.
+    #[inline]
+    pub fn prefetch_for_read(&self, offset: usize) {
+        debug_assert!(offset < self.size);
+        oxmpi_shmfile::prefetch::for_read(self.base.wrapping_add(offset));
+    }
+
     /// Asks the processor for the cache line at `offset` in a state this
     /// process may write (a hint: on x86-64 `PREFETCHW`, on AArch64
     /// `PRFM PSTL1KEEP`, elsewhere nothing).
