@@ -14,7 +14,11 @@
 # oxmpi's for osu_bw, so below 1 oxmpi is faster either way. On a
 # small VM the placement of the two vCPUs moves all three libraries
 # together by up to 2-3x from one run to the next; compare ratios, over
-# many rounds (8 or more).
+# many rounds (8 or more). The verdict column tests oxmpi's rounds
+# against each peer's (Mann-Whitney U, one-sided, p < 0.01): "slower"
+# when significantly slower than either peer, "faster" when
+# significantly faster than both, "level" otherwise; the last line lists
+# every test and size where oxmpi is significantly slower.
 #
 # Usage: scripts/bench-osu.sh OSU_SOURCE_DIR [--rounds R] [--tests LIST] [--builds DIR]
 #   --rounds R     rounds (default 8)
@@ -161,7 +165,57 @@ done
 echo "placement probe after: $(probe)"
 
 python3 - "$work/out" "$rounds" "${test_list[@]}" <<'PY'
-import os, statistics, sys
+import math, os, statistics, sys
+
+# The significance below which a difference counts (one-sided).
+ALPHA = 0.01
+
+
+def p_greater(x, y):
+    """One-sided p-value of the Mann-Whitney U test that values of x tend
+    to be greater than values of y (normal approximation, ties averaged,
+    continuity correction); 1 when either sample is too small."""
+    n1, n2 = len(x), len(y)
+    if n1 < 4 or n2 < 4:
+        return 1.0
+    pooled = sorted([(v, 0) for v in x] + [(v, 1) for v in y])
+    n = n1 + n2
+    ranks, ties, i = [0.0] * n, 0.0, 0
+    while i < n:
+        j = i
+        while j + 1 < n and pooled[j + 1][0] == pooled[i][0]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[k] = (i + j) / 2 + 1
+        t = j - i + 1
+        ties += t**3 - t
+        i = j + 1
+    r1 = sum(r for r, (_, side) in zip(ranks, pooled) if side == 0)
+    u1 = r1 - n1 * (n1 + 1) / 2
+    var = n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1)))
+    if var <= 0:
+        return 1.0
+    z = (u1 - n1 * n2 / 2 - 0.5) / math.sqrt(var)
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def verdict(ox, peers, worse_is_greater):
+    """'slower' when oxmpi's rounds are significantly worse than either
+    peer's, 'faster' when significantly better than both, else 'level';
+    '-' without samples."""
+    if not ox or not peers:
+        return "-"
+    sign = 1 if worse_is_greater else -1
+    mine = [sign * v for v in ox]
+    theirs = [[sign * v for v in p] for p in peers]
+    if any(p_greater(mine, p) < ALPHA for p in theirs):
+        return "slower"
+    if all(p_greater(p, mine) < ALPHA for p in theirs):
+        return "faster"
+    return "level"
+
+
+slower_cases = []
 
 out, rounds, tests = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 impls = ("ox", "openmpi", "mpich")
@@ -201,7 +255,7 @@ for t in tests:
     if not sizes:
         print("  no results (see the messages above)")
         continue
-    print(f"{'size':>8} {'oxmpi':>10} {'Open MPI':>10} {'MPICH':>10} {'best':>6} {'median':>7}")
+    print(f"{'size':>8} {'oxmpi':>10} {'Open MPI':>10} {'MPICH':>10} {'best':>6} {'median':>7} {'verdict':>8}")
     pick = max if higher_better else min
     for size in sizes:
         best = {i: pick(samples[i][size]) for i in impls if samples[i].get(size)}
@@ -214,5 +268,19 @@ for t in tests:
             return f"{(better / d['ox']) if higher_better else (d['ox'] / better):.2f}"
         cell = lambda i: f"{best[i]:10.2f}" if i in best else f"{'-':>10}"
         label = "-" if size == 0 and t == "osu_barrier" else str(size)
-        print(f"{label:>8} {cell('ox')} {cell('openmpi')} {cell('mpich')} {ratio(best):>6} {ratio(med):>7}")
+        peers = [samples[i][size] for i in ("openmpi", "mpich") if samples[i].get(size)]
+        v = verdict(samples["ox"].get(size, []), peers, not higher_better)
+        if v == "slower":
+            slower_cases.append(f"{t} {label}")
+        print(f"{label:>8} {cell('ox')} {cell('openmpi')} {cell('mpich')} {ratio(best):>6} {ratio(med):>7} {v:>8}")
+
+print(
+    f"\nverdict: a Mann-Whitney U test of oxmpi's {rounds} rounds against each peer's "
+    f"(one-sided, p < {ALPHA}): 'slower' when oxmpi is significantly slower than either peer, "
+    "'faster' when significantly faster than both, else 'level'"
+)
+if slower_cases:
+    print("significantly slower than a peer: " + ", ".join(slower_cases))
+else:
+    print("significantly slower than a peer: nowhere")
 PY
