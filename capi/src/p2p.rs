@@ -302,22 +302,16 @@ macro_rules! immediate_send {
             comm: c_int,
             request: *mut c_int,
         ) -> c_int {
-            if !request.is_null() {
-                // SAFETY: the caller's promise (the buffer is untouched
-                // until the request completes). A panic (a broken
-                // invariant) is reported as `run` reports one.
-                let common = std::panic::catch_unwind(|| unsafe {
+            // SAFETY: the caller's promises (the buffer is untouched
+            // until the request completes; `request` is writable).
+            let common = unsafe {
+                immediate_common($text, comm, request, || {
                     send_common(buf, count, datatype, dest, tag, comm, $mode)
-                });
-                match common {
-                    Ok(Some(id)) => {
-                        // SAFETY: not null; the caller's promise.
-                        unsafe { request.write(requests::insert_plain(id, false)) };
-                        return SUCCESS;
-                    }
-                    Ok(None) => {}
-                    Err(panic) => return raise_panic($text, comm, panic.as_ref()),
-                }
+                        .map(|id| requests::insert_plain(id, false))
+                })
+            };
+            if let Some(code) = common {
+                return code;
             }
             run($text, comm, || {
                 checked_out("request", request)?;
@@ -475,25 +469,51 @@ pub unsafe extern "C" fn PMPI_Irecv(
     comm: c_int,
     request: *mut c_int,
 ) -> c_int {
-    if !request.is_null() {
-        // SAFETY: the caller's promise (the buffer is untouched until the
-        // request completes). A panic (a broken invariant) is reported as
-        // `run` reports one.
-        let common = std::panic::catch_unwind(|| unsafe {
+    // SAFETY: the caller's promises (the buffer is untouched until the
+    // request completes; `request` is writable).
+    let common = unsafe {
+        immediate_common("MPI_Irecv", comm, request, || {
             irecv_common(buf, count, datatype, source, tag, comm)
-        });
-        match common {
-            Ok(Some(h)) => {
-                // SAFETY: not null; the caller's promise.
-                unsafe { request.write(h) };
-                return SUCCESS;
-            }
-            Ok(None) => {}
-            Err(panic) => return raise_panic("MPI_Irecv", comm, panic.as_ref()),
-        }
+        })
+    };
+    match common {
+        Some(code) => code,
+        // SAFETY: the caller's promise.
+        None => unsafe { irecv_general(buf, count, datatype, source, tag, comm, request) },
     }
-    // SAFETY: the caller's promise.
-    unsafe { irecv_general(buf, count, datatype, source, tag, comm, request) }
+}
+
+/// The common path of an immediate call (`MPI_Isend`, `MPI_Irecv`, …):
+/// runs `start`, which answers the request's handle or `None` with
+/// nothing started, and writes the handle to `request`. The code to
+/// return: `MPI_SUCCESS` with the handle written, or the report of a
+/// panic (a broken invariant, reported as `run` reports one); `None` when
+/// `request` is null or `start` declined (the general path then decides
+/// and reports).
+///
+/// # Safety
+///
+/// `request` is null or writable; `start` may rely on the call's
+/// arguments being what MPI requires (the caller's promise).
+#[inline(always)]
+unsafe fn immediate_common(
+    text: &str,
+    comm: c_int,
+    request: *mut c_int,
+    start: impl FnOnce() -> Option<c_int>,
+) -> Option<c_int> {
+    if request.is_null() {
+        return None;
+    }
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(start)) {
+        Ok(Some(h)) => {
+            // SAFETY: not null; the caller's promise.
+            unsafe { request.write(h) };
+            Some(SUCCESS)
+        }
+        Ok(None) => None,
+        Err(panic) => Some(raise_panic(text, comm, panic.as_ref())),
+    }
 }
 
 /// `MPI_Irecv` in its common case (a predefined type, the world's

@@ -8,7 +8,7 @@ use crate::card::{node_identity, Card};
 use crate::fbox::{record_len, FboxIn, FboxOut, Polled};
 use crate::params::{Config, Mechanism};
 use crate::place::Place;
-use crate::segment::{path_of, Segment, Sizes};
+use crate::segment::{path_of, Segment, Sizes, LINE};
 use crate::{cma, fifo};
 use oxmpi_framework_btl::adapter::{
     Arrived, Btl, Fragments, GetBuffer, Payload, Pml, PutBuffer, Rdma, Sent, Started,
@@ -238,12 +238,13 @@ impl SmBtl {
                         payload,
                         control: false,
                     } => {
-                        if bytes == 0 {
+                        let len = record_len(header, payload);
+                        if bytes == 0 && len > LINE {
                             // The first record of a batch is what a
                             // waiting receive needs soonest; later ones
                             // arrived while it waited, and the processor
                             // streams them.
-                            inbound.prefetch(&ring, offset, header, payload);
+                            inbound.prefetch(&ring, offset, len);
                         }
                         // One range check for the header and the payload.
                         let (h, p) = ring.bytes(offset, header + payload).split_at(header);
@@ -253,9 +254,9 @@ impl SmBtl {
                             stop = Polled::Damaged;
                             break;
                         }
-                        inbound.step(&mut at, header, payload);
-                        last_len = record_len(header, payload);
-                        bytes += last_len;
+                        inbound.step(&mut at, len);
+                        last_len = len;
+                        bytes += len;
                         events += 1;
                     }
                     other => {
@@ -278,7 +279,7 @@ impl SmBtl {
                     control: true,
                 } => {
                     let offer = Offer::decode(self.own.fbox_ring(index).bytes(offset, header));
-                    self.inbound[k].step(&mut at, header, payload);
+                    self.inbound[k].step(&mut at, record_len(header, payload));
                     self.inbound[k].consume_to(&self.own, at);
                     self.serve(sender, offer);
                     events += 1;

@@ -310,13 +310,14 @@ impl FboxIn {
     }
 
     /// Asks for the lines after the first of the record [`FboxIn::peek`]
-    /// found at `offset` (its header's) with these lengths, up to
-    /// [`PREFETCH_LINES`] in all: they then arrive while the record is
-    /// matched, not one after another when its payload is copied.
+    /// found at `offset` (its header's), `len` bytes long in all
+    /// ([`record_len`]), up to [`PREFETCH_LINES`] lines: they then arrive
+    /// while the record is matched, not one after another when its
+    /// payload is copied.
     #[inline]
-    pub fn prefetch(&self, ring: &Ring<'_>, offset: usize, header: usize, payload: usize) {
+    pub fn prefetch(&self, ring: &Ring<'_>, offset: usize, len: usize) {
         let start = offset - HEAD;
-        let end = start + record_len(header, payload).min(PREFETCH_LINES * LINE);
+        let end = start + len.min(PREFETCH_LINES * LINE);
         let mut line = start + LINE;
         while line < end {
             ring.prefetch_for_read(line);
@@ -324,11 +325,11 @@ impl FboxIn {
         }
     }
 
-    /// Moves `at` past the record [`FboxIn::peek`] found there (with these
-    /// lengths).
+    /// Moves `at` past the record [`FboxIn::peek`] found there, `len`
+    /// bytes long in all ([`record_len`]).
     #[inline]
-    pub fn step(&self, at: &mut Cursor, header: usize, payload: usize) {
-        self.advance(at, record_len(header, payload));
+    pub fn step(&self, at: &mut Cursor, len: usize) {
+        self.advance(at, len);
     }
 
     /// Gives the room of every record before `at` (a cursor of this box,
@@ -378,10 +379,10 @@ mod tests {
                     assert_eq!(c, control);
                     // Asks for the record's lines only (a line past the
                     // ring's end fails its debug assertion).
-                    inn.prefetch(&s.fbox_ring(inn.index), offset, h, p);
+                    inn.prefetch(&s.fbox_ring(inn.index), offset, record_len(h, p));
                     assert_eq!(s.fbox_ring(inn.index).bytes(offset, h), &header);
                     assert_eq!(s.fbox_ring(inn.index).bytes(offset + h, p), &payload[..]);
-                    inn.step(&mut at, h, p);
+                    inn.step(&mut at, record_len(h, p));
                     inn.consume_to(&s, at);
                 }
                 _ => panic!("record {n} missing"),
@@ -415,7 +416,7 @@ mod tests {
             else {
                 panic!("a written record is missing")
             };
-            inn.step(&mut at, header, payload);
+            inn.step(&mut at, record_len(header, payload));
         }
         assert!(matches!(
             inn.peek(&s.fbox_ring(inn.index), &mut at),

@@ -420,26 +420,9 @@ impl Runtime {
             return None;
         }
         let mut state = self.enter_single()?;
-        let (slot, done) = state.board.take(comm);
-        let args = RecvArgs {
-            buf,
-            len,
-            source,
-            tag,
-            context: WORLD_CONTEXT,
-            done,
-        };
-        // SAFETY: the caller keeps the buffer valid and untouched until
-        // the request completes (this function's contract); the slot stays
-        // until read or the request freed.
-        match unsafe { self.pml.irecv(&args) } {
-            Ok((handle, st)) => Some(self.recv_started(&mut state, comm, slot, handle, &st, hold)),
-            Err(_) => {
-                // The general call refuses it again, with the sentence.
-                state.board.give_back(slot);
-                None
-            }
-        }
+        // A refusal is made again by the general call, which reports it.
+        // SAFETY: the buffer promise is this function's own requirement.
+        unsafe { self.hand_recv(&mut state, comm, WORLD_CONTEXT, source, tag, buf, len, hold) }.ok()
     }
 
     /// [`Runtime::irecv`] (`hold` false) and [`Runtime::irecv_held`]:
@@ -484,6 +467,31 @@ impl Runtime {
         hold: bool,
     ) -> Result<RequestId, Error> {
         let context = self.context_of(comm)?;
+        // SAFETY: the buffer promise is this function's own requirement.
+        unsafe { self.hand_recv(state, comm, context, source, tag, buf, len, hold) }
+            .map_err(Self::recv_refused)
+    }
+
+    /// Hands a receive on `comm` (context id `context`) to the pml with a
+    /// completion slot; `hold` as in [`Runtime::recv_started`]. The pml's
+    /// refusal is its sentence, with the slot given back.
+    ///
+    /// # Safety
+    /// As [`Runtime::irecv`]: the buffer stays valid and untouched until
+    /// the request completes.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn hand_recv(
+        &self,
+        state: &mut State,
+        comm: Comm,
+        context: u32,
+        source: i32,
+        tag: i32,
+        buf: *mut u8,
+        len: usize,
+        hold: bool,
+    ) -> Result<RequestId, String> {
         let (slot, done) = state.board.take(comm);
         let args = RecvArgs {
             buf,
@@ -500,7 +508,7 @@ impl Runtime {
             Ok((handle, st)) => Ok(self.recv_started(state, comm, slot, handle, &st, hold)),
             Err(error) => {
                 state.board.give_back(slot);
-                Err(Self::recv_refused(error))
+                Err(error)
             }
         }
     }
