@@ -1,0 +1,2 @@
+/* The UCX headers the bindings cover. */
+#include <ucp/api/ucp.h>
