@@ -45,6 +45,7 @@ sdk_crates=(
     oxmpi-plugin-api-derive
     oxmpi-plugin-api
     oxmpi-framework-btl
+    oxmpi-framework-requests
     oxmpi-framework-pml
     oxmpi-framework-mtl
     oxmpi-reduce

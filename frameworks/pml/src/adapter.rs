@@ -47,15 +47,14 @@
 //!   btls the pml started).
 
 use crate::module::{
-    BtlCandidate, ModexLookup, PmlCore, PmlModule, PmlSignals, ProgressFn, RecvArgs, RequestError,
-    RequestStatus, SendArgs, ANY_SOURCE, ANY_TAG,
+    BtlCandidate, PmlCore, PmlModule, PmlSignals, RecvArgs, RequestError, RequestStatus, SendArgs,
+    ANY_SOURCE, ANY_TAG,
 };
-use abi_stable::std_types::{RSlice, RStr, RString, RVec};
+use abi_stable::std_types::{RSlice, RStr, RString};
 use oxmpi_framework_btl::handle::{BtlHandle, BtlStart};
 use oxmpi_framework_btl::module::{BtlReceiver, FragmentRef, JobIdentity, RdmaStatus};
 use oxmpi_plugin_api::{ComponentContext, EntryError, Instance};
 use std::ffi::c_void;
-use std::fmt;
 use std::mem::MaybeUninit;
 
 /// What a pml component implements (one value per process, created by
@@ -269,98 +268,7 @@ fn released_at_start<P: Pml>(p: &mut P, handle: u64) -> Option<RequestStatus> {
     p.take(handle).filter(|st| st.error == RequestError::None)
 }
 
-/// What the MPI layer offers the pml during and after `init`: the modex
-/// and the progress engine. Copied freely; valid for the process's life.
-#[derive(Clone, Copy)]
-pub struct Core {
-    raw: PmlCore,
-}
-
-// SAFETY: the MPI layer's functions and context pointer serve whichever
-// thread calls them under its lock (the interface contract); the pml calls
-// them only from its own entry points, which that lock serializes.
-unsafe impl Send for Core {}
-
-impl fmt::Debug for Core {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Core")
-    }
-}
-
-fn sentence(text: RString, otherwise: &str) -> String {
-    if text.is_empty() {
-        otherwise.to_string()
-    } else {
-        text.into_string()
-    }
-}
-
-impl Core {
-    /// Wraps the MPI layer's table (the adapter does this for `init`).
-    pub fn new(raw: PmlCore) -> Self {
-        Core { raw }
-    }
-
-    /// Publishes this process's card under `name` (before the fence).
-    ///
-    /// # Errors
-    ///
-    /// The MPI layer's sentence (`"the modex gave no reason"` if none).
-    pub fn modex_put(&self, name: &str, card: &[u8]) -> Result<(), String> {
-        let mut error = RString::new();
-        // SAFETY: the MPI layer's function with its own context; the
-        // arguments are valid for the call.
-        let ok = unsafe {
-            (self.raw.modex_put)(
-                self.raw.ctx,
-                RStr::from_str(name),
-                RSlice::from_slice(card),
-                &mut error,
-            )
-        };
-        if ok {
-            Ok(())
-        } else {
-            Err(sentence(error, "the modex gave no reason"))
-        }
-    }
-
-    /// `rank`'s card published under `name`: `Ok(None)` when it published
-    /// none.
-    ///
-    /// # Errors
-    ///
-    /// Why the lookup failed (`"the modex gave no reason"` if it said
-    /// nothing).
-    pub fn modex_get(&self, rank: u32, name: &str) -> Result<Option<Vec<u8>>, String> {
-        let mut card = RVec::new();
-        let mut error = RString::new();
-        // SAFETY: as in `modex_put`.
-        let answer = unsafe {
-            (self.raw.modex_get)(
-                self.raw.ctx,
-                rank,
-                RStr::from_str(name),
-                &mut card,
-                &mut error,
-            )
-        };
-        match answer {
-            ModexLookup::Found => Ok(Some(card.into_vec())),
-            ModexLookup::Missing => Ok(None),
-            ModexLookup::Failed => Err(sentence(error, "the modex gave no reason")),
-        }
-    }
-
-    /// Adds a progress function (a btl's, from
-    /// [`BtlHandle::progress_fn`]) to the MPI layer's progress engine,
-    /// which polls them in registration order before the pml's own
-    /// `progress`.
-    pub fn register_progress(&self, poll: unsafe extern "C" fn() -> usize) {
-        // SAFETY: as in `modex_put`.
-        unsafe { (self.raw.register_progress)(self.raw.ctx, ProgressFn { poll }) }
-    }
-}
+pub use oxmpi_framework_requests::services::Core;
 
 /// One btl component the MPI layer selected, as the pml's `init` sees it.
 #[derive(Clone, Copy)]

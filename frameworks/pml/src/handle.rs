@@ -10,123 +10,14 @@
 //!   unwinding into the component).
 
 use crate::module::{
-    BtlCandidate, ModexLookup, PmlCore, PmlModule, PmlSignals, ProgressFn, RecvArgs, RequestError,
-    RequestStatus, SendArgs,
+    BtlCandidate, PmlModule, PmlSignals, RecvArgs, RequestError, RequestStatus, SendArgs,
 };
-use abi_stable::std_types::{RSlice, RStr, RString, RVec};
+use abi_stable::std_types::{RSlice, RString};
 use oxmpi_framework_btl::module::JobIdentity;
 use oxmpi_plugin_api::ComponentContext;
-use std::ffi::c_void;
 use std::mem::MaybeUninit;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// What the MPI layer offers a pml (see [`PmlCore`]). Called under the MPI
-/// layer's lock, from the pml's `init` and entry points.
-pub trait MpiCore: Sync + 'static {
-    /// Publishes this process's card under `name` (before the fence).
-    ///
-    /// # Errors
-    ///
-    /// Why it cannot be published (one sentence).
-    fn modex_put(&self, name: &str, card: &[u8]) -> Result<(), String>;
-
-    /// `rank`'s card published under `name`; `Ok(None)` when it published
-    /// none.
-    ///
-    /// # Errors
-    ///
-    /// Why the lookup failed (one sentence).
-    fn modex_get(&self, rank: u32, name: &str) -> Result<Option<Vec<u8>>, String>;
-
-    /// Adds a progress function to the progress engine.
-    fn register_progress(&self, poll: ProgressFn);
-}
-
-/// The sentence for a panic inside the MPI layer's code.
-#[cold]
-fn core_panicked(what: &str) -> String {
-    format!("internal error in the MPI layer's {what} (it panicked; see the message above)")
-}
-
-/// The `ctx` of a generated [`PmlCore`] back to the MPI layer's value.
-///
-/// # Safety
-///
-/// `ctx` is the `&'static C` that [`core_table`] stored.
-unsafe fn core_of<C: MpiCore>(ctx: *mut c_void) -> &'static C {
-    // SAFETY: the caller's promise: a `&'static C` cast to a pointer.
-    unsafe { &*(ctx as *const C) }
-}
-
-unsafe extern "C" fn core_modex_put<C: MpiCore>(
-    ctx: *mut c_void,
-    name: RStr<'_>,
-    card: RSlice<'_, u8>,
-    error: &mut RString,
-) -> bool {
-    // SAFETY: the pml passes back the context of the table `core_table`
-    // made.
-    let core = unsafe { core_of::<C>(ctx) };
-    match catch_unwind(AssertUnwindSafe(|| {
-        core.modex_put(name.as_str(), card.as_slice())
-    })) {
-        Ok(Ok(())) => true,
-        Ok(Err(why)) => {
-            *error = why.into();
-            false
-        }
-        Err(_) => {
-            *error = core_panicked("modex_put").into();
-            false
-        }
-    }
-}
-
-unsafe extern "C" fn core_modex_get<C: MpiCore>(
-    ctx: *mut c_void,
-    rank: u32,
-    name: RStr<'_>,
-    card: &mut RVec<u8>,
-    error: &mut RString,
-) -> ModexLookup {
-    // SAFETY: as in `core_modex_put`.
-    let core = unsafe { core_of::<C>(ctx) };
-    match catch_unwind(AssertUnwindSafe(|| core.modex_get(rank, name.as_str()))) {
-        Ok(Ok(Some(bytes))) => {
-            *card = bytes.into();
-            ModexLookup::Found
-        }
-        Ok(Ok(None)) => ModexLookup::Missing,
-        Ok(Err(why)) => {
-            *error = why.into();
-            ModexLookup::Failed
-        }
-        Err(_) => {
-            *error = core_panicked("modex_get").into();
-            ModexLookup::Failed
-        }
-    }
-}
-
-unsafe extern "C" fn core_register_progress<C: MpiCore>(ctx: *mut c_void, poll: ProgressFn) {
-    // SAFETY: as in `core_modex_put`.
-    let core = unsafe { core_of::<C>(ctx) };
-    // A panic here has no failure value to answer; the progress function
-    // is then not registered, which the pml cannot tell. The MPI layer's
-    // implementation only pushes onto a list.
-    let _ = catch_unwind(AssertUnwindSafe(|| core.register_progress(poll)));
-}
-
-/// The [`PmlCore`] table over `core` (what [`PmlHandle::init`] hands the
-/// pml).
-pub fn core_table<C: MpiCore>(core: &'static C) -> PmlCore {
-    PmlCore {
-        ctx: core as *const C as *mut c_void,
-        modex_put: core_modex_put::<C>,
-        modex_get: core_modex_get::<C>,
-        register_progress: core_register_progress::<C>,
-    }
-}
+pub use oxmpi_framework_requests::services::{core_table, MpiCore};
 
 /// One pml component as the MPI layer uses it.
 #[derive(Clone, Copy)]

@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::handle::{MpiCore, PmlHandle};
-use crate::module::{SendMode, ANY_SOURCE, ANY_TAG};
+use crate::module::{ProgressFn, SendMode, ANY_SOURCE, ANY_TAG};
 use abi_stable::std_types::{RSlice, RString, RVec};
 use oxmpi_framework_btl::module::{
     flags, BtlComponentModule, BtlModuleInfo, FragmentRef, SendOutcome,
