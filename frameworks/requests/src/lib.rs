@@ -1,15 +1,16 @@
-//! The point-to-point request interface that the pml and mtl frameworks
-//! share: what starts a send or a receive ([`SendArgs`], [`RecvArgs`]),
+//! The point-to-point request interface of the pml framework, in a crate
+//! of its own so that another framework's interface can serve the same
+//! requests without depending on the pml's: what starts a send or a
+//! receive ([`SendArgs`], [`RecvArgs`]),
 //! what a completed request reports ([`RequestStatus`]), where its
 //! completion is published ([`Completion`]), the words a component keeps
 //! current for the wait loop ([`Signals`]), and what the MPI layer offers
 //! ([`MpiServices`]: the modex and the progress engine; [`services`] has
 //! both sides of it).
 //!
-//! Below, "the pml" stands for whichever component serves the requests: a
-//! pml, or an mtl that pml `cm` drives. The pml framework re-exports all
-//! of it under its earlier names (`PmlCore` for [`MpiServices`],
-//! `PmlSignals` for [`Signals`]).
+//! Below, "the pml" stands for whichever component serves the requests.
+//! The pml framework re-exports all of it under its earlier names
+//! (`PmlCore` for [`MpiServices`], `PmlSignals` for [`Signals`]).
 
 // The workspace lints, written in the crate: component authors build this
 // crate outside the workspace (docs/writing-a-component.md).
@@ -270,8 +271,8 @@ pub enum ModexLookup {
     Failed = 2,
 }
 
-/// What the MPI layer offers a pml or an mtl: the modex and the progress
-/// engine.
+/// What the MPI layer offers the component that serves requests: the
+/// modex and the progress engine.
 #[repr(C)]
 #[derive(StableAbi, Copy, Clone)]
 pub struct MpiServices {
@@ -299,7 +300,7 @@ pub struct MpiServices {
     pub register_progress: unsafe extern "C" fn(ctx: *mut c_void, poll: ProgressFn),
 }
 
-/// Words a pml (or an mtl) keeps current for its caller's wait loop.
+/// Words the pml keeps current for its caller's wait loop.
 /// Written only inside the component's entry points and read by its caller
 /// under the same lock, so relaxed order suffices.
 #[repr(C)]

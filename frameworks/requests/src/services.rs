@@ -149,7 +149,7 @@ impl Core {
     }
 
     /// The MPI layer's table itself, to hand on to a component this one
-    /// starts (pml `cm` to its mtl).
+    /// starts itself.
     pub fn raw(&self) -> MpiServices {
         self.raw
     }

@@ -144,7 +144,7 @@ fn a_component_reaches_the_layer_through_the_table_and_panics_become_failures() 
     assert_eq!(polls.len(), 1);
     assert_eq!(polls[0].run(), 2);
     assert_eq!(POLLED.load(Ordering::Relaxed), 1);
-    // The table handed on (pml cm to its mtl) reaches the same layer.
+    // The table handed on to another component reaches the same layer.
     let again = Core::new(core.raw());
     assert_eq!(
         again.modex_get(0, "card").unwrap().as_deref(),

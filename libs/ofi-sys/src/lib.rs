@@ -8,8 +8,7 @@
 //! translate is written here: [`fi_make_version`] (`FI_VERSION`; `fi_version()` is the library's own version) and
 //! [`FI_ADDR_UNSPEC`].
 //!
-//! Everything here is `unsafe` and follows libfabric's manual pages;
-//! the mtl `ofi` component wraps what it uses.
+//! Everything here is `unsafe` and follows libfabric's manual pages.
 
 #![allow(
     non_camel_case_types,

@@ -4,8 +4,7 @@
 //!
 //! `ucp_init`, a static inline function in the headers, is called through
 //! a compiled shim and keeps its name. Everything here is `unsafe` and
-//! follows UCX's API documentation; the pml `ucx` component wraps what it
-//! uses.
+//! follows UCX's API documentation.
 
 #![allow(
     non_camel_case_types,

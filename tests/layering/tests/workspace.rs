@@ -33,8 +33,9 @@ fn the_workspace_keeps_the_layering_rules() {
     assert!(text.is_empty(), "layering violations:\n{}", text.join("\n"));
 }
 
-/// The directory under frameworks/ of the interface the pml and mtl
-/// frameworks share (`oxmpi-framework-requests`).
+/// The directory under frameworks/ of the request types of the pml
+/// interface, which other interfaces may share
+/// (`oxmpi-framework-requests`).
 const SHARED_INTERFACE: &str = "requests";
 
 /// The rules see the crates they are about (a metadata with no components
@@ -61,7 +62,7 @@ fn every_framework_crate_is_known_to_the_core_and_components_are_seen() {
     }
     frameworks.sort();
     // The one interface crate under frameworks/ that is no framework: the
-    // request types the pml and mtl interfaces share.
+    // request types of the pml interface.
     frameworks.retain(|f| f != SHARED_INTERFACE);
     assert_eq!(frameworks, oxmpi_mca::FRAMEWORK_NAMES);
     assert!(components >= 6, "{components} components");
