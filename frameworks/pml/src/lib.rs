@@ -41,4 +41,6 @@ pub static FRAMEWORK: FrameworkInfo = FrameworkInfo {
 };
 
 #[doc(hidden)]
+pub use oxmpi_framework_requests as __requests;
+#[doc(hidden)]
 pub use oxmpi_plugin_api as __plugin_api;

@@ -15,21 +15,21 @@
 //!   [`PmlCore::register_progress`]. The MPI layer then fences the modex;
 //!   peers' cards are read lazily with [`PmlCore::modex_get`] when a peer is
 //!   first used.
-//! - **Requests.** [`isend`](PmlModule::isend) and
-//!   [`irecv`](PmlModule::irecv) start an operation and hand out a request
+//! - **Requests.** [`isend`](RequestTable::isend) and
+//!   [`irecv`](RequestTable::irecv) start an operation and hand out a request
 //!   handle, or the handle 0 for an operation that completed without error
 //!   during the call (`irecv` then fills the status; there is nothing to
-//!   test or free); [`test`](PmlModule::test) reports completion with a
-//!   [`RequestStatus`]; [`take`](PmlModule::take) does the same and
+//!   test or free); [`test`](RequestTable::test) reports completion with a
+//!   [`RequestStatus`]; [`take`](RequestTable::take) does the same and
 //!   releases a request that completed without error;
-//!   [`free`](PmlModule::free) releases a handle (a completed one, or a
+//!   [`free`](RequestTable::free) releases a handle (a completed one, or a
 //!   send the caller no longer watches: it still completes). The buffers
 //!   must stay valid until the request completes. A handle's top bit is
 //!   always clear: the MPI layer uses it for requests of its own.
-//! - **Signals.** [`signals`](PmlModule::signals) gives a block of words
+//! - **Signals.** [`signals`](RequestTable::signals) gives a block of words
 //!   the pml keeps current ([`PmlSignals`]): a counter of entries that may
 //!   have completed requests, so a waiting caller tests again only after
-//!   one; whether [`progress`](PmlModule::progress) has work, so it is
+//!   one; whether [`progress`](RequestTable::progress) has work, so it is
 //!   called only then.
 //! - **Completion slots.** A request started with a [`Completion`] slot
 //!   (`done` in [`SendArgs`] and [`RecvArgs`]) is released by the pml as
@@ -44,7 +44,7 @@
 //! - **Errors.** Entry points that can fail return false and fill an
 //!   `error` string: one or more sentences naming the peer and what went
 //!   wrong. A request that completes in error says which in
-//!   [`RequestStatus::error`]; [`request_error`](PmlModule::request_error)
+//!   [`RequestStatus::error`]; [`request_error`](RequestTable::request_error)
 //!   gives the sentence.
 //!
 //! Nobody writes these tables by hand: a component implements
@@ -57,8 +57,8 @@ use abi_stable::std_types::{RSlice, RStr, RString};
 use abi_stable::StableAbi;
 use oxmpi_framework_btl::module::{BtlComponentModule, JobIdentity};
 use oxmpi_plugin_api::ComponentContext;
-use std::mem::MaybeUninit;
 
+pub use oxmpi_framework_requests::table::RequestTable;
 pub use oxmpi_framework_requests::{
     publish_completion, Completed, Completion, ModexLookup, MpiServices as PmlCore, ProgressFn,
     RecvArgs, RequestError, RequestStatus, SendArgs, SendMode, Signals as PmlSignals, ANY_SOURCE,
@@ -90,80 +90,6 @@ pub struct PmlModule {
         btls: RSlice<'_, BtlCandidate>,
         error: &mut RString,
     ) -> bool,
-    /// Starts a send. False (with `kind`, and `error` written) if it
-    /// cannot start: `Unreachable` when no btl reaches the peer (the
-    /// sentence names the peer and each btl's reason), `PeerFailed` when
-    /// the peer was lost, `Other` for invalid arguments. `request` 0: the
-    /// send completed without error during the call (nothing to test or
-    /// free). `error` is uninitialized on entry and written only when the
-    /// call answers false (the caller then owns the sentence): a send that
-    /// starts costs no sentence to build or drop.
-    pub isend: unsafe extern "C" fn(
-        args: &SendArgs,
-        request: &mut u64,
-        kind: &mut RequestError,
-        error: &mut MaybeUninit<RString>,
-    ) -> bool,
-    /// Posts a receive. False (with `error` written, as for `isend`) if it
-    /// cannot be posted. `request` 0: the receive completed without error
-    /// during the call (a message had arrived) and `status` holds its
-    /// outcome; nothing to test or free.
-    pub irecv: unsafe extern "C" fn(
-        args: &RecvArgs,
-        request: &mut u64,
-        status: &mut RequestStatus,
-        error: &mut MaybeUninit<RString>,
-    ) -> bool,
-    /// Whether the request is complete; if so, fills `status`. Makes no
-    /// progress itself.
-    pub test: unsafe extern "C" fn(request: u64, status: &mut RequestStatus) -> bool,
-    /// As `test`, and a request that completed without error is released
-    /// (its handle becomes unknown); one that completed in error stays
-    /// until `free`, so that `request_error` can describe it.
-    pub take: unsafe extern "C" fn(request: u64, status: &mut RequestStatus) -> bool,
-    /// The sentence describing a request that completed in error.
-    pub request_error: unsafe extern "C" fn(request: u64, error: &mut RString),
-    /// Releases a handle (see the module docs).
-    pub free: unsafe extern "C" fn(request: u64),
-    /// Cancels a receive that has not matched yet; true if it was cancelled
-    /// (it then completes with `cancelled`). Sends cannot be cancelled.
-    pub cancel: unsafe extern "C" fn(request: u64) -> bool,
-    /// Whether a message that a receive with these arguments would match has
-    /// arrived; if so, fills `status` (source, tag, length).
-    pub iprobe: unsafe extern "C" fn(
-        context: u32,
-        source: i32,
-        tag: i32,
-        status: &mut RequestStatus,
-    ) -> bool,
-    /// Matched probe: as `iprobe`, and the message found leaves matching
-    /// (no receive or probe sees it again) and waits under `message` for
-    /// `imrecv`.
-    pub improbe: unsafe extern "C" fn(
-        context: u32,
-        source: i32,
-        tag: i32,
-        message: &mut u64,
-        status: &mut RequestStatus,
-    ) -> bool,
-    /// Receives the message `improbe` claimed into `args.buf` (`args`'s
-    /// source, tag and context are ignored: the message's own are used).
-    /// Answers as `irecv`; false (with `error` written) for a message
-    /// handle the pml does not know (already received, or never claimed).
-    pub imrecv: unsafe extern "C" fn(
-        message: u64,
-        args: &RecvArgs,
-        request: &mut u64,
-        status: &mut RequestStatus,
-        error: &mut MaybeUninit<RString>,
-    ) -> bool,
-    /// Work the pml does itself (retrying sends a btl could not take).
-    /// Returns the number of events.
-    pub progress: unsafe extern "C" fn() -> usize,
-    /// Shuts down the btls it initialized. Called once, after every request
-    /// completed and all ranks reached finalize.
-    pub finalize: unsafe extern "C" fn(),
-    /// The pml's [`PmlSignals`] (valid while the library is loaded; reset
-    /// by `init`).
-    pub signals: unsafe extern "C" fn() -> &'static PmlSignals,
+    /// The request entry points (see the module docs).
+    pub requests: RequestTable,
 }

@@ -6,7 +6,11 @@
 //! completion is published ([`Completion`]), the words a component keeps
 //! current for the wait loop ([`Signals`]), and what the MPI layer offers
 //! ([`MpiServices`]: the modex and the progress engine; [`services`] has
-//! both sides of it).
+//! both sides of it). The request entry points themselves are written once
+//! here too: the table ([`table::RequestTable`], inside a framework's
+//! module table), the component's side ([`serve::Requests`], generated
+//! into the table by [`serve::request_table`]) and the caller's
+//! ([`handle::RequestHandle`]).
 //!
 //! Below, "the pml" stands for whichever component serves the requests.
 //! The pml framework re-exports all of it under its earlier names
@@ -23,7 +27,10 @@ use abi_stable::StableAbi;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
 
+pub mod handle;
+pub mod serve;
 pub mod services;
+pub mod table;
 
 /// The source of a receive that accepts every sender (`MPI_ANY_SOURCE`).
 pub const ANY_SOURCE: i32 = -1;

@@ -6,7 +6,7 @@
 
 use oxmpi_framework_btl::handle::{BtlHandle, BtlStart};
 use oxmpi_framework_btl::module::{JobIdentity, RdmaOutcome, RdmaStatus, SendOutcome};
-use oxmpi_framework_pml::adapter::{CandidateBtl, Core, Pml};
+use oxmpi_framework_pml::adapter::{CandidateBtl, Core, Pml, Requests};
 use oxmpi_framework_pml::module::{RecvArgs, RequestError, RequestStatus, SendArgs};
 use oxmpi_plugin_api::{verbosity, ComponentContext, Params as _};
 
@@ -163,75 +163,7 @@ fn start_btl(cand: &CandidateBtl, identity: &JobIdentity, core: &Core) -> (BtlDe
     (desc, initialized)
 }
 
-impl Pml for Ob1 {
-    fn init(
-        context: &ComponentContext,
-        identity: &JobIdentity,
-        core: Core,
-        btls: &[CandidateBtl],
-    ) -> Result<Self, String> {
-        let params = Ob1Params::read(context)?;
-        if btls.is_empty() {
-            return Err(
-                "pml ob1 has no btl to use: none was selected (check the btl parameter)"
-                    .to_string(),
-            );
-        }
-        let mut used = Vec::with_capacity(btls.len());
-        let mut descs = Vec::with_capacity(btls.len());
-        for cand in btls {
-            let (desc, initialized) = start_btl(cand, identity, &core);
-            used.push(AbiBtl {
-                name: cand.name(),
-                handle: *cand.handle(),
-                initialized,
-            });
-            descs.push(desc);
-        }
-        if descs.iter().all(|d| d.modules.is_empty()) {
-            let reasons: Vec<String> = descs
-                .iter()
-                .map(|d| {
-                    format!(
-                        "{}: {}",
-                        d.name,
-                        d.unusable.as_deref().unwrap_or("unusable")
-                    )
-                })
-                .collect();
-            for btl in used.iter().filter(|b| b.initialized) {
-                btl.handle.finalize();
-            }
-            return Err(format!("pml ob1 has no usable btl: {}", reasons.join("; ")));
-        }
-        let names: Vec<&str> = descs
-            .iter()
-            .filter(|d| !d.modules.is_empty())
-            .map(|d| d.name.as_str())
-            .collect();
-        context.log(
-            verbosity::COMPONENT,
-            &format!(
-                "rank {} of {} uses btl {}",
-                identity.rank,
-                identity.size,
-                names.join(", ")
-            ),
-        );
-        let transport = AbiTransport {
-            core,
-            btls: used,
-            log: *context,
-        };
-        let config = Config {
-            send_pipeline_depth: params.send_pipeline_depth,
-            use_rdma: params.use_rdma,
-        };
-        Ok(Ob1 {
-            engine: Engine::new(config, identity.rank, identity.size, descs, transport),
-        })
-    }
-
+impl Requests for Ob1 {
     #[inline]
     unsafe fn isend(&mut self, args: &SendArgs) -> Result<u64, (RequestError, String)> {
         // SAFETY: the buffer's promise is this method's own requirement.
@@ -318,6 +250,76 @@ impl Pml for Ob1 {
             transport.log(verbosity::TRACE, &format!("finalizing btl {}", btl.name));
             btl.handle.finalize();
         }
+    }
+}
+
+impl Pml for Ob1 {
+    fn init(
+        context: &ComponentContext,
+        identity: &JobIdentity,
+        core: Core,
+        btls: &[CandidateBtl],
+    ) -> Result<Self, String> {
+        let params = Ob1Params::read(context)?;
+        if btls.is_empty() {
+            return Err(
+                "pml ob1 has no btl to use: none was selected (check the btl parameter)"
+                    .to_string(),
+            );
+        }
+        let mut used = Vec::with_capacity(btls.len());
+        let mut descs = Vec::with_capacity(btls.len());
+        for cand in btls {
+            let (desc, initialized) = start_btl(cand, identity, &core);
+            used.push(AbiBtl {
+                name: cand.name(),
+                handle: *cand.handle(),
+                initialized,
+            });
+            descs.push(desc);
+        }
+        if descs.iter().all(|d| d.modules.is_empty()) {
+            let reasons: Vec<String> = descs
+                .iter()
+                .map(|d| {
+                    format!(
+                        "{}: {}",
+                        d.name,
+                        d.unusable.as_deref().unwrap_or("unusable")
+                    )
+                })
+                .collect();
+            for btl in used.iter().filter(|b| b.initialized) {
+                btl.handle.finalize();
+            }
+            return Err(format!("pml ob1 has no usable btl: {}", reasons.join("; ")));
+        }
+        let names: Vec<&str> = descs
+            .iter()
+            .filter(|d| !d.modules.is_empty())
+            .map(|d| d.name.as_str())
+            .collect();
+        context.log(
+            verbosity::COMPONENT,
+            &format!(
+                "rank {} of {} uses btl {}",
+                identity.rank,
+                identity.size,
+                names.join(", ")
+            ),
+        );
+        let transport = AbiTransport {
+            core,
+            btls: used,
+            log: *context,
+        };
+        let config = Config {
+            send_pipeline_depth: params.send_pipeline_depth,
+            use_rdma: params.use_rdma,
+        };
+        Ok(Ob1 {
+            engine: Engine::new(config, identity.rank, identity.size, descs, transport),
+        })
     }
 
     #[inline]

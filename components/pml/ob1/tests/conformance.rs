@@ -27,9 +27,9 @@ fn the_suite_passes_with_a_pipeline_of_one() {
 mod broken {
     use abi_stable::std_types::RString;
     use mca_pml_ob1::{Ob1, MODULE};
-    use oxmpi_framework_pml::adapter::table;
+    use oxmpi_framework_pml::adapter::{request_table, table};
     use oxmpi_framework_pml::module::{
-        PmlModule, RecvArgs, RequestError, RequestStatus, SendArgs, SendMode,
+        PmlModule, RecvArgs, RequestError, RequestStatus, RequestTable, SendArgs, SendMode,
     };
     use std::mem::MaybeUninit;
     use std::sync::Mutex;
@@ -56,7 +56,7 @@ mod broken {
         error: &mut MaybeUninit<RString>,
     ) -> bool {
         // SAFETY: ob1's entry point with the caller's arguments.
-        let ok = unsafe { (MODULE.isend)(args, request, kind, error) };
+        let ok = unsafe { (MODULE.requests.isend)(args, request, kind, error) };
         if ok {
             issued(*request, true);
         }
@@ -70,7 +70,7 @@ mod broken {
         error: &mut MaybeUninit<RString>,
     ) -> bool {
         // SAFETY: ob1's entry point with the caller's arguments.
-        let ok = unsafe { (MODULE.irecv)(args, request, status, error) };
+        let ok = unsafe { (MODULE.requests.irecv)(args, request, status, error) };
         if ok {
             issued(*request, false);
         }
@@ -87,12 +87,15 @@ mod broken {
         standard.mode = SendMode::Standard;
         // SAFETY: ob1's entry point with the caller's arguments (only the
         // mode changed).
-        unsafe { (MODULE.isend)(&standard, request, kind, error) }
+        unsafe { (MODULE.requests.isend)(&standard, request, kind, error) }
     }
 
     /// Synchronous sends complete like standard ones.
     pub static SSEND_EARLY: PmlModule = PmlModule {
-        isend: isend_never_synchronous,
+        requests: RequestTable {
+            isend: isend_never_synchronous,
+            ..request_table::<Ob1>()
+        },
         ..table::<Ob1>()
     };
 
@@ -102,13 +105,16 @@ mod broken {
 
     /// `cancel` never cancels.
     pub static NO_CANCEL: PmlModule = PmlModule {
-        cancel: cancel_never,
+        requests: RequestTable {
+            cancel: cancel_never,
+            ..request_table::<Ob1>()
+        },
         ..table::<Ob1>()
     };
 
     unsafe extern "C" fn test_sends_at_once(request: u64, status: &mut RequestStatus) -> bool {
         // SAFETY: ob1's entry point with the caller's arguments.
-        if unsafe { (MODULE.test)(request, status) } {
+        if unsafe { (MODULE.requests.test)(request, status) } {
             return true;
         }
         if SENDS.lock().unwrap().contains(&request) {
@@ -120,16 +126,19 @@ mod broken {
 
     /// A send reports completion before the btl is done with its buffer.
     pub static EARLY_SEND: PmlModule = PmlModule {
-        isend: isend_tracked,
-        irecv: irecv_tracked,
-        test: test_sends_at_once,
+        requests: RequestTable {
+            isend: isend_tracked,
+            irecv: irecv_tracked,
+            test: test_sends_at_once,
+            ..request_table::<Ob1>()
+        },
         ..table::<Ob1>()
     };
 
     unsafe extern "C" fn free_recorded(request: u64) {
         FREED.lock().unwrap().push(request);
         // SAFETY: ob1's entry point with the caller's argument.
-        unsafe { (MODULE.free)(request) }
+        unsafe { (MODULE.requests.free)(request) }
     }
 
     unsafe extern "C" fn test_freed_never(request: u64, status: &mut RequestStatus) -> bool {
@@ -137,15 +146,18 @@ mod broken {
             return false;
         }
         // SAFETY: ob1's entry point with the caller's arguments.
-        unsafe { (MODULE.test)(request, status) }
+        unsafe { (MODULE.requests.test)(request, status) }
     }
 
     /// A freed handle is "not complete" forever.
     pub static STALE_HANGS: PmlModule = PmlModule {
-        isend: isend_tracked,
-        irecv: irecv_tracked,
-        free: free_recorded,
-        test: test_freed_never,
+        requests: RequestTable {
+            isend: isend_tracked,
+            irecv: irecv_tracked,
+            free: free_recorded,
+            test: test_freed_never,
+            ..request_table::<Ob1>()
+        },
         ..table::<Ob1>()
     };
 }

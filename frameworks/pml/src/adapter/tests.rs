@@ -5,7 +5,9 @@
 
 use super::*;
 use crate::handle::{MpiCore, PmlHandle};
-use crate::module::{ProgressFn, SendMode, ANY_SOURCE, ANY_TAG};
+use crate::module::{
+    ProgressFn, RecvArgs, RequestError, RequestStatus, SendArgs, SendMode, ANY_SOURCE, ANY_TAG,
+};
 use abi_stable::std_types::{RSlice, RString, RVec};
 use oxmpi_framework_btl::module::{
     flags, BtlComponentModule, BtlModuleInfo, FragmentRef, SendOutcome,
@@ -213,35 +215,7 @@ struct Probe {
     scratch: [u8; 2],
 }
 
-impl Pml for Probe {
-    fn init(
-        _context: &ComponentContext,
-        identity: &JobIdentity,
-        core: Core,
-        btls: &[CandidateBtl],
-    ) -> Result<Self, String> {
-        if btls.is_empty() {
-            return Err("probe needs a btl".to_string());
-        }
-        let mut started = Vec::new();
-        for b in btls {
-            assert_eq!(b.receiver().ctx as usize, b.index());
-            match b.init(identity)? {
-                BtlStart::Modules(m) => assert_eq!(m[0].label.as_str(), "echo"),
-                BtlStart::NothingUsable(why) => return Err(why),
-            }
-            core.modex_put(&format!("btl_{}", b.name()), &b.handle().contact_card())?;
-            core.register_progress(b.handle().progress_fn());
-            started.push((b.index(), *b.handle()));
-        }
-        Ok(Probe {
-            core,
-            btls: started,
-            next: 1,
-            scratch: [0; 2],
-        })
-    }
-
+impl Requests for Probe {
     unsafe fn isend(&mut self, args: &SendArgs) -> Result<u64, (RequestError, String)> {
         match args.tag {
             666 => panic!("isend of tag 666"),
@@ -343,6 +317,36 @@ impl Pml for Probe {
             h.finalize();
         }
         FINALIZED.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Pml for Probe {
+    fn init(
+        _context: &ComponentContext,
+        identity: &JobIdentity,
+        core: Core,
+        btls: &[CandidateBtl],
+    ) -> Result<Self, String> {
+        if btls.is_empty() {
+            return Err("probe needs a btl".to_string());
+        }
+        let mut started = Vec::new();
+        for b in btls {
+            assert_eq!(b.receiver().ctx as usize, b.index());
+            match b.init(identity)? {
+                BtlStart::Modules(m) => assert_eq!(m[0].label.as_str(), "echo"),
+                BtlStart::NothingUsable(why) => return Err(why),
+            }
+            core.modex_put(&format!("btl_{}", b.name()), &b.handle().contact_card())?;
+            core.register_progress(b.handle().progress_fn());
+            started.push((b.index(), *b.handle()));
+        }
+        Ok(Probe {
+            core,
+            btls: started,
+            next: 1,
+            scratch: [0; 2],
+        })
     }
 
     fn on_header(
