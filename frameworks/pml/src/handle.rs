@@ -15,6 +15,7 @@ use oxmpi_framework_btl::module::JobIdentity;
 use oxmpi_plugin_api::ComponentContext;
 
 pub use oxmpi_framework_requests::handle::RequestHandle;
+use oxmpi_framework_requests::sentence_or;
 pub use oxmpi_framework_requests::services::{core_table, MpiCore};
 
 /// One pml component as the MPI layer uses it.
@@ -23,14 +24,6 @@ pub struct PmlHandle {
     table: &'static PmlModule,
     context: ComponentContext,
     requests: RequestHandle,
-}
-
-fn reason(text: RString, otherwise: &str) -> String {
-    if text.is_empty() {
-        otherwise.to_string()
-    } else {
-        text.into_string()
-    }
 }
 
 impl PmlHandle {
@@ -78,7 +71,7 @@ impl PmlHandle {
         if ok {
             Ok(())
         } else {
-            Err(reason(error, "its init failed without a reason"))
+            Err(sentence_or(error, "its init failed without a reason"))
         }
     }
 }

@@ -4,7 +4,7 @@
 //! the component reads and writes the buffers after they return).
 
 use crate::table::RequestTable;
-use crate::{RecvArgs, RequestError, RequestStatus, SendArgs, Signals};
+use crate::{sentence_or, RecvArgs, RequestError, RequestStatus, SendArgs, Signals};
 use abi_stable::std_types::RString;
 use std::mem::MaybeUninit;
 
@@ -20,14 +20,6 @@ pub struct RequestHandle {
 #[inline(never)]
 fn drop_reason(text: RString) {
     drop(text);
-}
-
-fn reason(text: RString, otherwise: &str) -> String {
-    if text.is_empty() {
-        otherwise.to_string()
-    } else {
-        text.into_string()
-    }
 }
 
 impl RequestHandle {
@@ -67,7 +59,7 @@ impl RequestHandle {
             };
             Err((
                 kind,
-                reason(error, "the pml refused the send without a reason"),
+                sentence_or(error, "the pml refused the send without a reason"),
             ))
         }
     }
@@ -155,7 +147,7 @@ impl RequestHandle {
         // SAFETY: a layout-checked table; the generated entry points check
         // exclusive entry themselves.
         unsafe { (self.table.request_error)(request, &mut text) };
-        reason(text, "the pml gave no reason")
+        sentence_or(text, "the pml gave no reason")
     }
 
     /// Releases a handle (a completed request, or one the caller no longer
@@ -257,7 +249,7 @@ unsafe fn posted(
         // SAFETY: a refusing entry writes the sentence (the caller's
         // promise, from the table's contract).
         let error = unsafe { error.assume_init() };
-        Err(reason(
+        Err(sentence_or(
             error,
             &format!("the pml refused the {what} without a reason"),
         ))

@@ -27,6 +27,15 @@ use abi_stable::StableAbi;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
 
+/// A component's sentence, or `otherwise` when it wrote none.
+pub fn sentence_or(text: RString, otherwise: &str) -> String {
+    if text.is_empty() {
+        otherwise.to_string()
+    } else {
+        text.into_string()
+    }
+}
+
 pub mod handle;
 pub mod serve;
 pub mod services;

@@ -2,7 +2,7 @@
 //! and hands the component the table [`core_table`] makes; a component
 //! calls it through [`Core`].
 
-use crate::{ModexLookup, MpiServices, ProgressFn};
+use crate::{sentence_or, ModexLookup, MpiServices, ProgressFn};
 use abi_stable::std_types::{RSlice, RStr, RString, RVec};
 use std::ffi::c_void;
 use std::fmt;
@@ -134,14 +134,6 @@ impl fmt::Debug for Core {
     }
 }
 
-fn sentence(text: RString, otherwise: &str) -> String {
-    if text.is_empty() {
-        otherwise.to_string()
-    } else {
-        text.into_string()
-    }
-}
-
 impl Core {
     /// Wraps the MPI layer's table (the adapter does this for `init`).
     pub fn new(raw: MpiServices) -> Self {
@@ -174,7 +166,7 @@ impl Core {
         if ok {
             Ok(())
         } else {
-            Err(sentence(error, "the modex gave no reason"))
+            Err(sentence_or(error, "the modex gave no reason"))
         }
     }
 
@@ -201,7 +193,7 @@ impl Core {
         match answer {
             ModexLookup::Found => Ok(Some(card.into_vec())),
             ModexLookup::Missing => Ok(None),
-            ModexLookup::Failed => Err(sentence(error, "the modex gave no reason")),
+            ModexLookup::Failed => Err(sentence_or(error, "the modex gave no reason")),
         }
     }
 
