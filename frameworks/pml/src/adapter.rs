@@ -53,9 +53,8 @@ use crate::module::{BtlCandidate, PmlCore, PmlModule};
 use abi_stable::std_types::{RSlice, RStr, RString};
 use oxmpi_framework_btl::handle::{BtlHandle, BtlStart};
 use oxmpi_framework_btl::module::{BtlReceiver, FragmentRef, JobIdentity, RdmaStatus};
-pub use oxmpi_framework_requests::serve::{
-    record, refused, released_at_start, request_table, Requests, Served, BROKEN,
-};
+use oxmpi_framework_requests::serve::{record, refused};
+pub use oxmpi_framework_requests::serve::{request_table, Requests, Served, BROKEN};
 use oxmpi_plugin_api::ComponentContext;
 use std::ffi::c_void;
 

@@ -173,7 +173,7 @@ pub fn record<P: Served>(p: &mut P) {
 /// without error already; `take` has then released it (one in error stays
 /// for its caller's `take`).
 #[inline]
-pub fn released_at_start<P: Requests>(p: &mut P, handle: u64) -> Option<RequestStatus> {
+fn released_at_start<P: Requests>(p: &mut P, handle: u64) -> Option<RequestStatus> {
     p.take(handle).filter(|st| st.error == RequestError::None)
 }
 
