@@ -310,7 +310,7 @@ set_attr!(PMPI_Attr_put, "MPI_Attr_put");
 
 /// The value of predefined attribute `k`.
 fn predefined_value(k: c_int) -> Result<&'static c_int, Fail> {
-    static TAG_UB: c_int = oxmpi_mpi_core::TAG_UB;
+    static TAG_UB: std::sync::OnceLock<c_int> = std::sync::OnceLock::new();
     static HOST: c_int = crate::PROC_NULL;
     static IO: c_int = crate::ANY_SOURCE;
     static WTIME_IS_GLOBAL: c_int = 0;
@@ -318,7 +318,10 @@ fn predefined_value(k: c_int) -> Result<&'static c_int, Fail> {
     static LASTUSEDCODE: c_int = crate::errors::ERR_LASTCODE;
     static UNIVERSE: std::sync::OnceLock<c_int> = std::sync::OnceLock::new();
     Ok(match k {
-        1 => &TAG_UB,
+        1 => {
+            let bound = runtime()?.tag_ub();
+            TAG_UB.get_or_init(|| bound)
+        }
         2 => &HOST,
         3 => &IO,
         4 => &WTIME_IS_GLOBAL,

@@ -234,9 +234,10 @@ impl SimpleCommunicator {
         }
     }
 
-    /// The largest tag (`MPI_TAG_UB`): [`TAG_UB`](crate::TAG_UB).
+    /// The largest tag (`MPI_TAG_UB`): [`TAG_UB`](crate::TAG_UB) unless
+    /// the pml's transport carries fewer tag bits.
     pub fn tag_ub(&self) -> crate::Tag {
-        crate::TAG_UB
+        self.runtime.tag_ub()
     }
 
     /// Whether [`time`](crate::time) agrees across the processes

@@ -11,7 +11,7 @@
 use crate::mca::Mca;
 use crate::repository::{LoadFailure, LoadedComponent};
 use crate::selection::{choose, Candidate, Filter, SelectionError};
-use crate::{log, services};
+use crate::{crash_signals, log, services};
 use abi_stable::std_types::RResult;
 use oxmpi_plugin_api::{ComponentError, ErrorKind, FrameworkInfo, QueryReply, SelectionKind};
 
@@ -233,10 +233,10 @@ impl<'m> OpenFramework<'m> {
             &format!("opening {} (version {})", c.path.display(), c.version),
         );
         let ctx = services::context(c.root.framework(), c.root.component());
-        if let RResult::RErr(e) = (c.root.register())(ctx) {
+        if let RResult::RErr(e) = crash_signals::kept(|| (c.root.register())(ctx)) {
             return self.failed(c, "register", &e);
         }
-        if let RResult::RErr(e) = (c.root.open())(ctx) {
+        if let RResult::RErr(e) = crash_signals::kept(|| (c.root.open())(ctx)) {
             return self.failed(c, "open", &e);
         }
         self.log(&c.name, log::INFO, "opened");
@@ -253,7 +253,7 @@ impl<'m> OpenFramework<'m> {
         self.candidates.clear();
         for c in self.opened.clone() {
             let ctx = services::context(c.root.framework(), c.root.component());
-            let priority = match (c.root.query())(ctx) {
+            let priority = match crash_signals::kept(|| (c.root.query())(ctx)) {
                 RResult::ROk(QueryReply::Usable { priority }) => {
                     self.log(
                         &c.name,
@@ -283,6 +283,27 @@ impl<'m> OpenFramework<'m> {
             });
         }
         &self.candidates
+    }
+
+    /// Sets aside a component its query found usable, for a `reason` the
+    /// caller found (a pml whose transport has no usable component): it
+    /// is logged and kept among the [`reasons`](OpenFramework::reasons)
+    /// as `declined: <reason>`, and [`select`](OpenFramework::select)
+    /// passes it over. Queries first when nothing was queried yet.
+    pub fn decline(&mut self, name: &str, reason: &str) {
+        if self.candidates.is_empty() {
+            self.query();
+        }
+        if let Some(c) = self
+            .candidates
+            .iter_mut()
+            .find(|c| c.name == name && c.priority.is_some())
+        {
+            c.priority = None;
+            self.log(name, log::COMPONENT, &format!("declined: {reason}"));
+            self.reasons
+                .push((name.to_string(), format!("declined: {reason}")));
+        }
     }
 
     /// Selects: the best component for single-select frameworks (an error

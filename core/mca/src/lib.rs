@@ -12,6 +12,7 @@
 //!   (parameter, tune and host files).
 
 pub mod core_params;
+pub mod crash_signals;
 pub mod files;
 pub mod framework;
 pub mod input_file;

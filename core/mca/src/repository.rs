@@ -307,7 +307,20 @@ pub fn interface_compatible(core: Version, component: Version) -> bool {
 /// `not_loaded` (known to the core, not used by this program) are listed in
 /// [`Repository::not_loaded`] and never opened; files of any other
 /// framework name are failures ("no framework named …").
+///
+/// Libraries that install crash-signal handlers as they load leave the
+/// program's handling in place ([`crate::crash_signals`]).
 pub fn scan(
+    dirs: &[PathBuf],
+    frameworks: &[&FrameworkInfo],
+    not_loaded: &[&str],
+    modules: &[ModuleLayout],
+) -> Repository {
+    crate::crash_signals::kept(|| scan_dirs(dirs, frameworks, not_loaded, modules))
+}
+
+/// [`scan`]'s work.
+fn scan_dirs(
     dirs: &[PathBuf],
     frameworks: &[&FrameworkInfo],
     not_loaded: &[&str],

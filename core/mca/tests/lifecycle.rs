@@ -125,6 +125,27 @@ fn declining_query_gives_its_reason_without_a_warning() {
 }
 
 #[test]
+fn a_component_the_caller_declines_is_passed_over_with_the_callers_reason() {
+    let mut w = World::new();
+    w.install(Fixture::Good, "libmca_btl_fixture.so");
+    w.install(Fixture::Twin, "libmca_btl_twin.so");
+    w.set_mca("btl_fixture_priority", "30");
+    let (mca, d) = w.init();
+    assert!(d.is_empty(), "{d}");
+    let mut fw = mca.open_framework("btl").unwrap();
+    fw.decline("fixture", "its transport has no usable component");
+    // Declining twice, or declining what is not usable, changes nothing.
+    fw.decline("fixture", "again");
+    fw.decline("absent", "not installed");
+    assert_eq!(
+        reason_for(fw.reasons(), "fixture"),
+        "declined: its transport has no usable component"
+    );
+    assert_eq!(fw.reasons().len(), 1, "{:?}", fw.reasons());
+    assert_eq!(fw.select().unwrap(), selected(&[("twin", 10)]));
+}
+
+#[test]
 fn priority_decides_the_order_of_usable_components() {
     for (fixture, twin, expected) in [
         ("5", "20", vec![("twin", 20), ("fixture", 5)]),

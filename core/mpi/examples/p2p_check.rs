@@ -289,7 +289,12 @@ fn expect_truncated(rt: &Runtime, len: usize, cap: usize, tag: i32) {
     match rt.wait(r) {
         Err(e) if e.class == ErrorClass::Truncate => {
             println!("rank 0: truncated as expected: {e}");
-            check(0, &buf, len as u64, "the kept part of a truncated message");
+            // ob1 keeps the first bytes. MPI leaves the buffer undefined
+            // after an overflow, and the network libraries under cm and
+            // ucx discard the whole message.
+            if rt.pml_name() == "ob1" {
+                check(0, &buf, len as u64, "the kept part of a truncated message");
+            }
         }
         Err(e) => fail(0, format!("expected a truncation error, got: {e}")),
         Ok(st) => fail(

@@ -73,8 +73,10 @@ pub const TAG_FIRST: i32 = -16;
 /// non-blocking collective of a communicator the next tag from here down
 /// to [`TAG_LAST`] (then from here again); blocking calls use tags above.
 pub const TAG_NB_FIRST: i32 = -64;
-/// The lowest tag collective traffic uses.
-pub const TAG_LAST: i32 = -1_000_000;
+/// The lowest tag collective traffic uses: within a 20-bit signed tag
+/// field (down to −524,288), the narrowest a pml's transport has (the ofi
+/// MTL's `ofi_tag_2` layout).
+pub const TAG_LAST: i32 = -500_000;
 
 /// The collective operations, as [`CollCall::kind`] and as bits of an
 /// [`OpSet`].

@@ -49,10 +49,11 @@
 //!   drops the state, which still runs [`Requests::finalize`] (to close the
 //!   btls the pml started).
 
-use crate::module::{BtlCandidate, PmlCore, PmlModule};
-use abi_stable::std_types::{RSlice, RStr, RString};
+use crate::module::{BtlCandidate, Limits, MtlCandidate, PmlCore, PmlModule, PmlTransport};
+use abi_stable::std_types::{ROption, RSlice, RStr, RString};
 use oxmpi_framework_btl::handle::{BtlHandle, BtlStart};
 use oxmpi_framework_btl::module::{BtlReceiver, FragmentRef, JobIdentity, RdmaStatus};
+pub use oxmpi_framework_mtl::handle::MtlHandle;
 use oxmpi_framework_requests::serve::{record, refused};
 pub use oxmpi_framework_requests::serve::{request_table, Requests, Served, BROKEN};
 use oxmpi_plugin_api::ComponentContext;
@@ -62,15 +63,23 @@ use std::ffi::c_void;
 /// [`Pml::init`]). Every method is called with exclusive access; see the
 /// module docs for the contract.
 pub trait Pml: Requests {
-    /// Creates the pml's state over the MPI layer's `core` and the btl
-    /// `btls` it selected (a pml over btls starts those it uses with
+    /// What the pml moves messages over (the table's `transport`).
+    /// Default: the btls.
+    const TRANSPORT: PmlTransport = PmlTransport::Btls;
+
+    /// Creates the pml's state over the MPI layer's `core` and what it
+    /// selected for the pml's [`TRANSPORT`](Pml::TRANSPORT): the btl
+    /// `btls` (a pml over btls starts those it uses with
     /// [`CandidateBtl::init`], publishes their cards and registers their
-    /// progress). `Err`: the pml cannot run, in one sentence or more.
+    /// progress), or the `mtl` (a pml over an MTL starts it with
+    /// [`MtlHandle::init`]). `Err`: the pml cannot run, in one sentence or
+    /// more. Its [`Requests::limits`] are asked right after.
     fn init(
         context: &ComponentContext,
         identity: &JobIdentity,
         core: Core,
         btls: &[CandidateBtl],
+        mtl: Option<MtlHandle>,
     ) -> Result<Self, String>;
 
     /// A btl callback: a fragment's header arrived from `peer` on `module`
@@ -292,6 +301,7 @@ unsafe extern "C" fn on_rdma_done<P: Exported>(ctx: *mut c_void, cookie: u64, st
 /// [`export_pml_component!`](crate::export_pml_component) exports).
 pub const fn table<P: Exported>() -> PmlModule {
     PmlModule {
+        transport: P::TRANSPORT,
         init: init::<P>,
         requests: request_table::<P>(),
     }
@@ -302,6 +312,8 @@ unsafe extern "C" fn init<P: Exported>(
     identity: &JobIdentity,
     core: PmlCore,
     btls: RSlice<'_, BtlCandidate>,
+    mtl: ROption<MtlCandidate>,
+    limits: &mut Limits,
     error: &mut RString,
 ) -> bool {
     let candidates: Vec<CandidateBtl> = btls
@@ -316,8 +328,11 @@ unsafe extern "C" fn init<P: Exported>(
         })
         .collect();
     P::signals().reset();
+    let mtl = mtl.as_ref().map(MtlHandle::new).into_option();
     let installed = P::instance().install(context, || {
-        P::init(context, identity, Core::new(core), &candidates)
+        let p = P::init(context, identity, Core::new(core), &candidates, mtl)?;
+        *limits = p.limits();
+        Ok::<P, String>(p)
     });
     match installed {
         Ok(Ok(())) => true,
@@ -362,21 +377,7 @@ macro_rules! export_pml_component {
         /// The component's pml module table (generated from its `Pml`).
         pub static MODULE: $crate::module::PmlModule = $crate::adapter::table::<$pml>();
 
-        impl $crate::__requests::serve::Served for $pml {
-            const FRAMEWORK: &'static str = "pml";
-            const COMPONENT: &'static str = $comp;
-
-            fn instance() -> &'static $crate::__plugin_api::Instance<$pml> {
-                static INSTANCE: $crate::__plugin_api::Instance<$pml> =
-                    $crate::__plugin_api::Instance::new();
-                &INSTANCE
-            }
-
-            fn signals() -> &'static $crate::module::PmlSignals {
-                static SIGNALS: $crate::module::PmlSignals = $crate::module::PmlSignals::new();
-                &SIGNALS
-            }
-        }
+        $crate::__requests::impl_served!($pml, framework: "pml", component: $comp);
 
         $crate::__plugin_api::export_component! {
             lifecycle: $lifecycle,

@@ -9,8 +9,8 @@
 //!   guard (a panic in the MPI layer's code answers a failure instead of
 //!   unwinding into the component).
 
-use crate::module::{BtlCandidate, PmlModule};
-use abi_stable::std_types::{RSlice, RString};
+use crate::module::{BtlCandidate, Limits, MtlCandidate, PmlModule, PmlTransport};
+use abi_stable::std_types::{ROption, RSlice, RString};
 use oxmpi_framework_btl::module::JobIdentity;
 use oxmpi_plugin_api::ComponentContext;
 
@@ -42,19 +42,44 @@ impl PmlHandle {
         &self.context
     }
 
+    /// What the pml moves messages over.
+    pub fn transport(&self) -> PmlTransport {
+        self.table.transport
+    }
+
     /// Starts the pml over the btl components `btls`, with `core` as the
-    /// MPI layer's services.
+    /// MPI layer's services (for a pml over btls; see
+    /// [`init_with`](PmlHandle::init_with)).
     ///
     /// # Errors
     ///
-    /// The pml's sentence when it cannot run (`"its init failed without a
-    /// reason"` if it gave none).
+    /// As [`init_with`](PmlHandle::init_with).
     pub fn init<C: MpiCore>(
         &self,
         identity: &JobIdentity,
         core: &'static C,
         btls: &[BtlCandidate],
-    ) -> Result<(), String> {
+    ) -> Result<Limits, String> {
+        self.init_with(identity, core, btls, None)
+    }
+
+    /// Starts the pml over the btl components `btls` or the MTL `mtl`
+    /// (what its [`transport`](PmlHandle::transport) asks for), with
+    /// `core` as the MPI layer's services; answers the limits of the tags
+    /// and context ids it carries.
+    ///
+    /// # Errors
+    ///
+    /// The pml's sentence when it cannot run (`"its init failed without a
+    /// reason"` if it gave none).
+    pub fn init_with<C: MpiCore>(
+        &self,
+        identity: &JobIdentity,
+        core: &'static C,
+        btls: &[BtlCandidate],
+        mtl: Option<MtlCandidate>,
+    ) -> Result<Limits, String> {
+        let mut limits = Limits::UNLIMITED;
         let mut error = RString::new();
         // SAFETY: a layout-checked table; the arguments are valid for the
         // call and the core's context is 'static. The generated entry
@@ -65,11 +90,13 @@ impl PmlHandle {
                 identity,
                 core_table(core),
                 RSlice::from_slice(btls),
+                ROption::from(mtl),
+                &mut limits,
                 &mut error,
             )
         };
         if ok {
-            Ok(())
+            Ok(limits)
         } else {
             Err(sentence_or(error, "its init failed without a reason"))
         }

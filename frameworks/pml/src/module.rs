@@ -8,13 +8,20 @@
 //!   never two at once.
 //! - **Ranks.** The pml works in job ranks (`MPI_COMM_WORLD` ranks) and
 //!   context ids; the MPI layer translates communicator ranks.
+//! - **Transport.** [`PmlModule::transport`] says what the pml moves
+//!   messages over ([`PmlTransport`]): the btls, one MTL, or a library of
+//!   its own. A pml over an MTL is usable only when an MTL is: the MPI
+//!   layer selects one before choosing the pml, and sets the pml aside
+//!   with the MTLs' reasons when none is.
 //! - **Init.** [`init`](PmlModule::init) receives the btl components the
-//!   MPI layer selected ([`BtlCandidate`]), initializes those it uses
-//!   (registering its receiver), publishes their contact cards through
-//!   [`PmlCore::modex_put`] and registers their progress functions with
-//!   [`PmlCore::register_progress`]. The MPI layer then fences the modex;
-//!   peers' cards are read lazily with [`PmlCore::modex_get`] when a peer is
-//!   first used.
+//!   MPI layer selected ([`BtlCandidate`]; none for a pml that does not use
+//!   btls) or the MTL ([`MtlCandidate`], for a pml over an MTL),
+//!   initializes what it uses (registering its receiver with btls),
+//!   publishes contact cards through [`PmlCore::modex_put`], registers
+//!   progress functions with [`PmlCore::register_progress`], and answers
+//!   the [`Limits`] of the tags and context ids it carries. The MPI layer
+//!   then fences the modex; peers' cards are read lazily with
+//!   [`PmlCore::modex_get`] when a peer is first used.
 //! - **Requests.** [`isend`](RequestTable::isend) and
 //!   [`irecv`](RequestTable::irecv) start an operation and hand out a request
 //!   handle, or the handle 0 for an operation that completed without error
@@ -53,16 +60,17 @@
 //! checks exclusive entry and catches panics on every entry point), and
 //! the MPI layer calls it through [`crate::handle::PmlHandle`].
 
-use abi_stable::std_types::{RSlice, RStr, RString};
+use abi_stable::std_types::{ROption, RSlice, RStr, RString};
 use abi_stable::StableAbi;
 use oxmpi_framework_btl::module::{BtlComponentModule, JobIdentity};
+pub use oxmpi_framework_mtl::module::MtlCandidate;
 use oxmpi_plugin_api::ComponentContext;
 
 pub use oxmpi_framework_requests::table::RequestTable;
 pub use oxmpi_framework_requests::{
-    publish_completion, Completed, Completion, ModexLookup, MpiServices as PmlCore, ProgressFn,
-    RecvArgs, RequestError, RequestStatus, SendArgs, SendMode, Signals as PmlSignals, ANY_SOURCE,
-    ANY_TAG,
+    publish_completion, Completed, Completion, Limits, ModexLookup, MpiServices as PmlCore,
+    ProgressFn, RecvArgs, RequestError, RequestStatus, SendArgs, SendMode, Signals as PmlSignals,
+    ANY_SOURCE, ANY_TAG,
 };
 
 /// A btl component the MPI layer selected, for the pml to use.
@@ -77,17 +85,36 @@ pub struct BtlCandidate {
     pub context: ComponentContext,
 }
 
+/// What a pml moves messages over, which tells the MPI layer what to
+/// select for it before its `init`.
+#[repr(u8)]
+#[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq)]
+pub enum PmlTransport {
+    /// The btl components (every usable one is offered).
+    Btls = 0,
+    /// One mtl component: the pml is usable only when an MTL is.
+    Mtl = 1,
+    /// A network library the pml drives itself (no btl, no MTL).
+    Own = 2,
+}
+
 /// Entry points of a pml component.
 #[repr(C)]
 #[derive(StableAbi)]
 pub struct PmlModule {
-    /// Initializes the pml over the given btls (see the module docs).
-    /// Returns false with `error` set if it cannot run.
+    /// What the pml moves messages over.
+    pub transport: PmlTransport,
+    /// Initializes the pml over the given btls or MTL, whichever its
+    /// `transport` asks for (see the module docs), and writes the
+    /// `limits` of the tags and context ids it carries. Returns false with
+    /// `error` set if it cannot run.
     pub init: unsafe extern "C" fn(
         context: &ComponentContext,
         identity: &JobIdentity,
         core: PmlCore,
         btls: RSlice<'_, BtlCandidate>,
+        mtl: ROption<MtlCandidate>,
+        limits: &mut Limits,
         error: &mut RString,
     ) -> bool,
     /// The request entry points (see the module docs).

@@ -36,6 +36,9 @@ pub fn sentence_or(text: RString, otherwise: &str) -> String {
     }
 }
 
+#[doc(hidden)]
+pub use oxmpi_plugin_api as __plugin_api;
+
 pub mod handle;
 pub mod serve;
 pub mod services;
@@ -272,6 +275,49 @@ pub unsafe fn publish_completion(done: *const Completion, status: &RequestStatus
     } else {
         slot.fail();
         false
+    }
+}
+
+/// What the requests a component serves can carry: the range of tags
+/// and of context ids. A transport with fewer bits than MPI's integers (a
+/// tag-matching network's tag layout) says so in its `init`; the MPI
+/// layer then refuses the tags and communicators beyond it.
+#[repr(C)]
+#[derive(StableAbi, Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest tag (`MPI_TAG_UB`). Internal (negative) tags go down to
+    /// `-max_tag - 1`.
+    pub max_tag: i32,
+    /// The largest context id.
+    pub max_context: u32,
+}
+
+impl Limits {
+    /// No limit beyond the integers' own: every `i32` tag, every `u32`
+    /// context id.
+    pub const UNLIMITED: Limits = Limits {
+        max_tag: i32::MAX,
+        max_context: u32::MAX,
+    };
+
+    /// The smallest tag (internal tags go down to it).
+    pub const fn min_tag(&self) -> i32 {
+        -self.max_tag - 1
+    }
+
+    /// The tighter of two limits, field by field (a pml over a transport
+    /// with its own limits).
+    pub fn min(self, other: Limits) -> Limits {
+        Limits {
+            max_tag: self.max_tag.min(other.max_tag),
+            max_context: self.max_context.min(other.max_context),
+        }
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self::UNLIMITED
     }
 }
 

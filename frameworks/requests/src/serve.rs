@@ -14,7 +14,9 @@
 //! zero events.
 
 use crate::table::RequestTable;
-use crate::{RecvArgs, RequestError, RequestStatus, SendArgs, Signals, ANY_SOURCE, ANY_TAG};
+use crate::{
+    Limits, RecvArgs, RequestError, RequestStatus, SendArgs, Signals, ANY_SOURCE, ANY_TAG,
+};
 use abi_stable::std_types::RString;
 use oxmpi_plugin_api::{EntryError, Instance};
 use std::mem::MaybeUninit;
@@ -27,7 +29,9 @@ pub trait Requests: Send + Sized + 'static {
     /// `test` already answers complete without error into 0, and frees
     /// it); or why it cannot start with its kind: [`RequestError::Unreachable`] when no btl reaches the
     /// peer, [`RequestError::PeerFailed`] when the peer was lost,
-    /// [`RequestError::Other`] for invalid arguments.
+    /// [`RequestError::Other`] for invalid arguments (a null buffer for
+    /// more than 0 bytes among them: the MPI layer's common path hands
+    /// such a call on unchecked and reports the refusal).
     ///
     /// # Safety
     ///
@@ -36,42 +40,19 @@ pub trait Requests: Send + Sized + 'static {
     /// passed on by the adapter).
     unsafe fn isend(&mut self, args: &SendArgs) -> Result<u64, (RequestError, String)>;
 
-    /// Posts a receive: the request handle (never 0), or why it cannot be
-    /// posted.
+    /// Posts a receive, or completes it during the call: the request
+    /// handle, or 0 when it matched an arrived message and completed
+    /// without error (its status is then in `status`, and there is nothing
+    /// to test or free); or why it cannot be posted. A component may
+    /// always answer a handle (its caller then learns of the completion
+    /// from `test`, `take` or the completion slot). A null buffer for more
+    /// than 0 bytes is refused (as for `isend`).
     ///
     /// # Safety
     ///
     /// `args.buf` is writable for `args.len` bytes, and nothing else
     /// accesses it until the request completes (the MPI layer's promise).
-    unsafe fn irecv(&mut self, args: &RecvArgs) -> Result<u64, String>;
-
-    /// Posts a receive or completes it during the call: 0 when it matched
-    /// an arrived message and completed without error (its status is then
-    /// in `status`, and there is nothing to test or free), otherwise what
-    /// [`irecv`](Requests::irecv) answers. The generated `irecv` entry calls
-    /// this. Default: `irecv`, and a request that [`take`](Requests::take)
-    /// answers complete without error at once is answered as 0; a pml
-    /// overrides it to complete a receive from an arrived message without
-    /// making a request.
-    ///
-    /// # Safety
-    ///
-    /// As for [`irecv`](Requests::irecv).
-    unsafe fn irecv_or_complete(
-        &mut self,
-        args: &RecvArgs,
-        status: &mut RequestStatus,
-    ) -> Result<u64, String> {
-        // SAFETY: this method's requirement is `irecv`'s.
-        let handle = unsafe { self.irecv(args) }?;
-        Ok(match released_at_start(self, handle) {
-            Some(st) => {
-                *status = st;
-                0
-            }
-            None => handle,
-        })
-    }
+    unsafe fn irecv(&mut self, args: &RecvArgs, status: &mut RequestStatus) -> Result<u64, String>;
 
     /// The request's status once it is complete; `None` while it runs.
     /// Makes no progress itself.
@@ -113,9 +94,8 @@ pub trait Requests: Send + Sized + 'static {
 
     /// Receives the message [`improbe`](Requests::improbe) claimed under
     /// `message` into `args.buf` (the message's source, tag and context
-    /// stand; `args`'s are ignored). As
-    /// [`irecv_or_complete`](Requests::irecv_or_complete): 0 with `status` when
-    /// it completed during the call.
+    /// stand; `args`'s are ignored). As [`irecv`](Requests::irecv): 0 with
+    /// `status` when it completed during the call.
     ///
     /// # Errors
     /// A sentence when no message is kept under `message`.
@@ -141,6 +121,12 @@ pub trait Requests: Send + Sized + 'static {
         true
     }
 
+    /// The tags and context ids this component's requests can carry,
+    /// asked once after `init`. Default: [`Limits::UNLIMITED`].
+    fn limits(&self) -> Limits {
+        Limits::UNLIMITED
+    }
+
     /// Shuts down what the pml started (its btls). Default: dropping the
     /// value. Also runs after an internal error stopped the pml.
     fn finalize(self) {}
@@ -160,6 +146,35 @@ pub trait Served: Requests {
 
     /// The signals the generated entry points keep current.
     fn signals() -> &'static Signals;
+}
+
+/// Implements [`Served`] for a component's type: its one process-global
+/// [`Instance`] and [`Signals`], and the framework and component names of
+/// its refusal sentences. The export macros of the frameworks that serve
+/// requests (`export_pml_component!`, `export_mtl_component!`) use it.
+///
+/// ```ignore
+/// oxmpi_framework_requests::impl_served!(MyPml, framework: "pml", component: "mine");
+/// ```
+#[macro_export]
+macro_rules! impl_served {
+    ($ty:ty, framework: $framework:expr, component: $comp:expr) => {
+        impl $crate::serve::Served for $ty {
+            const FRAMEWORK: &'static str = $framework;
+            const COMPONENT: &'static str = $comp;
+
+            fn instance() -> &'static $crate::__plugin_api::Instance<$ty> {
+                static INSTANCE: $crate::__plugin_api::Instance<$ty> =
+                    $crate::__plugin_api::Instance::new();
+                &INSTANCE
+            }
+
+            fn signals() -> &'static $crate::Signals {
+                static SIGNALS: $crate::Signals = $crate::Signals::new();
+                &SIGNALS
+            }
+        }
+    };
 }
 
 /// Records in `P`'s signals an entry that may have completed requests or
@@ -260,9 +275,7 @@ unsafe extern "C" fn irecv<P: Served>(
         // SAFETY: the MPI layer keeps the buffer valid and untouched until
         // the request completes (the interface contract), `irecv`'s
         // requirement.
-        // A receive that matched an arrived message and completed without
-        // error is handed back as handle 0 with its status.
-        unsafe { p.irecv_or_complete(args, status) }
+        unsafe { p.irecv(args, status) }
     })
 }
 

@@ -24,7 +24,7 @@
 //! 6. a core crate never depends on a framework crate — the MCA core
 //!    (`oxmpi-mca`) in particular takes its frameworks from the program —
 //!    except the pairs in [`CORE_USES_FRAMEWORK`] (the MPI layer calls the
-//!    btl, pml and coll modules it selected), and never on a program.
+//!    btl, mtl, pml and coll modules it selected), and never on a program.
 
 #![forbid(unsafe_code)]
 
@@ -54,6 +54,7 @@ pub enum Layer {
 /// framework crate: the MPI layer drives the btl and pml modules.
 pub const CORE_USES_FRAMEWORK: &[(&str, &str)] = &[
     ("oxmpi-mpi-core", "oxmpi-framework-btl"),
+    ("oxmpi-mpi-core", "oxmpi-framework-mtl"),
     ("oxmpi-mpi-core", "oxmpi-framework-pml"),
     ("oxmpi-mpi-core", "oxmpi-framework-coll"),
 ];

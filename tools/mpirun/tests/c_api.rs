@@ -309,3 +309,80 @@ fn every_function_is_exported_as_a_weak_alias_of_its_pmpi_twin() {
         );
     }
 }
+
+/// The point-to-point, request, datatype and collective programs over
+/// the other pmls: cm over libfabric's tcp provider, and ucx over UCX's
+/// tcp and its shared memory with `self` (there keeping the first bytes of
+/// truncated messages). `requests.c` expects a small send to oneself to be
+/// complete at its first test, which needs a transport to oneself (ob1's
+/// self btl, UCX's `self`), and the first bytes of a truncated message
+/// kept: it runs where both hold.
+#[test]
+fn the_c_programs_pass_over_cm_and_ucx() {
+    use common::pmls::{run_over, Transport};
+    const TRANSPORTS: [(Transport, bool); 3] = [
+        (
+            Transport {
+                name: "cm/ofi tcp",
+                options: &[
+                    "--mca",
+                    "pml",
+                    "cm",
+                    "--mca",
+                    "mtl_ofi_provider_include",
+                    "tcp",
+                ],
+            },
+            true,
+        ),
+        (
+            Transport {
+                name: "ucx tcp",
+                options: &["--mca", "pml", "ucx", "-x", "UCX_TLS=tcp"],
+            },
+            false,
+        ),
+        (
+            Transport {
+                name: "ucx posix,self",
+                options: &[
+                    "--mca",
+                    "pml",
+                    "ucx",
+                    "--mca",
+                    "pml_ucx_keep_truncated",
+                    "true",
+                    "-x",
+                    "UCX_TLS=posix,self",
+                ],
+            },
+            true,
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let programs = [
+        ("basic.c", "basic: ok"),
+        ("mprobe.c", "mprobe: ok"),
+        ("modes.c", "modes: ok"),
+        ("misc.c", "misc: ok"),
+        ("errors.c", "errors: ok"),
+        ("types.c", "types: ok"),
+        ("groups.c", "groups: ok"),
+        ("coll_types.c", "coll_types: ok"),
+        ("collv.c", "collv: ok"),
+        ("threads.c", "threads: ok"),
+        ("requests.c", "requests: ok"),
+    ];
+    for (name, expect) in programs {
+        let program = compile(dir.path(), name);
+        for (t, to_self) in &TRANSPORTS {
+            if name == "requests.c" && !to_self {
+                continue;
+            }
+            let run = run_over(t, 2, &program, &[]);
+            let what = format!("{name} over {}", t.name);
+            assert_eq!(run.code(), 0, "{what}: {}{}", run.stdout, run.stderr);
+            assert_eq!(run.stdout.trim(), expect, "{what}: {}", run.stderr);
+        }
+    }
+}

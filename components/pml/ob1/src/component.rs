@@ -6,7 +6,7 @@
 
 use oxmpi_framework_btl::handle::{BtlHandle, BtlStart};
 use oxmpi_framework_btl::module::{JobIdentity, RdmaOutcome, RdmaStatus, SendOutcome};
-use oxmpi_framework_pml::adapter::{CandidateBtl, Core, Pml, Requests};
+use oxmpi_framework_pml::adapter::{CandidateBtl, Core, MtlHandle, Pml, Requests};
 use oxmpi_framework_pml::module::{RecvArgs, RequestError, RequestStatus, SendArgs};
 use oxmpi_plugin_api::{verbosity, ComponentContext, Params as _};
 
@@ -171,17 +171,7 @@ impl Requests for Ob1 {
     }
 
     #[inline]
-    unsafe fn irecv(&mut self, args: &RecvArgs) -> Result<u64, String> {
-        // SAFETY: as in `isend`.
-        unsafe { self.engine.irecv(args) }
-    }
-
-    #[inline]
-    unsafe fn irecv_or_complete(
-        &mut self,
-        args: &RecvArgs,
-        status: &mut RequestStatus,
-    ) -> Result<u64, String> {
+    unsafe fn irecv(&mut self, args: &RecvArgs, status: &mut RequestStatus) -> Result<u64, String> {
         // SAFETY: as in `isend`.
         unsafe { self.engine.irecv_or_complete(args, status) }
     }
@@ -259,6 +249,7 @@ impl Pml for Ob1 {
         identity: &JobIdentity,
         core: Core,
         btls: &[CandidateBtl],
+        _mtl: Option<MtlHandle>,
     ) -> Result<Self, String> {
         let params = Ob1Params::read(context)?;
         if btls.is_empty() {

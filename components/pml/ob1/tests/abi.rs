@@ -334,7 +334,7 @@ fn pml() -> PmlHandle {
 }
 
 fn init(btls: &[BtlCandidate]) -> Result<(), String> {
-    pml().init(&IDENTITY, &CORE, btls)
+    pml().init(&IDENTITY, &CORE, btls).map(drop)
 }
 
 fn progress_round() {

@@ -346,7 +346,7 @@ pub(crate) fn start(
     let selected = framework.select().map_err(|e| e.to_string())?;
     let mut started = Vec::new();
     for s in &selected {
-        let (table, fw, comp) = match super::init::module_of::<
+        let (table, fw, comp) = match super::select::module_of::<
             oxmpi_framework_coll::module::CollModule,
         >(mca, "coll", &s.name)
         {

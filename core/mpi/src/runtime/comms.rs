@@ -94,13 +94,18 @@ pub enum CommRelation {
 
 impl Comms {
     /// The table with `MPI_COMM_WORLD` and `MPI_COMM_SELF`.
-    pub(crate) fn new(world: CommEntry, self_comm: CommEntry) -> Comms {
+    /// The pool's ids stop at the pml's largest context id (`max_context`)
+    /// when that is below the pool's default size.
+    pub(crate) fn new(world: CommEntry, self_comm: CommEntry, max_context: u32) -> Comms {
         // Ids 0 and 1 (world and self) are never in the pool.
         let predefined = [Arc::new(world), Arc::new(self_comm)];
+        let limit = max_context
+            .saturating_add(1)
+            .min(oxmpi_groups::DEFAULT_LIMIT);
         Comms {
             table: RwLock::new(predefined.iter().cloned().map(Some).collect()),
             predefined,
-            ids: Mutex::new(ContextIds::new()),
+            ids: Mutex::new(ContextIds::with_limit(limit).unwrap_or_else(|_| ContextIds::new())),
         }
     }
 
@@ -235,10 +240,18 @@ impl Runtime {
                 Reservation::Reserved(id) => (true, Some(id)),
                 Reservation::Busy(_) | Reservation::Contended => (false, None),
                 Reservation::Exhausted => {
+                    let bound = if self.limits.max_context < oxmpi_groups::DEFAULT_LIMIT {
+                        format!(
+                            " (the {} pml carries context ids up to {})",
+                            self.pml_name, self.limits.max_context
+                        )
+                    } else {
+                        String::new()
+                    };
                     return Err(Error::new(
                         ErrorClass::Other,
-                        "no context id is free in every member: too many communicators exist; free some",
-                    ))
+                        format!("no context id is free in every member: too many communicators exist{bound}; free some"),
+                    ));
                 }
             };
             let mut vote = [u64::from(ok)];

@@ -3,11 +3,9 @@
 
 use super::{Error, ErrorClass, Runtime, State, ThreadLevel};
 use crate::modex::Modex;
-use abi_stable::std_types::RStr;
 use oxmpi_framework_btl::module::{BtlComponentModule, JobIdentity};
 use oxmpi_framework_pml::handle::{MpiCore, PmlHandle};
-use oxmpi_framework_pml::module::{BtlCandidate, PmlModule, ProgressFn};
-use oxmpi_mca::framework::OpenFramework;
+use oxmpi_framework_pml::module::{PmlModule, ProgressFn};
 use oxmpi_mca::mca::{Mca, McaInputs, Severity};
 use oxmpi_pmi::PmiClient;
 use std::sync::Mutex;
@@ -93,55 +91,12 @@ fn job_identity(modex: &mut Modex) -> Result<oxmpi_pmi::identity::JobIdentity, E
     Ok(Identity::from_bytes(bytes))
 }
 
-/// Finds the module table of a loaded component.
-pub(super) fn module_of<T: abi_stable::StableAbi>(
-    mca: &'static Mca,
-    framework: &str,
-    name: &str,
-) -> Result<(&'static T, RStr<'static>, RStr<'static>), String> {
-    let component = mca
-        .repository()
-        .components
-        .iter()
-        .find(|c| c.framework == framework && c.name == name)
-        .ok_or_else(|| format!("the {framework} component {name} is not loaded"))?;
-    let module = component.module::<T>()?;
-    Ok((
-        module,
-        component.root.framework(),
-        component.root.component(),
-    ))
-}
-
-/// Why `self` is not among the btls, as a hint for send-to-self failures.
-fn self_hint(mca: &Mca, selected: &[String]) -> Option<String> {
-    if selected.iter().any(|n| n == "self") {
-        return None;
-    }
-    let installed = mca
-        .repository()
-        .components
-        .iter()
-        .any(|c| c.framework == "btl" && c.name == "self");
-    Some(if !installed {
-        "The self btl, which carries a process's messages to itself, is not installed.".to_string()
-    } else {
-        let why = match mca.value("btl") {
-            Some(r) => format!(" (btl = \"{}\", from {})", r.text, r.source),
-            None => String::new(),
-        };
-        format!(
-            "The self btl, which carries a process's messages to itself, is not in use{why}; \
-             add it, e.g. --mca btl self,tcp."
-        )
-    })
-}
-
 /// The frameworks a rank loads (mpirun loads none of them; it declares
 /// only their framework-level parameters).
-fn rank_frameworks() -> [&'static oxmpi_plugin_api::FrameworkInfo; 3] {
+fn rank_frameworks() -> [&'static oxmpi_plugin_api::FrameworkInfo; 4] {
     [
         &oxmpi_framework_btl::FRAMEWORK,
+        &oxmpi_framework_mtl::FRAMEWORK,
         &oxmpi_framework_pml::FRAMEWORK,
         &oxmpi_framework_coll::FRAMEWORK,
     ]
@@ -167,12 +122,13 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
     oxmpi_mca::log::init_stderr_logging();
     let program = program_name();
     let mut inputs = McaInputs::from_process(&program);
-    // A rank loads the btl, pml and coll frameworks (mtl has no components;
-    // rmaps is mpirun's); their module layouts are checked when the
-    // component libraries load.
+    // A rank loads the btl, mtl, pml and coll frameworks (rmaps is
+    // mpirun's); their module layouts are checked when the component
+    // libraries load.
     inputs.frameworks = rank_frameworks().to_vec();
     inputs.module_layouts = vec![
         oxmpi_mca::repository::ModuleLayout::of::<BtlComponentModule>("btl"),
+        oxmpi_mca::repository::ModuleLayout::of::<oxmpi_framework_mtl::module::MtlModule>("mtl"),
         oxmpi_mca::repository::ModuleLayout::of::<PmlModule>("pml"),
         oxmpi_mca::repository::ModuleLayout::of::<oxmpi_framework_coll::module::CollModule>("coll"),
     ];
@@ -217,85 +173,9 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
     let (rank, size) = (modex.rank(), modex.size());
     let identity = job_identity(&mut modex)?;
 
-    // btls: every usable one; the pml decides per peer.
-    let mut btl_fw: OpenFramework<'static> = mca
-        .open_framework("btl")
-        .map_err(|e| init_error(e.to_string()))?;
-    let selected = btl_fw.select().map_err(|e| init_error(e.to_string()))?;
-    let mut candidates = Vec::new();
-    let mut btl_names = Vec::new();
-    for s in &selected {
-        match module_of::<BtlComponentModule>(mca, "btl", &s.name) {
-            Ok((module, fw, comp)) => {
-                candidates.push(BtlCandidate {
-                    name: comp,
-                    module,
-                    context: oxmpi_mca::services::context(fw, comp),
-                });
-                btl_names.push(s.name.clone());
-            }
-            Err(e) => eprintln!("{program}: warning: {e}"),
-        }
-    }
-    // A btl the user asked for by name must run: say why it does not
-    // instead of failing later with "unreachable".
-    if let Some(oxmpi_mca::selection::Filter::Include(wanted)) = mca.filter("btl") {
-        let missing: Vec<String> = wanted
-            .iter()
-            .filter(|w| !btl_names.contains(w))
-            .map(|w| {
-                let why = btl_fw
-                    .reasons()
-                    .iter()
-                    .find(|(n, _)| n == w)
-                    .map(|(_, r)| r.clone())
-                    .unwrap_or_else(|| "it did not load or open (see the warnings above)".into());
-                format!("{w}: {why}")
-            })
-            .collect();
-        if !missing.is_empty() {
-            let source = mca
-                .value("btl")
-                .map(|r| r.source.to_string())
-                .unwrap_or_default();
-            return Err(init_error(format!(
-                "btl {} asked for by btl = \"{}\" ({source}) cannot be used: {}",
-                if missing.len() == 1 {
-                    "component"
-                } else {
-                    "components"
-                },
-                wanted.join(","),
-                missing.join("; ")
-            )));
-        }
-    }
-    let hint = self_hint(mca, &btl_names);
-    // Btls that are installed but not in use here, and why (those the user
-    // excluded aside): part of every "cannot reach" error, so a user sees
-    // why tcp (say) was not tried.
-    let unused_btls: Vec<String> = btl_fw
-        .reasons()
-        .iter()
-        .filter(|(n, r)| !btl_names.contains(n) && !r.starts_with("excluded"))
-        .map(|(n, r)| format!("{n} ({r})"))
-        .collect();
-    // Components that failed to open or answer their query (mpirun never
-    // opens these frameworks, so only the rank can tell).
-    mca.print_diagnostics();
-
-    // The pml: one, the usable one with the highest priority.
-    let mut pml_fw: OpenFramework<'static> = mca
-        .open_framework("pml")
-        .map_err(|e| init_error(e.to_string()))?;
-    let chosen = pml_fw.select().map_err(|e| init_error(e.to_string()))?;
-    let pml_name = chosen
-        .first()
-        .map(|s| s.name.clone())
-        .ok_or_else(|| init_error("no pml component is usable"))?;
-    mca.print_diagnostics();
-    let (pml, pml_fw_name, pml_comp) =
-        module_of::<PmlModule>(mca, "pml", &pml_name).map_err(init_error)?;
+    let chosen = super::select::choose(mca, &program)?;
+    let pml_name = chosen.pml_name;
+    let (pml, pml_fw_name, pml_comp) = chosen.pml;
 
     let shared: &'static CoreShared = Box::leak(Box::new(CoreShared {
         modex: Mutex::new(modex),
@@ -308,8 +188,11 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
         size,
     };
     let pml = PmlHandle::new(pml, oxmpi_mca::services::context(pml_fw_name, pml_comp));
-    pml.init(&job, shared, &candidates)
-        .map_err(|e| init_error(format!("the {pml_name} pml could not start: {e}")))?;
+    // The network libraries a pml starts keep the program's crash-signal
+    // handling too.
+    let limits =
+        oxmpi_mca::crash_signals::kept(|| pml.init_with(&job, shared, &chosen.btls, chosen.mtl))
+            .map_err(|e| init_error(format!("the {pml_name} pml could not start: {e}")))?;
     {
         let mut modex = shared.modex.lock().unwrap_or_else(|e| e.into_inner());
         let wire_up = |e: crate::modex::ModexError| init_error(format!("wire-up failed: {e}"));
@@ -344,6 +227,7 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
     let comms = super::comms::Comms::new(
         comm_entry(0, rank, (0..size).collect(), "MPI_COMM_WORLD", world_coll)?,
         comm_entry(1, 0, vec![rank], "MPI_COMM_SELF", self_coll)?,
+        limits.max_context,
     );
     mca.print_diagnostics();
     let progress = std::mem::take(&mut *shared.progress.lock().unwrap_or_else(|e| e.into_inner()));
@@ -363,16 +247,10 @@ pub(super) fn initialize(required: ThreadLevel) -> Result<Runtime, Error> {
         lock: Mutex::new(()),
         state: std::cell::UnsafeCell::new(state),
         shared,
-        self_hint: hint,
-        unused_btls: if unused_btls.is_empty() {
-            None
-        } else {
-            Some(format!(
-                "Btls not in use in this process: {}.",
-                unused_btls.join("; ")
-            ))
-        },
-        frameworks: Mutex::new(Some((btl_fw, pml_fw))),
+        self_hint: chosen.self_hint,
+        unused_btls: chosen.unused_btls,
+        limits,
+        frameworks: Mutex::new(chosen.frameworks),
         colls: Mutex::new(colls),
         nb: Default::default(),
         comms,

@@ -49,6 +49,7 @@ mod p2p;
 mod pollers;
 mod probe;
 mod request;
+mod select;
 mod waits;
 
 pub use comms::CommRelation;
@@ -60,7 +61,7 @@ pub use waits::Sweep;
 
 use oxmpi_framework_pml::handle::PmlHandle;
 use oxmpi_framework_pml::module::{
-    Completed, PmlSignals, RecvArgs, RequestError, RequestStatus, SendArgs,
+    Completed, Limits, PmlSignals, RecvArgs, RequestError, RequestStatus, SendArgs,
 };
 use oxmpi_mca::framework::OpenFramework;
 
@@ -74,7 +75,9 @@ use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
 pub const ANY_SOURCE: i32 = -1;
 /// The tag of a receive that accepts every tag (`MPI_ANY_TAG`).
 pub const ANY_TAG: i32 = -1;
-/// The largest tag (`MPI_TAG_UB`); tags are `0..=TAG_UB`.
+/// The largest tag any pml carries; a job's own bound (`MPI_TAG_UB`) is
+/// [`Runtime::tag_ub`], below this when the pml's transport has fewer tag
+/// bits.
 pub const TAG_UB: i32 = i32::MAX;
 
 /// Thread support levels (`MPI_THREAD_*`), in increasing order.
@@ -166,7 +169,10 @@ pub struct Runtime {
     shared: &'static init::CoreShared,
     self_hint: Option<String>,
     unused_btls: Option<String>,
-    frameworks: Mutex<Option<(OpenFramework<'static>, OpenFramework<'static>)>>,
+    /// The tags and context ids the pml carries.
+    limits: Limits,
+    /// The open frameworks of the pml and its transport, in closing order.
+    frameworks: Mutex<Vec<OpenFramework<'static>>>,
     /// The coll components started in this process.
     colls: Mutex<coll::Colls>,
     /// The non-blocking collectives in flight.
@@ -296,6 +302,12 @@ impl Runtime {
     /// The number of ranks in `WORLD`.
     pub fn size(&self) -> i32 {
         self.size as i32
+    }
+
+    /// The largest tag (`MPI_TAG_UB`): [`TAG_UB`] unless the pml's
+    /// transport carries fewer tag bits.
+    pub fn tag_ub(&self) -> i32 {
+        self.limits.max_tag
     }
 
     /// This process's rank in `comm`.
@@ -491,14 +503,8 @@ impl Runtime {
             .finalize()
             .map_err(|e| Error::new(ErrorClass::Other, format!("finalize: {e}")));
         drop(modex);
-        if let Some((btl, pml)) = self
-            .frameworks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
-            pml.close();
-            btl.close();
+        for fw in std::mem::take(&mut *self.frameworks.lock().unwrap_or_else(|e| e.into_inner())) {
+            fw.close();
         }
         drop(state);
         // A singleton's own directory; mpirun removes a job's.

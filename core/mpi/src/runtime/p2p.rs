@@ -87,11 +87,11 @@ impl Runtime {
         recv_tag: i32,
     ) -> Result<(), Error> {
         if let Some(dest) = dest {
-            Self::check_tag(send_tag, false)?;
+            self.check_tag(send_tag, false)?;
             self.world_rank(comm, dest, "destination")?;
         }
         if let Some(source) = source {
-            Self::check_tag(recv_tag, true)?;
+            self.check_tag(recv_tag, true)?;
             self.world_source(comm, source)?;
         }
         Ok(())
@@ -119,18 +119,19 @@ impl Runtime {
     }
 
     #[inline]
-    pub(super) fn check_tag(tag: i32, wildcard: bool) -> Result<(), Error> {
-        if Self::valid_tag(tag, wildcard) {
+    pub(super) fn check_tag(&self, tag: i32, wildcard: bool) -> Result<(), Error> {
+        if self.valid_tag(tag, wildcard) {
             Ok(())
         } else {
-            Err(Self::tag_error(tag, wildcard))
+            Err(self.tag_error(tag, wildcard))
         }
     }
 
-    /// Whether `tag` is a valid tag (or, with `wildcard`, [`ANY_TAG`]).
+    /// Whether `tag` is a valid tag (or, with `wildcard`, [`ANY_TAG`]):
+    /// `0..=`[`tag_ub`](Runtime::tag_ub).
     #[inline(always)]
-    fn valid_tag(tag: i32, wildcard: bool) -> bool {
-        (0..=TAG_UB).contains(&tag) || (wildcard && tag == ANY_TAG)
+    fn valid_tag(&self, tag: i32, wildcard: bool) -> bool {
+        (0..=self.limits.max_tag).contains(&tag) || (wildcard && tag == ANY_TAG)
     }
 
     /// Whether `rank` is a rank of the job.
@@ -143,11 +144,17 @@ impl Runtime {
     /// The error of an invalid tag.
     #[cold]
     #[inline(never)]
-    fn tag_error(tag: i32, wildcard: bool) -> Error {
+    fn tag_error(&self, tag: i32, wildcard: bool) -> Error {
+        let bound = self.limits.max_tag;
+        let why = if bound < TAG_UB && tag > bound {
+            format!(" (the largest tag the {} pml carries)", self.pml_name)
+        } else {
+            String::new()
+        };
         Error::new(
             ErrorClass::Tag,
             format!(
-                "tag {tag} is not valid: tags go from 0 to {TAG_UB}{}",
+                "tag {tag} is not valid: tags go from 0 to {bound}{why}{}",
                 if wildcard { " (or ANY_TAG)" } else { "" }
             ),
         )
@@ -174,7 +181,7 @@ impl Runtime {
         len: usize,
         mode: SendMode,
     ) -> Result<RequestId, Error> {
-        Self::check_tag(tag, false)?;
+        self.check_tag(tag, false)?;
         let dest_world = self.world_rank(comm, dest, "destination")?;
         Self::check_buffer(buf, len)?;
         let mut state = self.enter()?;
@@ -203,7 +210,7 @@ impl Runtime {
         len: usize,
         mode: SendMode,
     ) -> Option<RequestId> {
-        if comm != Comm::World || !(self.is_job_rank(dest) & Self::valid_tag(tag, false)) {
+        if comm != Comm::World || !(self.is_job_rank(dest) & self.valid_tag(tag, false)) {
             return None;
         }
         let mut state = self.enter_single()?;
@@ -416,7 +423,7 @@ impl Runtime {
         hold: bool,
     ) -> Option<RequestId> {
         let source_ok = source == ANY_SOURCE || self.is_job_rank(source);
-        if comm != Comm::World || !(source_ok & Self::valid_tag(tag, true)) {
+        if comm != Comm::World || !(source_ok & self.valid_tag(tag, true)) {
             return None;
         }
         let mut state = self.enter_single()?;
@@ -440,7 +447,7 @@ impl Runtime {
         len: usize,
         hold: bool,
     ) -> Result<RequestId, Error> {
-        Self::check_tag(tag, true)?;
+        self.check_tag(tag, true)?;
         let source_world = self.world_source(comm, source)?;
         Self::check_buffer(buf, len)?;
         let mut state = self.enter()?;

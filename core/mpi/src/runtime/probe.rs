@@ -31,7 +31,7 @@ impl Runtime {
     /// # Errors
     /// `Rank`, `Tag`, `Finalized`, `ThreadLevel`.
     pub fn iprobe(&self, comm: Comm, source: i32, tag: i32) -> Result<Option<Status>, Error> {
-        Self::check_tag(tag, true)?;
+        self.check_tag(tag, true)?;
         let source_world = self.world_source(comm, source)?;
         let mut state = self.enter()?;
         if let Some(s) = self.probe_once(comm, source_world, tag) {
@@ -78,7 +78,7 @@ impl Runtime {
         source: i32,
         tag: i32,
     ) -> Result<Option<(Message, Status)>, Error> {
-        Self::check_tag(tag, true)?;
+        self.check_tag(tag, true)?;
         let source_world = self.world_source(comm, source)?;
         let mut state = self.enter()?;
         if let Some(found) = self.mprobe_once(comm, source_world, tag) {

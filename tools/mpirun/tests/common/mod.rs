@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod pmls;
 pub mod rmaps;
 
 use nix::sys::signal::{kill, killpg, Signal};

@@ -16,12 +16,15 @@ use crate::requests::{Failure, Op, RecvPhase, RecvReq, Request};
 use crate::wire::MatchInfo;
 
 impl<T: Transport> Engine<T> {
-    /// Posts a receive (`PmlModule::irecv`).
+    /// Posts a receive, never completing it during the call (the tests'
+    /// way to post one; the entry point uses
+    /// [`irecv_or_complete`](Engine::irecv_or_complete)).
     ///
     /// # Safety
     ///
     /// `args.buf` must be writable for `args.len` bytes until the request
     /// completes.
+    #[cfg(test)]
     pub(crate) unsafe fn irecv(&mut self, args: &RecvArgs) -> Result<u64, String> {
         self.settle();
         self.check_recv(args)?;
@@ -29,8 +32,7 @@ impl<T: Transport> Engine<T> {
         Ok(unsafe { self.post(args) })
     }
 
-    /// Posts a receive or completes it at once
-    /// (`Pml::irecv_or_complete`): an eager message that arrived before it
+    /// Posts a receive or completes it at once (`Requests::irecv`): an eager message that arrived before it
     /// and fits its buffer is copied there and the receive completes
     /// without a request (0, with `status`); any other arrived message it
     /// matches is delivered to a new request, as a posted receive would

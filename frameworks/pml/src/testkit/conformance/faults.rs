@@ -65,7 +65,7 @@ pub(super) fn lifecycle(subject: &Subject) {
         "{at}: init registered no progress function (the btl's messages would never arrive)"
     );
     match pml.init(&IDENTITY, s.core(), &[loopback::candidate()]) {
-        Ok(()) => panic!("{at}: a second init without finalize succeeded"),
+        Ok(_) => panic!("{at}: a second init without finalize succeeded"),
         Err(why) => assert!(!why.trim().is_empty(), "{at}: second init refused silently"),
     }
     end(s, &at);
