@@ -1,11 +1,100 @@
 //! Typed buffers as the MPI layer takes them: the user's memory itself
 //! when the type is contiguous, else a packed copy (sends) or a staging
-//! buffer unpacked when the receive completes.
+//! buffer unpacked when the receive completes — or, for a pml that takes
+//! messages in pieces, the user's memory with its type ([`InPieces`]), which
+//! the pml packs and unpacks a window at a time.
 
 use crate::errors::Fail;
 use crate::handles::{Layout, Typed};
 use oxmpi_datatype::Datatype;
+use oxmpi_mpi_core::Pieces;
 use std::ffi::c_void;
+
+/// A non-contiguous message left in the user's memory: its type (kept
+/// alive until the request completes, at an address that does not move)
+/// and the description the pml reads it through.
+pub struct InPieces {
+    /// The elements' type (the description's `layout`).
+    dt: Datatype,
+    /// What the pml is handed.
+    pieces: Pieces,
+}
+
+impl InPieces {
+    /// `count` elements of `dt` at `origin`, boxed so the description's
+    /// layout pointer stays put.
+    fn new(dt: &Datatype, origin: *mut u8, count: usize) -> Box<InPieces> {
+        let mut boxed = Box::new(InPieces {
+            dt: dt.clone(),
+            pieces: Pieces {
+                layout: std::ptr::null(),
+                origin,
+                count,
+                pack: pack_pieces,
+                unpack: unpack_pieces,
+            },
+        });
+        boxed.pieces.layout = (&boxed.dt as *const Datatype).cast();
+        boxed
+    }
+
+    /// The description the pml is handed.
+    pub fn pieces(&self) -> &Pieces {
+        &self.pieces
+    }
+}
+
+/// [`Pieces::pack`] for a [`Datatype`].
+///
+/// # Safety
+///
+/// `layout` is the `Datatype` of an [`InPieces`] whose request runs; the
+/// elements at `origin` are readable; `out` is writable for `len` bytes
+/// and does not overlap them.
+unsafe extern "C" fn pack_pieces(
+    layout: *const c_void,
+    origin: *const u8,
+    count: usize,
+    skip: usize,
+    out: *mut u8,
+    len: usize,
+) -> usize {
+    // SAFETY: the caller's promise.
+    let (dt, out) = unsafe {
+        (
+            &*layout.cast::<Datatype>(),
+            std::slice::from_raw_parts_mut(out, len),
+        )
+    };
+    // SAFETY: the caller's promise.
+    unsafe { dt.pack_raw(origin, count, skip, out) }
+}
+
+/// [`Pieces::unpack`] for a [`Datatype`].
+///
+/// # Safety
+///
+/// `layout` is the `Datatype` of an [`InPieces`] whose request runs; the
+/// elements at `origin` are writable and nothing else accesses them;
+/// `data` is readable for `len` bytes and does not overlap them.
+unsafe extern "C" fn unpack_pieces(
+    layout: *const c_void,
+    origin: *mut u8,
+    count: usize,
+    skip: usize,
+    data: *const u8,
+    len: usize,
+) -> usize {
+    // SAFETY: the caller's promise.
+    let (dt, data) = unsafe {
+        (
+            &*layout.cast::<Datatype>(),
+            std::slice::from_raw_parts(data, len),
+        )
+    };
+    // SAFETY: the caller's promise.
+    unsafe { dt.unpack_raw(data, origin, count, skip) }
+}
 
 /// A send's data.
 pub enum Outgoing {
@@ -14,6 +103,9 @@ pub enum Outgoing {
     /// A copy: packed for a non-contiguous type, or one the user's
     /// buffer may overwrite ([`Outgoing::copied`]).
     Packed(Vec<u8>),
+    /// The user's elements of a non-contiguous type, for a pml that
+    /// takes them in pieces, with their packed length.
+    InPieces(Box<InPieces>, usize),
 }
 
 impl Outgoing {
@@ -40,6 +132,36 @@ impl Outgoing {
         }
     }
 
+    /// `count` elements of `ty` at `buf` for a pml that takes messages in
+    /// pieces when `in_pieces`: a non-contiguous type then stays in the
+    /// user's memory; otherwise as [`Outgoing::new`].
+    ///
+    /// # Safety
+    ///
+    /// The elements' bytes are readable.
+    ///
+    /// # Errors
+    ///
+    /// The size overflows.
+    #[inline]
+    pub unsafe fn for_pml(
+        buf: *const c_void,
+        count: usize,
+        ty: &Typed,
+        in_pieces: bool,
+    ) -> Result<Outgoing, Fail> {
+        if in_pieces {
+            if let Layout::Packed(dt, len) = ty.layout(count)? {
+                return Ok(Outgoing::InPieces(
+                    InPieces::new(dt, buf.cast_mut().cast(), count),
+                    len,
+                ));
+            }
+        }
+        // SAFETY: the caller's promise.
+        unsafe { Outgoing::new(buf, count, ty) }
+    }
+
     /// A copy of `count` elements of `ty` at `buf` (packed when the type
     /// is not contiguous), which the user's buffer may overwrite.
     ///
@@ -64,11 +186,13 @@ impl Outgoing {
         }
     }
 
-    /// The bytes to send.
+    /// The bytes to send (for elements in pieces: their origin and
+    /// packed length).
     pub fn bytes(&self) -> (*const u8, usize) {
         match self {
             Outgoing::Direct(p, n) => (*p, *n),
             Outgoing::Packed(v) => (v.as_ptr(), v.len()),
+            Outgoing::InPieces(p, n) => (p.pieces.origin.cast_const(), *n),
         }
     }
 }
@@ -80,6 +204,9 @@ pub enum Incoming {
     /// A staging buffer, unpacked when the receive completes (boxed: the
     /// rare case, kept out of the size of every request).
     Staged(Box<Staging>),
+    /// The user's elements of a non-contiguous type, for a pml that
+    /// takes them in pieces, with their packed length.
+    InPieces(Box<InPieces>, usize),
 }
 
 /// A staged receive: the bytes arrive in `staging` and are unpacked into
@@ -121,11 +248,38 @@ impl Incoming {
         })
     }
 
-    /// Where the bytes go.
+    /// `count` elements of `ty` at `buf` for a pml that takes messages in
+    /// pieces when `in_pieces`: a non-contiguous type then stays in the
+    /// user's memory; otherwise as [`Incoming::new`].
+    ///
+    /// # Errors
+    ///
+    /// The size overflows.
+    #[inline]
+    pub fn for_pml(
+        buf: *mut c_void,
+        count: usize,
+        ty: &Typed,
+        in_pieces: bool,
+    ) -> Result<Incoming, Fail> {
+        if in_pieces {
+            if let Layout::Packed(dt, len) = ty.layout(count)? {
+                return Ok(Incoming::InPieces(
+                    InPieces::new(dt, buf.cast(), count),
+                    len,
+                ));
+            }
+        }
+        Incoming::new(buf, count, ty)
+    }
+
+    /// Where the bytes go (for elements in pieces: their origin and
+    /// packed length).
     pub fn bytes(&mut self) -> (*mut u8, usize) {
         match self {
             Incoming::Direct(p, n) => (*p, *n),
             Incoming::Staged(s) => (s.staging.as_mut_ptr(), s.staging.len()),
+            Incoming::InPieces(p, n) => (p.pieces.origin, *n),
         }
     }
 

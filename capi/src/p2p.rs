@@ -108,11 +108,20 @@ pub(crate) unsafe fn start_send(
         return Ok(Pending::Done(proc_null_status()));
     }
     // SAFETY: the caller's promise.
-    let out = unsafe { Outgoing::new(buf, n, &ty) }?;
-    let (p, len) = out.bytes();
-    // SAFETY: `p..p + len` is the user's buffer (the caller's promise) or
-    // `out`'s copy, which the request keeps.
-    let id = unsafe { rt.isend(c, dest, tag, p, len, mode) }?;
+    let out = unsafe { Outgoing::for_pml(buf, n, &ty, rt.takes_pieces()) }?;
+    let id = match &out {
+        // SAFETY: the user's elements (the caller's promise) and their
+        // type, which the request keeps.
+        Outgoing::InPieces(p, len) => unsafe {
+            rt.isend_pieces(c, dest, tag, p.pieces(), *len, mode)
+        },
+        _ => {
+            let (p, len) = out.bytes();
+            // SAFETY: `p..p + len` is the user's buffer (the caller's
+            // promise) or `out`'s copy, which the request keeps.
+            unsafe { rt.isend(c, dest, tag, p, len, mode) }
+        }
+    }?;
     Ok(Pending::Send(id, out))
 }
 
@@ -139,12 +148,19 @@ pub(crate) unsafe fn start_recv(
     if source == PROC_NULL {
         return Ok(Pending::Done(proc_null_status()));
     }
-    let mut inc = Incoming::new(buf, n, &ty)?;
-    let (p, len) = inc.bytes();
-    // SAFETY: `p..p + len` is the user's buffer (the caller's promise) or
-    // `inc`'s staging vector, which the request keeps (moving the vector
-    // does not move its heap bytes).
-    let id = unsafe { rt.irecv(c, source, tag, p, len) }?;
+    let mut inc = Incoming::for_pml(buf, n, &ty, rt.takes_pieces())?;
+    let id = match &mut inc {
+        // SAFETY: the user's elements (the caller's promise) and their
+        // type, which the request keeps.
+        Incoming::InPieces(p, len) => unsafe { rt.irecv_pieces(c, source, tag, p.pieces(), *len) },
+        _ => {
+            let (p, len) = inc.bytes();
+            // SAFETY: `p..p + len` is the user's buffer (the caller's
+            // promise) or `inc`'s staging vector, which the request keeps
+            // (moving the vector does not move its heap bytes).
+            unsafe { rt.irecv(c, source, tag, p, len) }
+        }
+    }?;
     Ok(Pending::Recv(id, inc))
 }
 

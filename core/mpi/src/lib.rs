@@ -15,7 +15,7 @@ pub mod modex;
 pub mod runtime;
 
 pub use runtime::{
-    init, runtime, wtick, wtime, Comm, CommRelation, Error, ErrorClass, Message, RequestId,
+    init, runtime, wtick, wtime, Comm, CommRelation, Error, ErrorClass, Message, Pieces, RequestId,
     Runtime, SendMode, Status, Sweep, ThreadLevel, ANY_SOURCE, ANY_TAG, TAG_UB,
 };
 

@@ -30,7 +30,7 @@ pub mod handle;
 pub mod module;
 
 /// Version of the interface between the mtl framework and its components.
-pub const INTERFACE_VERSION: Version = Version::new(2, 0, 0);
+pub const INTERFACE_VERSION: Version = Version::new(3, 0, 0);
 
 /// Framework-wide parameters beyond the selection and verbosity ones.
 pub const BASE_PARAMS: &[ParamDecl] = &[];

@@ -24,7 +24,7 @@ pub mod module;
 pub mod testkit;
 
 /// Version of the interface between the pml framework and its components.
-pub const INTERFACE_VERSION: Version = Version::new(8, 0, 0);
+pub const INTERFACE_VERSION: Version = Version::new(9, 0, 0);
 
 /// Framework-wide parameters beyond the selection and verbosity ones.
 pub const BASE_PARAMS: &[ParamDecl] = &[];

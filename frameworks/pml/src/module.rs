@@ -68,7 +68,7 @@ use oxmpi_plugin_api::ComponentContext;
 
 pub use oxmpi_framework_requests::table::RequestTable;
 pub use oxmpi_framework_requests::{
-    publish_completion, Completed, Completion, Limits, ModexLookup, MpiServices as PmlCore,
+    publish_completion, Completed, Completion, Limits, ModexLookup, MpiServices as PmlCore, Pieces,
     ProgressFn, RecvArgs, RequestError, RequestStatus, SendArgs, SendMode, Signals as PmlSignals,
     ANY_SOURCE, ANY_TAG,
 };

@@ -4,7 +4,7 @@
 //! the component reads and writes the buffers after they return).
 
 use crate::table::RequestTable;
-use crate::{sentence_or, RecvArgs, RequestError, RequestStatus, SendArgs, Signals};
+use crate::{sentence_or, Pieces, RecvArgs, RequestError, RequestStatus, SendArgs, Signals};
 use abi_stable::std_types::RString;
 use std::mem::MaybeUninit;
 
@@ -46,22 +46,64 @@ impl RequestHandle {
         // SAFETY: a layout-checked table whose entries check exclusive
         // entry themselves; the buffer is the caller's promise.
         let ok = unsafe { (self.table.isend)(args, &mut request, &mut kind, &mut error) };
-        if ok {
-            Ok(request)
-        } else {
-            // SAFETY: a refusing entry writes the sentence (the table's
-            // contract).
-            let error = unsafe { error.assume_init() };
-            let kind = if kind == RequestError::None {
-                RequestError::Other
-            } else {
-                kind
-            };
-            Err((
-                kind,
-                sentence_or(error, "the pml refused the send without a reason"),
-            ))
-        }
+        // SAFETY: `error` as the entry left it.
+        unsafe { sent(ok, request, kind, error) }
+    }
+
+    /// Whether the component takes messages in pieces
+    /// ([`isend_pieces`](Self::isend_pieces),
+    /// [`irecv_pieces`](Self::irecv_pieces)); when not, the caller packs
+    /// non-contiguous messages into bytes.
+    pub fn takes_pieces(&self) -> bool {
+        self.table.takes_pieces
+    }
+
+    /// As [`isend`](Self::isend), for the message `pieces` describes
+    /// (`args.buf` is its origin, `args.len` its packed length).
+    ///
+    /// # Safety
+    ///
+    /// The elements `pieces` describes are readable and, with its
+    /// `layout`, stay valid and unchanged until the request completes.
+    pub unsafe fn isend_pieces(
+        &self,
+        args: &SendArgs,
+        pieces: &Pieces,
+    ) -> Result<u64, (RequestError, String)> {
+        let mut request = 0u64;
+        let mut kind = RequestError::None;
+        let mut error = MaybeUninit::uninit();
+        // SAFETY: a layout-checked table whose entries check exclusive
+        // entry themselves; the elements are the caller's promise.
+        let ok =
+            unsafe { (self.table.isend_pieces)(args, pieces, &mut request, &mut kind, &mut error) };
+        // SAFETY: `error` as the entry left it.
+        unsafe { sent(ok, request, kind, error) }
+    }
+
+    /// As [`irecv`](Self::irecv), into the elements `pieces` describes
+    /// (`args.buf` is their origin, `args.len` their packed length).
+    ///
+    /// # Safety
+    ///
+    /// The elements `pieces` describes are writable and, with its
+    /// `layout`, stay valid and untouched by anything else until the
+    /// request completes.
+    pub unsafe fn irecv_pieces(
+        &self,
+        args: &RecvArgs,
+        pieces: &Pieces,
+    ) -> Result<(u64, RequestStatus), String> {
+        let mut request = 0u64;
+        let mut status = RequestStatus::default();
+        let mut error = MaybeUninit::uninit();
+        // SAFETY: a layout-checked table whose entries check exclusive
+        // entry themselves; the elements are the caller's promise.
+        let ok = unsafe {
+            (self.table.irecv_pieces)(args, pieces, &mut request, &mut status, &mut error)
+        };
+        // SAFETY: `error` as the entry left it.
+        unsafe { posted(ok, (request, status), error, "receive") }
     }
 
     /// [`RequestHandle::isend`] for a caller that asks `isend` again for the
@@ -228,6 +270,36 @@ impl RequestHandle {
         // exclusive entry themselves.
         unsafe { (self.table.finalize)() }
     }
+}
+
+/// The answer of a send entry point: the request when `ok`, else the
+/// refusal's kind (`Other` when the pml gave none) and sentence.
+///
+/// # Safety
+///
+/// `error` is what the entry left: written when it answered false.
+#[inline(always)]
+unsafe fn sent(
+    ok: bool,
+    request: u64,
+    kind: RequestError,
+    error: MaybeUninit<RString>,
+) -> Result<u64, (RequestError, String)> {
+    if ok {
+        return Ok(request);
+    }
+    // SAFETY: a refusing entry writes the sentence (the caller's promise,
+    // from the table's contract).
+    let error = unsafe { error.assume_init() };
+    let kind = if kind == RequestError::None {
+        RequestError::Other
+    } else {
+        kind
+    };
+    Err((
+        kind,
+        sentence_or(error, "the pml refused the send without a reason"),
+    ))
 }
 
 /// The answer of a receive entry point: the request and status when `ok`,

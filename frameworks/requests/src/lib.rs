@@ -133,6 +133,77 @@ pub struct RecvArgs {
     pub done: *const Completion,
 }
 
+/// A message that lies in pieces in the user's memory (elements of a
+/// non-contiguous MPI datatype), for a component that moves it without a
+/// packed copy ([`table::RequestTable::isend_pieces`],
+/// [`table::RequestTable::irecv_pieces`]): the component asks for the
+/// packed bytes a window at a time, and hands received windows back.
+///
+/// The packed form is the elements' data bytes in type-map order; its
+/// length is the arguments' `len`. The component copies this description
+/// during the call that starts the request; `layout` and the user's
+/// elements stay valid until the request completes.
+#[repr(C)]
+#[derive(StableAbi, Copy, Clone, Debug)]
+pub struct Pieces {
+    /// The MPI layer's description of the elements (opaque to the
+    /// component; passed back to `pack` and `unpack`).
+    pub layout: *const c_void,
+    /// The first element (the datatype's origin in the user's buffer).
+    pub origin: *mut u8,
+    /// Elements.
+    pub count: usize,
+    /// Copies packed bytes `skip .. skip + len` into `out` (fewer when the
+    /// data end first) and answers how many it wrote.
+    pub pack: unsafe extern "C" fn(
+        layout: *const c_void,
+        origin: *const u8,
+        count: usize,
+        skip: usize,
+        out: *mut u8,
+        len: usize,
+    ) -> usize,
+    /// Places `len` bytes at `data`, packed bytes `skip ..`, into the
+    /// elements (fewer when the elements end first) and answers how many
+    /// it used.
+    pub unpack: unsafe extern "C" fn(
+        layout: *const c_void,
+        origin: *mut u8,
+        count: usize,
+        skip: usize,
+        data: *const u8,
+        len: usize,
+    ) -> usize,
+}
+
+impl Pieces {
+    /// Copies packed bytes `skip .. skip + out.len()` into `out` and
+    /// answers how many it wrote.
+    ///
+    /// # Safety
+    ///
+    /// The description is live (its request has not completed) and `out`
+    /// is writable for its length.
+    #[inline]
+    pub unsafe fn pack_into(&self, skip: usize, out: *mut u8, len: usize) -> usize {
+        // SAFETY: the caller's promise and the description's.
+        unsafe { (self.pack)(self.layout, self.origin, self.count, skip, out, len) }
+    }
+
+    /// Places `len` bytes at `data`, packed bytes `skip ..`, into the
+    /// elements and answers how many it used.
+    ///
+    /// # Safety
+    ///
+    /// The description is live (its request has not completed) and `data`
+    /// is readable for `len` bytes.
+    #[inline]
+    pub unsafe fn unpack_from(&self, skip: usize, data: *const u8, len: usize) -> usize {
+        // SAFETY: the caller's promise and the description's.
+        unsafe { (self.unpack)(self.layout, self.origin, self.count, skip, data, len) }
+    }
+}
+
 /// Where a pml publishes the completion of a request started with it
 /// ([`SendArgs::done`], [`RecvArgs::done`]), so its caller learns of it
 /// with a load instead of a call.

@@ -15,7 +15,7 @@
 
 use crate::table::RequestTable;
 use crate::{
-    Limits, RecvArgs, RequestError, RequestStatus, SendArgs, Signals, ANY_SOURCE, ANY_TAG,
+    Limits, Pieces, RecvArgs, RequestError, RequestStatus, SendArgs, Signals, ANY_SOURCE, ANY_TAG,
 };
 use abi_stable::std_types::RString;
 use oxmpi_plugin_api::{EntryError, Instance};
@@ -109,6 +109,49 @@ pub trait Requests: Send + Sized + 'static {
         status: &mut RequestStatus,
     ) -> Result<u64, String>;
 
+    /// Whether the component takes messages in pieces
+    /// ([`isend_pieces`](Requests::isend_pieces),
+    /// [`irecv_pieces`](Requests::irecv_pieces)). Default: false (the MPI
+    /// layer packs non-contiguous messages into bytes).
+    const TAKES_PIECES: bool = false;
+
+    /// As [`isend`](Requests::isend), for the message `pieces` describes
+    /// (`args.buf` is its origin, `args.len` its packed length). Called
+    /// only when [`TAKES_PIECES`](Requests::TAKES_PIECES) is true; the
+    /// default refuses.
+    ///
+    /// # Safety
+    ///
+    /// As for [`isend`](Requests::isend), for the elements `pieces`
+    /// describes; its `layout` stays valid until the request completes.
+    unsafe fn isend_pieces(
+        &mut self,
+        args: &SendArgs,
+        pieces: &Pieces,
+    ) -> Result<u64, (RequestError, String)> {
+        let _ = (args, pieces);
+        Err((RequestError::Other, NO_PIECES.to_string()))
+    }
+
+    /// As [`irecv`](Requests::irecv), into the elements `pieces` describes
+    /// (`args.buf` is their origin, `args.len` their packed length). Called
+    /// only when [`TAKES_PIECES`](Requests::TAKES_PIECES) is true; the
+    /// default refuses.
+    ///
+    /// # Safety
+    ///
+    /// As for [`irecv`](Requests::irecv), for the elements `pieces`
+    /// describes; its `layout` stays valid until the request completes.
+    unsafe fn irecv_pieces(
+        &mut self,
+        args: &RecvArgs,
+        pieces: &Pieces,
+        status: &mut RequestStatus,
+    ) -> Result<u64, String> {
+        let _ = (args, pieces, status);
+        Err(NO_PIECES.to_string())
+    }
+
     /// The pml's own work (sending what btl callbacks queued). Returns the
     /// number of events.
     fn progress(&mut self) -> usize;
@@ -131,6 +174,9 @@ pub trait Requests: Send + Sized + 'static {
     /// value. Also runs after an internal error stopped the pml.
     fn finalize(self) {}
 }
+
+/// The refusal of a component that takes contiguous bytes only.
+const NO_PIECES: &str = "it takes contiguous bytes only (its TAKES_PIECES is false), so the MPI layer packs non-contiguous messages for it";
 
 /// The process-global state of a component that serves requests:
 /// implemented by its framework's export macro, never by hand.
@@ -222,6 +268,9 @@ pub const fn request_table<P: Served>() -> RequestTable {
         iprobe: iprobe::<P>,
         improbe: improbe::<P>,
         imrecv: imrecv::<P>,
+        takes_pieces: P::TAKES_PIECES,
+        isend_pieces: isend_pieces::<P>,
+        irecv_pieces: irecv_pieces::<P>,
         progress: progress::<P>,
         finalize: finalize::<P>,
         signals: signals::<P>,
@@ -234,11 +283,41 @@ unsafe extern "C" fn isend<P: Served>(
     kind: &mut RequestError,
     error: &mut MaybeUninit<RString>,
 ) -> bool {
-    let started = P::instance().call("isend", |p| {
+    send_entry::<P>("isend", request, kind, error, |p| {
         // SAFETY: the MPI layer keeps the buffer valid and unchanged until
         // the request completes (the interface contract), which is
         // `isend`'s requirement.
-        let started = unsafe { p.isend(args) };
+        unsafe { p.isend(args) }
+    })
+}
+
+unsafe extern "C" fn isend_pieces<P: Served>(
+    args: &SendArgs,
+    pieces: &Pieces,
+    request: &mut u64,
+    kind: &mut RequestError,
+    error: &mut MaybeUninit<RString>,
+) -> bool {
+    send_entry::<P>("isend_pieces", request, kind, error, |p| {
+        // SAFETY: the MPI layer keeps the elements and their layout valid
+        // and unchanged until the request completes (the interface
+        // contract), `isend_pieces`'s requirement.
+        unsafe { p.isend_pieces(args, pieces) }
+    })
+}
+
+/// The body of `isend` and `isend_pieces`: `start` answers the request
+/// handle (0: complete) or the refusal with its kind.
+#[inline(always)]
+fn send_entry<P: Served>(
+    what: &'static str,
+    request: &mut u64,
+    kind: &mut RequestError,
+    error: &mut MaybeUninit<RString>,
+    start: impl FnOnce(&mut P) -> Result<u64, (RequestError, String)>,
+) -> bool {
+    let started = P::instance().call(what, |p| {
+        let started = start(p);
         record(p);
         let handle = started?;
         // A send that is already complete without error is handed back as
@@ -259,7 +338,7 @@ unsafe extern "C" fn isend<P: Served>(
         }
         Err(entry) => {
             *kind = RequestError::Other;
-            error.write(refused::<P>("isend", entry).into());
+            error.write(refused::<P>(what, entry).into());
             false
         }
     }
@@ -279,7 +358,22 @@ unsafe extern "C" fn irecv<P: Served>(
     })
 }
 
-/// The body of `irecv` and `imrecv`: `post` answers the request handle
+unsafe extern "C" fn irecv_pieces<P: Served>(
+    args: &RecvArgs,
+    pieces: &Pieces,
+    request: &mut u64,
+    status: &mut RequestStatus,
+    error: &mut MaybeUninit<RString>,
+) -> bool {
+    recv_entry::<P>("irecv_pieces", request, error, |p| {
+        // SAFETY: the MPI layer keeps the elements and their layout valid
+        // and untouched until the request completes (the interface
+        // contract), `irecv_pieces`'s requirement.
+        unsafe { p.irecv_pieces(args, pieces, status) }
+    })
+}
+
+/// The body of `irecv`, `irecv_pieces` and `imrecv`: `post` answers the request handle
 /// (0: complete, its status written) or the refusal.
 #[inline(always)]
 fn recv_entry<P: Served>(

@@ -2,7 +2,7 @@
 //! requests exports (inside its framework's module table) and its caller
 //! calls through [`crate::handle::RequestHandle`].
 
-use crate::{RecvArgs, RequestError, RequestStatus, SendArgs, Signals};
+use crate::{Pieces, RecvArgs, RequestError, RequestStatus, SendArgs, Signals};
 use abi_stable::std_types::RString;
 use abi_stable::StableAbi;
 use std::mem::MaybeUninit;
@@ -75,6 +75,29 @@ pub struct RequestTable {
     pub imrecv: unsafe extern "C" fn(
         message: u64,
         args: &RecvArgs,
+        request: &mut u64,
+        status: &mut RequestStatus,
+        error: &mut MaybeUninit<RString>,
+    ) -> bool,
+    /// Whether the component takes messages in pieces (`isend_pieces`,
+    /// `irecv_pieces`). While false the MPI layer packs the elements of a
+    /// non-contiguous datatype into bytes and never calls those two.
+    pub takes_pieces: bool,
+    /// As `isend`, for the message `pieces` describes: `args.buf` is its
+    /// origin and `args.len` its packed length.
+    pub isend_pieces: unsafe extern "C" fn(
+        args: &SendArgs,
+        pieces: &Pieces,
+        request: &mut u64,
+        kind: &mut RequestError,
+        error: &mut MaybeUninit<RString>,
+    ) -> bool,
+    /// As `irecv`, into the elements `pieces` describes: `args.buf` is
+    /// their origin and `args.len` their packed length (a longer message
+    /// is truncated to it).
+    pub irecv_pieces: unsafe extern "C" fn(
+        args: &RecvArgs,
+        pieces: &Pieces,
         request: &mut u64,
         status: &mut RequestStatus,
         error: &mut MaybeUninit<RString>,

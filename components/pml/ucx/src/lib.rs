@@ -63,6 +63,13 @@
 //! every receive by copying (its zero-copy rendezvous needs a contiguous
 //! receive).
 //!
+//! **Non-contiguous datatypes.** The pml takes messages in pieces
+//! (`TAKES_PIECES`): the elements of a non-contiguous MPI datatype stay
+//! where they are, and UCP packs and unpacks them a window at a time
+//! through the same generic datatype (the slab's `SLOT_OPS`), whose
+//! "buffer" is the request's slot holding the MPI layer's
+//! `Pieces` description.
+//!
 //! # Requests
 //!
 //! Handles are generation-checked indices of a slab whose slots never

@@ -44,10 +44,13 @@ pub struct Ucx {
     /// Whether endpoints ask for UCP's peer error handling
     /// (`pml_ucx_peer_failure`).
     pub(crate) peer_errors: bool,
-    /// The datatype receives use: plain bytes, or the generic one that
-    /// keeps the first bytes of a truncated message
-    /// (`pml_ucx_keep_truncated`).
-    pub(crate) recv_datatype: sys::ucp_datatype_t,
+    /// Whether receives keep the first bytes of a truncated message
+    /// (`pml_ucx_keep_truncated`): they then all use the slot datatype.
+    pub(crate) keep_truncated: bool,
+    /// UCP's generic datatype over request slots ([`crate::slab::SLOT_OPS`]):
+    /// for messages in pieces, and for receives that keep truncated
+    /// messages.
+    pub(crate) slot_datatype: sys::ucp_datatype_t,
 }
 
 // SAFETY: the raw pointers are UCP's handles (used by one thread at a
@@ -347,11 +350,11 @@ impl Ucx {
         // The worker and context go before the slab and the error
         // handlers' arguments, which their callbacks point into.
         self.ucp = None;
-        if self.recv_datatype != BYTES {
+        if self.slot_datatype != BYTES {
             // SAFETY: the generic datatype made in `init`, destroyed once,
             // now that no request uses it.
-            unsafe { sys::ucp_dt_destroy(self.recv_datatype) };
-            self.recv_datatype = BYTES;
+            unsafe { sys::ucp_dt_destroy(self.slot_datatype) };
+            self.slot_datatype = BYTES;
         }
     }
 }
@@ -403,23 +406,22 @@ impl Pml for Ucx {
                 address.len()
             ),
         );
-        let recv_datatype = if params.keep_truncated {
-            let mut dt: sys::ucp_datatype_t = BYTES;
-            // SAFETY: static operations; UCP writes the datatype on success.
-            let st = unsafe {
-                sys::ucp_dt_create_generic(&crate::slab::KEEP_OPS, std::ptr::null_mut(), &mut dt)
-            };
-            if st != sys::UCS_OK {
-                return Err(format!(
-                    "pml ucx could not create its receive datatype (ucp_dt_create_generic: {}); \
-                     set pml_ucx_keep_truncated to false",
-                    status_text(st)
-                ));
-            }
-            dt
-        } else {
-            BYTES
+        let mut slot_datatype: sys::ucp_datatype_t = BYTES;
+        // SAFETY: static operations; UCP writes the datatype on success.
+        let st = unsafe {
+            sys::ucp_dt_create_generic(
+                &crate::slab::SLOT_OPS,
+                std::ptr::null_mut(),
+                &mut slot_datatype,
+            )
         };
+        if st != sys::UCS_OK {
+            return Err(format!(
+                "pml ucx could not create its generic datatype (ucp_dt_create_generic: {}); \
+                 use --mca pml ob1",
+                status_text(st)
+            ));
+        }
         let peers = (0..identity.size)
             .map(|_| Peer {
                 ep: std::ptr::null_mut(),
@@ -435,7 +437,8 @@ impl Pml for Ucx {
             log: *context,
             rank: identity.rank,
             peer_errors: params.peer_failure,
-            recv_datatype,
+            keep_truncated: params.keep_truncated,
+            slot_datatype,
         })
     }
 }

@@ -10,7 +10,7 @@ use crate::tag;
 use crate::ucp::{is_peer_failure, started, status_text, Started};
 use oxmpi_framework_pml::adapter::{Requests, BROKEN};
 use oxmpi_framework_pml::module::{
-    Limits, RecvArgs, RequestError, RequestStatus, SendArgs, SendMode, ANY_SOURCE, ANY_TAG,
+    Limits, Pieces, RecvArgs, RequestError, RequestStatus, SendArgs, SendMode, ANY_SOURCE, ANY_TAG,
 };
 use oxmpi_ucx_sys as sys;
 use std::ffi::c_void;
@@ -95,10 +95,10 @@ pub(crate) fn complete(
     s.status = status;
 }
 
-/// Builds UCP's parameters for a receive into `slot`, whose outcome is
-/// written to `info` if it completes during the call.
+/// Builds UCP's parameters for a receive of `datatype` into `slot`, whose
+/// outcome is written to `info` if it completes during the call.
 fn recv_params(
-    ucx: &Ucx,
+    datatype: sys::ucp_datatype_t,
     slot: *mut Slot,
     info: &mut sys::ucp_tag_recv_info_t,
 ) -> sys::ucp_request_param_t {
@@ -113,7 +113,7 @@ fn recv_params(
         cb: sys::ucp_request_param_t__bindgen_ty_1 {
             recv: Some(slab::recv_done),
         },
-        datatype: ucx.recv_datatype,
+        datatype,
         user_data: slot.cast(),
         recv_info: sys::ucp_request_param_t__bindgen_ty_2 { tag_info: info },
         ..Default::default()
@@ -143,14 +143,29 @@ impl Ucx {
         }
     }
 
-    /// The buffer and count UCP receives into for `slot`: the slot itself
-    /// with the keeping datatype, the user's buffer otherwise.
-    fn recv_target(&self, slot: *mut Slot, args: &RecvArgs) -> (*mut c_void, usize) {
-        if self.recv_datatype == BYTES {
-            (args.buf.cast(), args.len)
-        } else {
-            (slot.cast(), 1)
+    /// The datatype, buffer and count UCP receives into for `slot`
+    /// (whose buffer and capacity are set): the user's bytes, or the slot
+    /// itself with the slot datatype for a message in pieces or a receive
+    /// that keeps truncated messages.
+    fn recv_target(
+        &self,
+        slot: *mut Slot,
+        pieces: Option<&Pieces>,
+    ) -> (sys::ucp_datatype_t, *mut c_void, usize) {
+        if pieces.is_none() && !self.keep_truncated {
+            // SAFETY: the slot just set up; UCP holds nothing of it.
+            return unsafe { (BYTES, (*slot).buf.cast(), (*slot).capacity) };
         }
+        // SAFETY: as above.
+        unsafe {
+            (*slot).pieces = pieces.copied();
+            (*slot).packed_size = if self.keep_truncated {
+                slab::UNBOUNDED
+            } else {
+                (*slot).capacity
+            };
+        }
+        (self.slot_datatype, slot.cast(), 1)
     }
 
     /// What a receive UCP started answered: 0 with `status` when it
@@ -198,14 +213,101 @@ impl Ucx {
         Slab::handle(slot)
     }
 
-    /// Posts a receive (see [`Requests::irecv`]).
+    /// Starts a send (see [`Requests::isend`]), from `pieces` when the
+    /// message lies in pieces.
     ///
     /// # Safety
     ///
-    /// As for [`Requests::irecv`].
+    /// As for [`Requests::isend`] (and [`Requests::isend_pieces`]).
+    unsafe fn start_send(
+        &mut self,
+        args: &SendArgs,
+        pieces: Option<&Pieces>,
+    ) -> Result<u64, (RequestError, String)> {
+        // A message in pieces may start at address 0 (MPI_BOTTOM with
+        // absolute displacements).
+        if (args.buf.is_null() && args.len > 0 && pieces.is_none()) || args.tag == ANY_TAG {
+            return Err((RequestError::Other, self.bad_send(args)));
+        }
+        let ep = self.endpoint(args.dest)?;
+        let ucp_tag = tag::send_tag(args.tag, self.rank, args.context);
+        let slot = self.slab.alloc(Kind::Send(args.dest), args.done);
+        let mut params = sys::ucp_request_param_t {
+            op_attr_mask: sys::UCP_OP_ATTR_FIELD_CALLBACK | sys::UCP_OP_ATTR_FIELD_USER_DATA,
+            cb: sys::ucp_request_param_t__bindgen_ty_1 {
+                send: Some(slab::send_done),
+            },
+            user_data: slot.cast(),
+            ..Default::default()
+        };
+        let (buf, count) = match pieces {
+            None => (args.buf.cast::<c_void>(), args.len),
+            Some(p) => {
+                // SAFETY: the slot just allocated; UCP holds nothing of it.
+                unsafe {
+                    (*slot).buf = args.buf.cast_mut();
+                    (*slot).capacity = args.len;
+                    (*slot).packed_size = args.len;
+                    (*slot).pieces = Some(*p);
+                }
+                params.op_attr_mask |= sys::UCP_OP_ATTR_FIELD_DATATYPE;
+                params.datatype = self.slot_datatype;
+                (slot.cast_const().cast::<c_void>(), 1)
+            }
+        };
+        // SAFETY: the buffer stays readable and unchanged until the
+        // request completes (the caller's promise); the slot stays valid
+        // while UCP holds it (the slab's); the parameter block names the
+        // fields set.
+        let answer = unsafe {
+            match args.mode {
+                SendMode::Standard => sys::ucp_tag_send_nbx(ep, buf, count, ucp_tag, &params),
+                SendMode::Synchronous => {
+                    sys::ucp_tag_send_sync_nbx(ep, buf, count, ucp_tag, &params)
+                }
+            }
+        };
+        match started(answer) {
+            Started::Later(request) => {
+                // SAFETY: the slot just allocated; its callback has not run.
+                unsafe { (*slot).ucx = request };
+                Ok(Slab::handle(slot))
+            }
+            Started::Now(sys::UCS_OK) => {
+                self.slab.release(slot);
+                Ok(0)
+            }
+            Started::Now(st) => {
+                self.slab.release(slot);
+                let kind = if is_peer_failure(st) {
+                    RequestError::PeerFailed
+                } else {
+                    RequestError::Other
+                };
+                Err((
+                    kind,
+                    format!(
+                        "a send from rank {} to rank {} of {} bytes failed in UCX: {}",
+                        self.rank,
+                        args.dest,
+                        args.len,
+                        status_text(st)
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// Posts a receive (see [`Requests::irecv`]), into `pieces` when the
+    /// elements lie in pieces.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Requests::irecv`] (and [`Requests::irecv_pieces`]).
     unsafe fn post_recv(
         &mut self,
         args: &RecvArgs,
+        pieces: Option<&Pieces>,
         immediate: &mut RequestStatus,
     ) -> Result<u64, String> {
         if args.source != ANY_SOURCE
@@ -217,7 +319,7 @@ impl Ucx {
                 self.peers.len()
             ));
         }
-        if args.buf.is_null() && args.len > 0 {
+        if args.buf.is_null() && args.len > 0 && pieces.is_none() {
             return Err(null_buffer(self.rank, args.len));
         }
         let (value, mask) = tag::recv_tag(args.tag, args.source, args.context);
@@ -227,9 +329,9 @@ impl Ucx {
             (*slot).buf = args.buf;
             (*slot).capacity = args.len;
         }
+        let (datatype, buf, count) = self.recv_target(slot, pieces);
         let mut info = sys::ucp_tag_recv_info_t::default();
-        let params = recv_params(self, slot, &mut info);
-        let (buf, count) = self.recv_target(slot, args);
+        let params = recv_params(datatype, slot, &mut info);
         // SAFETY: the buffer (or the slot that names it) stays valid until
         // the request completes (the caller's promise, and the slab's);
         // the parameter block names the fields set.
@@ -271,9 +373,9 @@ impl Ucx {
             (*slot).kind = Kind::Recv((*slot).status.source);
             (*slot).message
         };
+        let (datatype, buf, count) = self.recv_target(slot, None);
         let mut info = sys::ucp_tag_recv_info_t::default();
-        let params = recv_params(self, slot, &mut info);
-        let (buf, count) = self.recv_target(slot, args);
+        let params = recv_params(datatype, slot, &mut info);
         // SAFETY: as in `post_recv`; the message was claimed by
         // `ucp_tag_probe_nb` with remove and is received once.
         let answer = unsafe { sys::ucp_tag_msg_recv_nbx(self.worker(), buf, count, msg, &params) };
@@ -310,68 +412,35 @@ impl Ucx {
 }
 
 impl Requests for Ucx {
+    const TAKES_PIECES: bool = true;
+
     unsafe fn isend(&mut self, args: &SendArgs) -> Result<u64, (RequestError, String)> {
-        if (args.buf.is_null() && args.len > 0) || args.tag == ANY_TAG {
-            return Err((RequestError::Other, self.bad_send(args)));
-        }
-        let ep = self.endpoint(args.dest)?;
-        let ucp_tag = tag::send_tag(args.tag, self.rank, args.context);
-        let slot = self.slab.alloc(Kind::Send(args.dest), args.done);
-        let params = sys::ucp_request_param_t {
-            op_attr_mask: sys::UCP_OP_ATTR_FIELD_CALLBACK | sys::UCP_OP_ATTR_FIELD_USER_DATA,
-            cb: sys::ucp_request_param_t__bindgen_ty_1 {
-                send: Some(slab::send_done),
-            },
-            user_data: slot.cast(),
-            ..Default::default()
-        };
-        let buf = args.buf.cast::<c_void>();
-        // SAFETY: the buffer stays readable and unchanged until the
-        // request completes (the caller's promise); the slot stays valid
-        // while UCP holds it (the slab's); the parameter block names the
-        // fields set.
-        let answer = unsafe {
-            match args.mode {
-                SendMode::Standard => sys::ucp_tag_send_nbx(ep, buf, args.len, ucp_tag, &params),
-                SendMode::Synchronous => {
-                    sys::ucp_tag_send_sync_nbx(ep, buf, args.len, ucp_tag, &params)
-                }
-            }
-        };
-        match started(answer) {
-            Started::Later(request) => {
-                // SAFETY: the slot just allocated; its callback has not run.
-                unsafe { (*slot).ucx = request };
-                Ok(Slab::handle(slot))
-            }
-            Started::Now(sys::UCS_OK) => {
-                self.slab.release(slot);
-                Ok(0)
-            }
-            Started::Now(st) => {
-                self.slab.release(slot);
-                let kind = if is_peer_failure(st) {
-                    RequestError::PeerFailed
-                } else {
-                    RequestError::Other
-                };
-                Err((
-                    kind,
-                    format!(
-                        "a send from rank {} to rank {} of {} bytes failed in UCX: {}",
-                        self.rank,
-                        args.dest,
-                        args.len,
-                        status_text(st)
-                    ),
-                ))
-            }
-        }
+        // SAFETY: this method's requirement.
+        unsafe { self.start_send(args, None) }
+    }
+
+    unsafe fn isend_pieces(
+        &mut self,
+        args: &SendArgs,
+        pieces: &Pieces,
+    ) -> Result<u64, (RequestError, String)> {
+        // SAFETY: this method's requirement.
+        unsafe { self.start_send(args, Some(pieces)) }
+    }
+
+    unsafe fn irecv_pieces(
+        &mut self,
+        args: &RecvArgs,
+        pieces: &Pieces,
+        status: &mut RequestStatus,
+    ) -> Result<u64, String> {
+        // SAFETY: this method's requirement.
+        unsafe { self.post_recv(args, Some(pieces), status) }
     }
 
     unsafe fn irecv(&mut self, args: &RecvArgs, status: &mut RequestStatus) -> Result<u64, String> {
         // SAFETY: this method's requirement.
-        unsafe { self.post_recv(args, status) }
+        unsafe { self.post_recv(args, None, status) }
     }
 
     #[inline]

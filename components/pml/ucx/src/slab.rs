@@ -14,7 +14,7 @@
 //! (31 bits, so the top bit stays clear) moves on each time a slot is
 //! released, so a stale handle is refused.
 
-use oxmpi_framework_pml::module::{Completion, RequestStatus};
+use oxmpi_framework_pml::module::{Completion, Pieces, RequestStatus};
 use oxmpi_ucx_sys as sys;
 use std::ffi::c_void;
 use std::ptr;
@@ -76,8 +76,15 @@ pub struct Slot {
     pub peer_lost: bool,
     /// The receive buffer.
     pub buf: *mut u8,
-    /// The receive buffer's capacity (for truncation).
+    /// The receive buffer's capacity (for truncation), or a send's length.
     pub capacity: usize,
+    /// The elements a request of the slot datatype moves, when they lie
+    /// in pieces (else `buf` holds the bytes).
+    pub pieces: Option<Pieces>,
+    /// The length UCP is told a request of the slot datatype moves: the
+    /// capacity, or [`UNBOUNDED`] for a receive that keeps the first bytes
+    /// of a longer message.
+    pub packed_size: usize,
     /// Written by the callback: UCP's status.
     pub outcome: sys::ucs_status_t,
     /// Written by the receive callback: the sender's tag and length.
@@ -177,6 +184,7 @@ impl Slab {
             (*slot).peer_lost = false;
             (*slot).buf = ptr::null_mut();
             (*slot).capacity = 0;
+            (*slot).pieces = None;
             (*slot).outcome = sys::UCS_INPROGRESS;
             (*slot).status = RequestStatus::default();
             (*slot).error.clear();
@@ -215,6 +223,8 @@ impl Slab {
                 peer_lost: false,
                 buf: ptr::null_mut(),
                 capacity: 0,
+                pieces: None,
+                packed_size: 0,
                 outcome: sys::UCS_OK,
                 info: sys::ucp_tag_recv_info_t::default(),
                 status: RequestStatus::default(),
@@ -304,24 +314,27 @@ pub unsafe extern "C" fn recv_done(
     }
 }
 
-/// The operations of the receive datatype that keeps the first bytes of
-/// a truncated message: UCP sees a receive of unbounded length (so it
-/// never truncates, and never drops the data), and the unpacking writes
-/// only what fits the receive's buffer. The "buffer" UCP hands
-/// `start_unpack` is the receive's [`Slot`].
-pub static KEEP_OPS: sys::ucp_generic_dt_ops_t = sys::ucp_generic_dt_ops_t {
-    start_pack: None,
-    start_unpack: Some(keep_start),
-    packed_size: Some(keep_size),
-    pack: None,
-    unpack: Some(keep_unpack),
-    finish: Some(keep_finish),
+/// The operations of the slot datatype: the "buffer" UCP hands
+/// `start_pack` and `start_unpack` is a request's [`Slot`], which says
+/// where the bytes are (its buffer, or the pieces of a non-contiguous
+/// message) and how long UCP is to take the message to be
+/// ([`Slot::packed_size`]). A receive told [`UNBOUNDED`] is never
+/// truncated by UCP (which would drop the data): the unpacking writes what
+/// fits the receive's capacity, so a truncated receive keeps the message's
+/// first bytes.
+pub static SLOT_OPS: sys::ucp_generic_dt_ops_t = sys::ucp_generic_dt_ops_t {
+    start_pack: Some(slot_start_pack),
+    start_unpack: Some(slot_start),
+    packed_size: Some(slot_size),
+    pack: Some(slot_pack),
+    unpack: Some(slot_unpack),
+    finish: Some(slot_finish),
 };
 
-/// The length UCP is told a keeping receive takes.
-const UNBOUNDED: usize = isize::MAX as usize;
+/// The length a receive that keeps truncated messages tells UCP.
+pub const UNBOUNDED: usize = isize::MAX as usize;
 
-unsafe extern "C" fn keep_start(
+unsafe extern "C" fn slot_start(
     _context: *mut c_void,
     buffer: *mut c_void,
     _count: usize,
@@ -329,18 +342,63 @@ unsafe extern "C" fn keep_start(
     buffer
 }
 
-unsafe extern "C" fn keep_size(_state: *mut c_void) -> usize {
-    UNBOUNDED
+unsafe extern "C" fn slot_start_pack(
+    _context: *mut c_void,
+    buffer: *const c_void,
+    _count: usize,
+) -> *mut c_void {
+    buffer.cast_mut()
 }
 
-/// Copies the part of `length` bytes at `offset` of the message that
-/// falls within the receive's buffer.
+/// The length of the slot's message.
 ///
 /// # Safety
 ///
-/// `state` is the receive's [`Slot`] (what `keep_start` answered), whose
-/// buffer is writable for its capacity; `src` is readable for `length`.
-unsafe extern "C" fn keep_unpack(
+/// `state` is a request's [`Slot`] (what the start functions answered).
+unsafe extern "C" fn slot_size(state: *mut c_void) -> usize {
+    // SAFETY: the caller's promise.
+    unsafe { (*state.cast::<Slot>()).packed_size }
+}
+
+/// Packs up to `max_length` bytes of a send's message from `offset` into
+/// `dest`; answers how many.
+///
+/// # Safety
+///
+/// `state` is a send's [`Slot`] whose bytes or pieces are readable;
+/// `dest` is writable for `max_length` bytes.
+unsafe extern "C" fn slot_pack(
+    state: *mut c_void,
+    offset: usize,
+    dest: *mut c_void,
+    max_length: usize,
+) -> usize {
+    let slot = state.cast::<Slot>();
+    // SAFETY: the caller's promise; UCP packs only while the send runs,
+    // inside a call on the worker.
+    let (buf, capacity, pieces) = unsafe { ((*slot).buf, (*slot).capacity, (*slot).pieces) };
+    let n = max_length.min(capacity.saturating_sub(offset));
+    match pieces {
+        // SAFETY: the pieces stay valid while the send runs (the MPI
+        // layer's promise); `dest` holds `n` bytes.
+        Some(p) => unsafe { p.pack_into(offset, dest.cast(), n) },
+        None => {
+            // SAFETY: `offset + n <= capacity` bytes of the send's buffer;
+            // UCP's `dest` is another buffer.
+            unsafe { ptr::copy_nonoverlapping(buf.add(offset), dest.cast::<u8>(), n) };
+            n
+        }
+    }
+}
+
+/// Places the part of `length` bytes at `offset` of the message that
+/// falls within the receive's capacity.
+///
+/// # Safety
+///
+/// `state` is a receive's [`Slot`] whose buffer or pieces are writable
+/// for its capacity; `src` is readable for `length`.
+unsafe extern "C" fn slot_unpack(
     state: *mut c_void,
     offset: usize,
     src: *const c_void,
@@ -348,18 +406,26 @@ unsafe extern "C" fn keep_unpack(
 ) -> sys::ucs_status_t {
     let slot = state.cast::<Slot>();
     // SAFETY: the caller's promise; UCP unpacks only while the receive
-    // runs, inside a call that progresses the worker.
-    let (buf, capacity) = unsafe { ((*slot).buf, (*slot).capacity) };
+    // runs, inside a call on the worker.
+    let (buf, capacity, pieces) = unsafe { ((*slot).buf, (*slot).capacity, (*slot).pieces) };
     if offset < capacity {
         let n = length.min(capacity - offset);
-        // SAFETY: `offset + n <= capacity` bytes of the receive's buffer,
-        // and `n <= length` bytes of UCP's source; they do not overlap.
-        unsafe { ptr::copy_nonoverlapping(src.cast::<u8>(), buf.add(offset), n) };
+        match pieces {
+            // SAFETY: the pieces stay valid while the receive runs (the
+            // MPI layer's promise); `src` holds `n` bytes.
+            Some(p) => unsafe {
+                p.unpack_from(offset, src.cast(), n);
+            },
+            // SAFETY: `offset + n <= capacity` bytes of the receive's
+            // buffer, and `n <= length` bytes of UCP's source; they do
+            // not overlap.
+            None => unsafe { ptr::copy_nonoverlapping(src.cast::<u8>(), buf.add(offset), n) },
+        }
     }
     sys::UCS_OK
 }
 
-unsafe extern "C" fn keep_finish(_state: *mut c_void) {}
+unsafe extern "C" fn slot_finish(_state: *mut c_void) {}
 
 /// What an endpoint's error handler is given: the peer's rank and the
 /// events list (one per peer, kept until the pml's worker is destroyed).

@@ -10,7 +10,7 @@ use oxmpi_framework_pml::module::{
     Completed, Completion, RecvArgs, RequestError, RequestStatus, SendArgs, SendMode, ANY_SOURCE,
     ANY_TAG,
 };
-use oxmpi_framework_pml::testkit::{services, Buf, KitCore, Session, IDENTITY};
+use oxmpi_framework_pml::testkit::{services, Buf, KitCore, Session, Strided, IDENTITY};
 use oxmpi_plugin_api::{testkit, ParamValue};
 
 fn start() -> Session {
@@ -259,6 +259,127 @@ fn by_default_a_truncated_receive_is_reported_and_keeps_nothing() {
     );
     check(&s, rbuf, &big, "contiguous");
     s.finalize();
+    testkit::clear_param("pml_ucx_keep_truncated");
+}
+
+/// Checks that the first `count` blocks of `layout` in `buf` hold
+/// `packed` in order, and that every byte between and after them still
+/// holds the canary.
+fn check_scattered(s: &Session, buf: Buf, layout: &Strided, count: usize, packed: &[u8], at: &str) {
+    let bytes = s.bytes(buf);
+    let mut next = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if layout.covers(i, count) && next < packed.len() {
+            assert_eq!(
+                b, packed[next],
+                "{at}: packed byte {next} (buffer byte {i})"
+            );
+            next += 1;
+        } else {
+            assert_eq!(b, CANARY, "{at}: byte {i} outside the blocks was written");
+        }
+    }
+    assert_eq!(
+        next,
+        packed.len(),
+        "{at}: the blocks hold fewer bytes than the message"
+    );
+}
+
+static NARROW: Strided = Strided::new(24, 40);
+static TINY: Strided = Strided::new(8, 24);
+
+#[test]
+fn messages_in_pieces_move_through_the_generic_datatype_either_side() {
+    let _lock = services::lock();
+    testkit::clear_param("pml_ucx_keep_truncated");
+    let mut s = start();
+    assert!(s.pml().takes_pieces(), "pml ucx takes messages in pieces");
+    // 50,000 blocks of 24 bytes pack into 1.2 MB: UCX's rendezvous.
+    for (i, count) in [0usize, 1, 3, 700, 50_000].into_iter().enumerate() {
+        for posted_first in [true, false] {
+            let tag = i as i32;
+            let at = format!("{count} blocks, receive posted first: {posted_first}");
+            let source = pattern(NARROW.reach(count), count as u32);
+            let packed = NARROW.gather(&source, count);
+            // Blocks out, contiguous bytes in.
+            let sbuf = s.buffer(source.clone());
+            let rbuf = recv_buffer(&mut s, packed.len());
+            let (r, q) = if posted_first {
+                let r = s.irecv(rbuf, packed.len(), 0, tag, 0).unwrap();
+                let q = s.isend_pieces(sbuf, &NARROW, count, 0, tag, 0, SendMode::Standard);
+                (r, q.unwrap())
+            } else {
+                let q = s.isend_pieces(sbuf, &NARROW, count, 0, tag, 0, SendMode::Standard);
+                s.rounds(20);
+                (s.irecv(rbuf, packed.len(), 0, tag, 0).unwrap(), q.unwrap())
+            };
+            assert_eq!(
+                s.wait(r, &at),
+                status(tag, packed.len(), RequestError::None),
+                "{at}"
+            );
+            assert_eq!(s.wait(q, &at).error, RequestError::None, "{at}");
+            check(&s, rbuf, &packed, &at);
+            check_guard(&s, rbuf, packed.len(), &at);
+            // Contiguous bytes out, blocks of another layout in.
+            let blocks = packed.len() / TINY.block;
+            let sbuf = s.buffer(packed.clone());
+            let rbuf = s.buffer(vec![CANARY; TINY.reach(blocks) + GUARD]);
+            let (r, q) = if posted_first {
+                let r = s.irecv_pieces(rbuf, &TINY, blocks, 0, tag, 1).unwrap();
+                (r, s.isend(sbuf, 0, tag, 1, SendMode::Synchronous).unwrap())
+            } else {
+                let q = s.isend(sbuf, 0, tag, 1, SendMode::Synchronous).unwrap();
+                s.rounds(20);
+                (
+                    s.irecv_pieces(rbuf, &TINY, blocks, ANY_SOURCE, tag, 1)
+                        .unwrap(),
+                    q,
+                )
+            };
+            assert_eq!(
+                s.wait(r, &at),
+                status(tag, packed.len(), RequestError::None),
+                "{at}"
+            );
+            assert_eq!(s.wait(q, &at).error, RequestError::None, "{at}");
+            check_scattered(&s, rbuf, &TINY, blocks, &packed, &at);
+        }
+    }
+    s.assert_clean("pieces");
+    s.finalize();
+}
+
+#[test]
+fn a_receive_in_pieces_too_small_is_truncated_and_keeps_the_first_bytes_when_asked() {
+    let _lock = services::lock();
+    for keep in [false, true] {
+        if keep {
+            testkit::set_param("pml_ucx_keep_truncated", ParamValue::Bool(true));
+        } else {
+            testkit::clear_param("pml_ucx_keep_truncated");
+        }
+        let mut s = start();
+        for len in [200usize, 1 << 20] {
+            let at = format!("{len} bytes into 5 blocks of 8, keeping: {keep}");
+            let data = pattern(len, 3);
+            let rbuf = s.buffer(vec![CANARY; TINY.reach(5) + GUARD]);
+            let r = s.irecv_pieces(rbuf, &TINY, 5, 0, 4, 0).unwrap();
+            let sbuf = s.buffer(data.clone());
+            let q = s.isend(sbuf, 0, 4, 0, SendMode::Standard).unwrap();
+            let st = s.wait(r, &at);
+            assert_eq!((st.error, st.count), (RequestError::Truncated, 40), "{at}");
+            assert_eq!(s.wait(q, &at).error, RequestError::None, "{at}");
+            if keep {
+                check_scattered(&s, rbuf, &TINY, 5, &data[..40], &at);
+            } else {
+                check_guard(&s, rbuf, TINY.reach(5), &at);
+            }
+            s.pml().free(r);
+        }
+        s.finalize();
+    }
     testkit::clear_param("pml_ucx_keep_truncated");
 }
 

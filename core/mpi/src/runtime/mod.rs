@@ -54,7 +54,7 @@ mod waits;
 
 pub use comms::CommRelation;
 pub use error::{Error, ErrorClass};
-pub use oxmpi_framework_pml::module::SendMode;
+pub use oxmpi_framework_pml::module::{Pieces, SendMode};
 pub use probe::Message;
 pub use request::{RequestId, Status};
 pub use waits::Sweep;

@@ -186,7 +186,51 @@ impl Runtime {
         Self::check_buffer(buf, len)?;
         let mut state = self.enter()?;
         // SAFETY: the buffer promise is this method's own requirement.
-        unsafe { self.start_send(&mut state, comm, dest_world, tag, buf, len, mode) }
+        unsafe { self.start_send(&mut state, comm, dest_world, tag, buf, len, mode, None) }
+    }
+
+    /// Whether the pml takes messages whose elements lie in pieces
+    /// ([`Runtime::isend_pieces`], [`Runtime::irecv_pieces`]). When not,
+    /// the caller packs a non-contiguous message into bytes.
+    pub fn takes_pieces(&self) -> bool {
+        self.pml.takes_pieces()
+    }
+
+    /// Starts a send to rank `dest` of `comm` of the message `pieces`
+    /// describes, `len` bytes packed; only when [`Runtime::takes_pieces`].
+    ///
+    /// # Safety
+    /// The elements `pieces` describes, and its layout, stay valid and
+    /// unchanged until the request completes.
+    ///
+    /// # Errors
+    /// As [`Runtime::isend`].
+    pub unsafe fn isend_pieces(
+        &self,
+        comm: Comm,
+        dest: i32,
+        tag: i32,
+        pieces: &Pieces,
+        len: usize,
+        mode: SendMode,
+    ) -> Result<RequestId, Error> {
+        self.check_tag(tag, false)?;
+        let dest_world = self.world_rank(comm, dest, "destination")?;
+        let mut state = self.enter()?;
+        let origin = pieces.origin.cast_const();
+        // SAFETY: the elements' promise is this method's own requirement.
+        unsafe {
+            self.start_send(
+                &mut state,
+                comm,
+                dest_world,
+                tag,
+                origin,
+                len,
+                mode,
+                Some(pieces),
+            )
+        }
     }
 
     /// [`Runtime::isend`] in its common case only, reporting nothing: a
@@ -246,8 +290,9 @@ impl Runtime {
         RequestId::pending_in(handle, slot)
     }
 
-    /// Hands a send to the pml (with the runtime entered) and turns its
-    /// refusal into an error with the hints about btls.
+    /// Hands a send to the pml (with the runtime entered), from `pieces`
+    /// when the message lies in pieces, and turns its refusal into an
+    /// error with the hints about btls.
     ///
     /// # Safety
     /// As [`Runtime::isend`]: the buffer stays valid and unchanged until
@@ -263,6 +308,7 @@ impl Runtime {
         buf: *const u8,
         len: usize,
         mode: SendMode,
+        pieces: Option<&Pieces>,
     ) -> Result<RequestId, Error> {
         let context = self.context_of(comm)?;
         // Most sends complete as they start and leave the slot free.
@@ -276,10 +322,15 @@ impl Runtime {
             mode,
             done,
         };
-        // SAFETY: the caller keeps the buffer valid and unchanged until
-        // the request completes (this function's contract); the slot stays
-        // until read or the request freed.
-        match unsafe { self.pml.isend(&args) } {
+        let started = match pieces {
+            // SAFETY: the caller keeps the buffer valid and unchanged until
+            // the request completes (this function's contract); the slot
+            // stays until read or the request freed.
+            None => unsafe { self.pml.isend(&args) },
+            // SAFETY: as above, for the elements.
+            Some(p) => unsafe { self.pml.isend_pieces(&args, p) },
+        };
+        match started {
             Ok(handle) => Ok(Self::send_started(state, comm, slot, handle)),
             // The pml's sentence names the peer.
             Err((kind, message)) => Err(self.send_refused(dest, kind, message)),
@@ -336,6 +387,40 @@ impl Runtime {
     ) -> Result<RequestId, Error> {
         // SAFETY: the buffer promise is this method's own requirement.
         unsafe { self.post_recv(comm, source, tag, buf, len, false) }
+    }
+
+    /// Posts a receive into the elements `pieces` describes, `len` bytes
+    /// packed, from rank `source` of `comm` (or [`ANY_SOURCE`]) with `tag`
+    /// (or [`ANY_TAG`]); only when [`Runtime::takes_pieces`].
+    ///
+    /// # Safety
+    /// The elements `pieces` describes, and its layout, stay valid and
+    /// are not accessed until the request completes.
+    ///
+    /// # Errors
+    /// As [`Runtime::irecv`].
+    pub unsafe fn irecv_pieces(
+        &self,
+        comm: Comm,
+        source: i32,
+        tag: i32,
+        pieces: &Pieces,
+        len: usize,
+    ) -> Result<RequestId, Error> {
+        self.check_tag(tag, true)?;
+        let source_world = self.world_source(comm, source)?;
+        let mut state = self.enter()?;
+        let context = self.context_of(comm)?;
+        let recv = Recv {
+            context,
+            source: source_world,
+            tag,
+            buf: pieces.origin,
+            len,
+        };
+        // SAFETY: the elements' promise is this method's own requirement.
+        unsafe { self.hand_recv(&mut state, comm, &recv, false, Some(pieces)) }
+            .map_err(Self::recv_refused)
     }
 
     /// [`Runtime::irecv`], except that a receive that completes while it
@@ -428,8 +513,15 @@ impl Runtime {
         }
         let mut state = self.enter_single()?;
         // A refusal is made again by the general call, which reports it.
+        let recv = Recv {
+            context: WORLD_CONTEXT,
+            source,
+            tag,
+            buf,
+            len,
+        };
         // SAFETY: the buffer promise is this function's own requirement.
-        unsafe { self.hand_recv(&mut state, comm, WORLD_CONTEXT, source, tag, buf, len, hold) }.ok()
+        unsafe { self.hand_recv(&mut state, comm, &recv, hold, None) }.ok()
     }
 
     /// [`Runtime::irecv`] (`hold` false) and [`Runtime::irecv_held`]:
@@ -474,44 +566,52 @@ impl Runtime {
         hold: bool,
     ) -> Result<RequestId, Error> {
         let context = self.context_of(comm)?;
+        let recv = Recv {
+            context,
+            source,
+            tag,
+            buf,
+            len,
+        };
         // SAFETY: the buffer promise is this function's own requirement.
-        unsafe { self.hand_recv(state, comm, context, source, tag, buf, len, hold) }
-            .map_err(Self::recv_refused)
+        unsafe { self.hand_recv(state, comm, &recv, hold, None) }.map_err(Self::recv_refused)
     }
 
-    /// Hands a receive on `comm` (context id `context`) to the pml with a
-    /// completion slot; `hold` as in [`Runtime::recv_started`]. The pml's
-    /// refusal is its sentence, with the slot given back.
+    /// Hands receive `recv` on `comm` to the pml with a completion slot,
+    /// into `pieces` when the elements lie in pieces; `hold` as in
+    /// [`Runtime::recv_started`]. The pml's refusal is its sentence, with
+    /// the slot given back.
     ///
     /// # Safety
-    /// As [`Runtime::irecv`]: the buffer stays valid and untouched until
-    /// the request completes.
-    #[allow(clippy::too_many_arguments)]
+    /// As [`Runtime::irecv`]: the buffer (or the elements) stays valid and
+    /// untouched until the request completes.
     #[inline(always)]
     unsafe fn hand_recv(
         &self,
         state: &mut State,
         comm: Comm,
-        context: u32,
-        source: i32,
-        tag: i32,
-        buf: *mut u8,
-        len: usize,
+        recv: &Recv,
         hold: bool,
+        pieces: Option<&Pieces>,
     ) -> Result<RequestId, String> {
         let (slot, done) = state.board.take(comm);
         let args = RecvArgs {
-            buf,
-            len,
-            source,
-            tag,
-            context,
+            buf: recv.buf,
+            len: recv.len,
+            source: recv.source,
+            tag: recv.tag,
+            context: recv.context,
             done,
         };
-        // SAFETY: the caller keeps the buffer valid and untouched until
-        // the request completes (this function's contract); the slot stays
-        // until read or the request freed.
-        match unsafe { self.pml.irecv(&args) } {
+        let posted = match pieces {
+            // SAFETY: the caller keeps the buffer valid and untouched until
+            // the request completes (this function's contract); the slot
+            // stays until read or the request freed.
+            None => unsafe { self.pml.irecv(&args) },
+            // SAFETY: as above, for the elements.
+            Some(p) => unsafe { self.pml.irecv_pieces(&args, p) },
+        };
+        match posted {
             Ok((handle, st)) => Ok(self.recv_started(state, comm, slot, handle, &st, hold)),
             Err(error) => {
                 state.board.give_back(slot);
@@ -555,4 +655,15 @@ impl Runtime {
             format!("cannot post the receive: {error}"),
         )
     }
+}
+
+/// A receive as the pml is handed it, but its completion slot: the
+/// context id, the job rank of the source (or [`ANY_SOURCE`]), the tag
+/// (or [`ANY_TAG`]) and the buffer.
+struct Recv {
+    context: u32,
+    source: i32,
+    tag: i32,
+    buf: *mut u8,
+    len: usize,
 }

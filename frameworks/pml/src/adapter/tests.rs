@@ -639,6 +639,44 @@ fn init_runs_the_btls_and_calls_reach_the_pml() {
 }
 
 #[test]
+fn a_pml_of_contiguous_bytes_refuses_messages_in_pieces_with_a_sentence() {
+    static LAYOUT: crate::testkit::Strided = crate::testkit::Strided::new(2, 4);
+    let _g = serial();
+    fresh();
+    let core = fake_core();
+    pml().init(&IDENTITY, core, &candidates(&["echo"])).unwrap();
+    assert!(!pml().takes_pieces());
+    let mut bytes = [7u8; 8];
+    let pieces = LAYOUT.pieces(bytes.as_mut_ptr(), 2);
+    let send = SendArgs {
+        buf: bytes.as_ptr(),
+        len: LAYOUT.packed(2),
+        dest: 1,
+        tag: 0,
+        context: 0,
+        mode: SendMode::Standard,
+        done: std::ptr::null(),
+    };
+    // SAFETY: `bytes` and the layout outlive the call (the probe refuses).
+    let (kind, why) = unsafe { pml().isend_pieces(&send, &pieces) }.unwrap_err();
+    assert_eq!(kind, RequestError::Other);
+    assert!(why.contains("takes contiguous bytes only"), "{why}");
+    let recv = RecvArgs {
+        buf: bytes.as_mut_ptr(),
+        len: LAYOUT.packed(2),
+        source: 1,
+        tag: 0,
+        context: 0,
+        done: std::ptr::null(),
+    };
+    // SAFETY: as above.
+    let why = unsafe { pml().irecv_pieces(&recv, &pieces) }.unwrap_err();
+    assert!(why.contains("takes contiguous bytes only"), "{why}");
+    assert_eq!(bytes, [7u8; 8], "nothing was written");
+    pml().finalize();
+}
+
+#[test]
 fn init_failures_install_nothing() {
     let _g = serial();
     fresh();

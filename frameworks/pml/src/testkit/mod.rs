@@ -46,11 +46,13 @@
 pub mod conformance;
 pub mod core;
 pub mod loopback;
+pub mod pieces;
 pub mod session;
 
 pub use self::core::KitCore;
 pub use loopback::{Answer, Behaviour, Placement, RdmaAnswer, RdmaOffer};
 pub use oxmpi_plugin_api::testkit as services;
+pub use pieces::Strided;
 pub use session::{Buf, KitPml, Session, DEADLINE, IDENTITY};
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 
 use super::core::{KitCore, KIT_HANDLE};
 use super::loopback;
+use super::pieces::Strided;
 use crate::handle::PmlHandle;
 use crate::module::{
     BtlCandidate, Completion, PmlModule, PmlSignals, RecvArgs, RequestError, RequestStatus,
@@ -300,6 +301,81 @@ impl Session {
         }
     }
 
+    /// Starts a send of `count` blocks of `layout` from the start of
+    /// `buf`, through the pml's `isend_pieces`.
+    ///
+    /// # Errors
+    ///
+    /// The pml's refusal: its kind and sentence.
+    ///
+    /// # Panics
+    ///
+    /// When the blocks pass the end of `buf` (a bug in the test).
+    #[allow(clippy::too_many_arguments)]
+    pub fn isend_pieces(
+        &mut self,
+        buf: Buf,
+        layout: &'static Strided,
+        count: usize,
+        dest: u32,
+        tag: i32,
+        context: u32,
+        mode: SendMode,
+    ) -> Result<u64, (RequestError, String)> {
+        assert!(
+            layout.reach(count) <= buf.len,
+            "blocks past the buffer's end"
+        );
+        let origin = self.raw(buf);
+        let pieces = layout.pieces(origin, count);
+        let args = SendArgs {
+            buf: origin,
+            len: layout.packed(count),
+            dest,
+            tag,
+            context,
+            mode,
+            done: std::ptr::null(),
+        };
+        // SAFETY: as in `start_send`, for the blocks; the layout is
+        // `'static`.
+        match unsafe { self.pml.isend_pieces(&args, &pieces) }? {
+            0 => Ok(self.core.keep_immediate(RequestStatus::default())),
+            h => Ok(h),
+        }
+    }
+
+    /// Posts a receive into `count` blocks of `layout` from the start of
+    /// `buf`, through the pml's `irecv_pieces`.
+    ///
+    /// # Errors
+    ///
+    /// The pml's refusal.
+    ///
+    /// # Panics
+    ///
+    /// When the blocks pass the end of `buf` (a bug in the test).
+    pub fn irecv_pieces(
+        &mut self,
+        buf: Buf,
+        layout: &'static Strided,
+        count: usize,
+        source: i32,
+        tag: i32,
+        context: u32,
+    ) -> Result<u64, String> {
+        assert!(
+            layout.reach(count) <= buf.len,
+            "blocks past the buffer's end"
+        );
+        let mut args = self.recv_args(buf, 0, source, tag, context);
+        args.len = layout.packed(count);
+        let pieces = layout.pieces(args.buf, count);
+        // SAFETY: as in `irecv`, for the blocks; the layout is `'static`.
+        let posted = unsafe { self.pml.irecv_pieces(&args, &pieces) }?;
+        Ok(self.handle_of(posted))
+    }
+
     /// Receives the message the pml's `improbe` claimed under `message`
     /// into the first `len` bytes of `buf`.
     ///
@@ -462,6 +538,11 @@ impl KitPml {
             };
         }
         self.pml.request_error(request)
+    }
+
+    /// Whether the pml takes messages in pieces.
+    pub fn takes_pieces(&self) -> bool {
+        self.pml.takes_pieces()
     }
 
     /// The pml's `iprobe`.
