@@ -231,7 +231,16 @@ impl Ucx {
         }
         let ep = self.endpoint(args.dest)?;
         let ucp_tag = tag::send_tag(args.tag, self.rank, args.context);
-        let slot = self.slab.alloc(Kind::Send(args.dest), args.done);
+        let kind = Kind::Send(args.dest);
+        // A contiguous send mostly completes during the call: its slot is
+        // only named to UCP (the one the next `alloc` hands out, which no
+        // callback takes) and taken when UCP answers a request. UCP packs
+        // a message in pieces through its slot during the call: that
+        // slot is taken first.
+        let slot = match pieces {
+            None => self.slab.next_free(),
+            Some(_) => self.slab.alloc(kind, args.done),
+        };
         let mut params = sys::ucp_request_param_t {
             op_attr_mask: sys::UCP_OP_ATTR_FIELD_CALLBACK | sys::UCP_OP_ATTR_FIELD_USER_DATA,
             cb: sys::ucp_request_param_t__bindgen_ty_1 {
@@ -269,16 +278,25 @@ impl Ucx {
         };
         match started(answer) {
             Started::Later(request) => {
-                // SAFETY: the slot just allocated; its callback has not run.
+                if pieces.is_none() {
+                    let taken = self.slab.alloc(kind, args.done);
+                    debug_assert_eq!(taken, slot, "the slot named to UCP is taken");
+                }
+                // SAFETY: the slot just taken; its callback has not run
+                // (UCP calls back from progress, never during the send).
                 unsafe { (*slot).ucx = request };
                 Ok(Slab::handle(slot))
             }
             Started::Now(sys::UCS_OK) => {
-                self.slab.release(slot);
+                if pieces.is_some() {
+                    self.slab.release(slot);
+                }
                 Ok(0)
             }
             Started::Now(st) => {
-                self.slab.release(slot);
+                if pieces.is_some() {
+                    self.slab.release(slot);
+                }
                 let kind = if is_peer_failure(st) {
                     RequestError::PeerFailed
                 } else {

@@ -164,14 +164,22 @@ impl Slab {
         (u64::from(generation) << 32) | u64::from(index + 1)
     }
 
+    /// The slot the next [`alloc`](Slab::alloc) hands out (a chunk is
+    /// added when none is free). It stays free, and its fields as they
+    /// are, until that `alloc`.
+    #[inline]
+    pub fn next_free(&mut self) -> *mut Slot {
+        if self.free_head == 0 {
+            self.grow();
+        }
+        self.at(self.free_head - 1)
+    }
+
     /// A fresh slot for a request of `kind` with completion slot `done`,
     /// in state [`State::Running`].
     #[inline]
     pub fn alloc(&mut self, kind: Kind, done: *const Completion) -> *mut Slot {
-        if self.free_head == 0 {
-            self.grow();
-        }
-        let slot = self.at(self.free_head - 1);
+        let slot = self.next_free();
         // SAFETY: a free slot of this slab; no UCP request refers to it.
         unsafe {
             self.free_head = (*slot).next_free;
