@@ -3,9 +3,11 @@
 //! `mtl_ofi_provider_include`, as the default exclude list leaves it
 //! out), running the `p2p_check` scenarios, the `oxmpi` examples and the
 //! collectives' checks on 2 and 4 ranks, in the default tag layout and in
-//! `ofi_tag_2`; the selection (ob1 stays the default without a fabric
-//! device, and `pml_base_verbose`/`mtl_base_verbose` say why) and the
-//! errors of wrong settings.
+//! `ofi_tag_2`; scalable endpoints (`mtl_ofi_thread_grouping`) over the
+//! sockets provider, the one here that has them; the selection (ob1
+//! stays the default without a fabric device, and
+//! `pml_base_verbose`/`mtl_base_verbose` say why) and the errors of wrong
+//! settings.
 
 mod common;
 
@@ -121,6 +123,86 @@ fn blocking_and_non_blocking_collectives_run_over_cm() {
     ] {
         program_prints(&TRANSPORTS, name, 4, &[], expect, 4);
     }
+}
+
+/// cm over a scalable endpoint of libfabric's sockets provider with 4
+/// context pairs: communicators use different pairs.
+const GROUPED: Transport = Transport {
+    name: "cm/ofi sockets, thread grouping",
+    options: &[
+        "--mca",
+        "pml",
+        "cm",
+        "--mca",
+        "mtl_ofi_provider_include",
+        "sockets",
+        "--mca",
+        "mtl_ofi_thread_grouping",
+        "1",
+        "--mca",
+        "mtl_ofi_num_ctxts",
+        "4",
+        "--mca",
+        "mtl_base_verbose",
+        "10",
+    ],
+};
+
+#[test]
+fn scalable_endpoints_carry_each_communicator_on_its_context_pair() {
+    let grouped = [GROUPED];
+    for (args, expect, times) in [
+        (&["sizes", "4194304"][..], "sizes ok", 2),
+        (&["wildcard"][..], "wildcard ok", 1),
+        (&["truncate"][..], "truncate ok", 1),
+        (&["threads"][..], "threads ok", 2),
+    ] {
+        common::pmls::scenario(&grouped, 2, args, expect, times);
+    }
+    // Communicators of several context ids: every pair in use.
+    for (name, expect) in [
+        ("comm_check", "comm ok"),
+        ("coll_check", "coll ok"),
+        ("nbc_check", "nbc ok"),
+    ] {
+        program_prints(&grouped, name, 4, &[], expect, 4);
+    }
+    let run = run_over(&GROUPED, 2, &built("hello").display().to_string(), &[]);
+    assert_ok(&run, "hello over a scalable endpoint");
+    assert_eq!(
+        all_output(&run)
+            .matches(
+                "scalable endpoint of provider sockets with 4 transmit and receive context pairs"
+            )
+            .count(),
+        2,
+        "{}",
+        all_output(&run)
+    );
+}
+
+#[test]
+fn thread_grouping_over_a_provider_without_scalable_endpoints_is_declined_with_the_reason() {
+    let run = hello_with(&[
+        "--mca",
+        "pml",
+        "cm",
+        "--mca",
+        "mtl_ofi_provider_include",
+        "tcp",
+        "--mca",
+        "mtl_ofi_thread_grouping",
+        "1",
+    ]);
+    assert_ne!(run.code(), 0, "{}", run.stdout);
+    let out = all_output(&run);
+    assert!(
+        out.contains(
+            "mtl_ofi_thread_grouping asks for a scalable endpoint, and provider tcp;ofi_rxm offers none"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("unset mtl_ofi_thread_grouping"), "{out}");
 }
 
 fn hello_with(extra: &[&str]) -> Run {

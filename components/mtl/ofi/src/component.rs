@@ -83,8 +83,10 @@ pub fn discover(ctx: &ComponentContext, params: &OfiParams) -> Result<Found, Ref
         return Err(Refusal::Declined(none_usable(&verdicts)));
     };
     // What the full layout needs, asked of this provider alone.
+    let scalable = params.thread_grouping;
     let full = InfoList::query(&Hints {
         full_tag_caps: true,
+        scalable,
         provider: Some(provider.clone()),
     })
     .map_err(Refusal::Declined)?;
@@ -93,6 +95,7 @@ pub fn discover(ctx: &ComponentContext, params: &OfiParams) -> Result<Found, Ref
         _ => {
             let plain = InfoList::query(&Hints {
                 full_tag_caps: false,
+                scalable,
                 provider: Some(provider.clone()),
             })
             .map_err(Refusal::Declined)?;
@@ -100,8 +103,15 @@ pub fn discover(ctx: &ComponentContext, params: &OfiParams) -> Result<Found, Ref
         }
     };
     let entry = list.find(&provider).ok_or_else(|| {
-        Refusal::Declined(format!("provider {provider} no longer answers fi_getinfo"))
+        Refusal::Declined(if scalable {
+            no_scalable_endpoints(&provider)
+        } else {
+            format!("provider {provider} no longer answers fi_getinfo")
+        })
     })?;
+    if scalable && entry.max_contexts() < 2 {
+        return Err(Refusal::Declined(no_scalable_endpoints(&provider)));
+    }
     let support = ProviderTagSupport {
         name: provider.clone(),
         remote_cq_data: has_full,
@@ -151,6 +161,30 @@ enum Peer {
     Failed(String),
 }
 
+/// Why the MTL declines `mtl_ofi_thread_grouping` over `provider`.
+fn no_scalable_endpoints(provider: &str) -> String {
+    format!(
+        "mtl_ofi_thread_grouping asks for a scalable endpoint, and provider {provider} offers none \
+         (one transmit and receive context per endpoint, or no named receive contexts); unset \
+         mtl_ofi_thread_grouping, or choose a provider that has them with \
+         mtl_ofi_provider_include (sockets does)"
+    )
+}
+
+/// The context pairs of the endpoint: 1 without thread grouping; with
+/// it, `wanted` (0: one per CPU of this host) up to what the provider
+/// allows, and at least 2.
+fn context_pairs(grouping: bool, wanted: u32, allowed: usize) -> usize {
+    if !grouping {
+        return 1;
+    }
+    let wanted = match wanted {
+        0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
+        n => n as usize,
+    };
+    wanted.clamp(2, allowed.max(2))
+}
+
 /// The MTL's state.
 pub struct Ofi {
     ep: Endpoint,
@@ -165,8 +199,8 @@ pub struct Ofi {
     events: Vec<Event>,
     inject_size: usize,
     max_msg_size: usize,
-    /// Acknowledgements libfabric had no room for: (peer, tag).
-    pending_acks: Vec<(FiAddr, u64)>,
+    /// Acknowledgements libfabric had no room for: (lane, peer, tag).
+    pending_acks: Vec<(usize, FiAddr, u64)>,
     /// Whether every peer's address is in the address vector.
     all_inserted: bool,
     context: ComponentContext,
@@ -208,8 +242,24 @@ impl Mtl for Ofi {
             .list
             .find(&found.provider)
             .ok_or_else(|| format!("provider {} vanished", found.provider))?;
-        let ep = Endpoint::open(entry, params.progress_event_cnt as usize)
+        let pairs = context_pairs(
+            params.thread_grouping,
+            params.num_ctxts,
+            entry.max_contexts(),
+        );
+        let ep = Endpoint::open(entry, params.progress_event_cnt as usize, pairs)
             .map_err(|e| format!("provider {}: {e}", found.provider))?;
+        if params.thread_grouping {
+            context.log(
+                verbosity::COMPONENT,
+                &format!(
+                    "scalable endpoint of provider {} with {pairs} transmit and receive context \
+                     pairs (of {} allowed); a communicator uses pair (context id mod {pairs})",
+                    found.provider,
+                    entry.max_contexts()
+                ),
+            );
+        }
         let name = ep.name()?;
         let mut card = Vec::with_capacity(1 + found.provider.len() + name.len());
         card.push(found.provider.len() as u8);
@@ -344,10 +394,10 @@ impl Ofi {
 
     /// Sends the acknowledgements libfabric had no room for.
     fn retry_acks(&mut self) {
-        while let Some(&(dest, tag)) = self.pending_acks.last() {
+        while let Some(&(lane, dest, tag)) = self.pending_acks.last() {
             let data = self.data();
             // SAFETY: an empty message (no bytes read).
-            match unsafe { self.ep.inject(std::ptr::null(), 0, dest, tag, data) } {
+            match unsafe { self.ep.inject(lane, std::ptr::null(), 0, dest, tag, data) } {
                 Ok(true) => {
                     self.pending_acks.pop();
                 }
@@ -501,10 +551,11 @@ impl Ofi {
             verbosity::TRACE,
             &format!("acknowledging a synchronous send of rank {source} (tag {ack:#x})"),
         );
+        let lane = self.lane_of(context);
         // SAFETY: an empty message.
-        match unsafe { self.ep.inject(std::ptr::null(), 0, dest, ack, data) } {
+        match unsafe { self.ep.inject(lane, std::ptr::null(), 0, dest, ack, data) } {
             Ok(true) => {}
-            Ok(false) => self.pending_acks.push((dest, ack)),
+            Ok(false) => self.pending_acks.push((lane, dest, ack)),
             Err(e) => self.context.log(
                 verbosity::ERROR,
                 &format!("acknowledgement to rank {source} failed: {e}"),
@@ -544,6 +595,14 @@ impl Ofi {
         }
     }
 
+    /// The endpoint lane of communicator context id `context`: one of a
+    /// scalable endpoint's context pairs (the same on every rank), or the
+    /// one lane of a plain endpoint.
+    #[inline]
+    fn lane_of(&self, context: u32) -> usize {
+        context as usize % self.ep.lanes()
+    }
+
     /// Checks a receive's or probe's arguments; answers the source's
     /// address for a directed receive.
     fn recv_address(&mut self, context: u32, source: i32) -> Result<FiAddr, String> {
@@ -579,6 +638,12 @@ impl Ofi {
         let src = self.recv_address(context, source).ok()?;
         let (t, ignore) = self.layout.recv_match(context, source, tag);
         let index = self.slots.take(Kind::Peek { claim }, std::ptr::null());
+        let lane = self.lane_of(context);
+        {
+            let s = self.slots.get(index);
+            s.lane = lane;
+            s.claim = (src, t, ignore);
+        }
         let ctx = self.slots.context(index);
         let flags = if claim {
             ofi::FI_PEEK | ofi::FI_CLAIM
@@ -588,7 +653,7 @@ impl Ofi {
         // SAFETY: no buffer; the context is the slot's, kept until its
         // completion is read below.
         let posted = self.post_until(|ep| unsafe {
-            ep.recv_with(std::ptr::null_mut(), 0, src, t, ignore, ctx, flags)
+            ep.recv_with(lane, std::ptr::null_mut(), 0, src, t, ignore, ctx, flags)
         });
         if let Err(e) = posted {
             self.context.log(verbosity::ERROR, &format!("probe: {e}"));
@@ -650,10 +715,11 @@ impl Requests for Ofi {
             .layout
             .send_tag(args.context, self.rank, args.tag, proto);
         let data = self.data();
+        let lane = self.lane_of(args.context);
         if !sync && args.len <= self.inject_size {
             // SAFETY: the buffer is readable for `len` bytes (this
             // method's promise) and copied before the call returns.
-            self.post_until(|ep| unsafe { ep.inject(args.buf, args.len, dest, tag, data) })
+            self.post_until(|ep| unsafe { ep.inject(lane, args.buf, args.len, dest, tag, data) })
                 .map_err(|e| {
                     (
                         RequestError::PeerFailed,
@@ -680,11 +746,13 @@ impl Requests for Ofi {
             };
             let owner = self.slots.handle(index);
             let ack = self.slots.take(Kind::AckRecv { owner }, std::ptr::null());
+            self.slots.get(ack).lane = lane;
             let ctx = self.slots.context(ack);
             // SAFETY: an empty receive; the context is the ack slot's,
             // kept until its completion.
-            let posted = self
-                .post_until(|ep| unsafe { ep.recv(std::ptr::null_mut(), 0, from, t, ignore, ctx) });
+            let posted = self.post_until(|ep| unsafe {
+                ep.recv(lane, std::ptr::null_mut(), 0, from, t, ignore, ctx)
+            });
             if let Err(e) = posted {
                 self.slots.release(ack);
                 self.slots.release(index);
@@ -696,8 +764,8 @@ impl Requests for Ofi {
         // SAFETY: the buffer stays valid until the request completes (this
         // method's promise); the context is the slot's, kept until its
         // completion.
-        let posted =
-            self.post_until(|ep| unsafe { ep.send(args.buf, args.len, dest, tag, data, ctx) });
+        let posted = self
+            .post_until(|ep| unsafe { ep.send(lane, args.buf, args.len, dest, tag, data, ctx) });
         match posted {
             Ok(()) => Ok(self.slots.handle(index)),
             Err(e) => {
@@ -706,7 +774,7 @@ impl Requests for Ofi {
                 self.slots.release(index);
                 if let Some(ack) = ack_slot {
                     let ctx = self.slots.context(ack);
-                    self.ep.cancel(ctx);
+                    self.ep.cancel(lane, ctx);
                 }
                 Err((
                     RequestError::PeerFailed,
@@ -728,17 +796,19 @@ impl Requests for Ofi {
         let src = self.recv_address(args.context, args.source)?;
         let (t, ignore) = self.layout.recv_match(args.context, args.source, args.tag);
         let index = self.slots.take(Kind::Recv, args.done);
+        let lane = self.lane_of(args.context);
         {
             let s = self.slots.get(index);
             s.buf = args.buf;
             s.len = args.len;
+            s.lane = lane;
         }
         let ctx = self.slots.context(index);
         // SAFETY: the buffer stays writable and untouched until the
         // request completes (this method's promise); the context is the
         // slot's, kept until its completion.
         let posted =
-            self.post_until(|ep| unsafe { ep.recv(args.buf, args.len, src, t, ignore, ctx) });
+            self.post_until(|ep| unsafe { ep.recv(lane, args.buf, args.len, src, t, ignore, ctx) });
         match posted {
             Ok(()) => Ok(self.slots.handle(index)),
             Err(e) => {
@@ -787,8 +857,8 @@ impl Requests for Ofi {
         if self.slots.get(index).kind != Kind::Recv || self.slots.get(index).complete {
             return false;
         }
-        let ctx = self.slots.context(index);
-        self.ep.cancel(ctx);
+        let (ctx, lane) = (self.slots.context(index), self.slots.get(index).lane);
+        self.ep.cancel(lane, ctx);
         let until = Instant::now() + CANCEL_WAIT;
         while !self.slots.get(index).complete && Instant::now() < until {
             self.wait_step();
@@ -825,11 +895,13 @@ impl Requests for Ofi {
         s.done = args.done;
         s.buf = args.buf;
         s.len = args.len;
+        let (lane, (src, t, ignore)) = (s.lane, s.claim);
         let ctx = self.slots.context(index);
         // SAFETY: as in `irecv`; FI_CLAIM receives the message the peek
-        // with this context claimed.
+        // with this context claimed, on the lane and with the match it was
+        // peeked with.
         let posted = self.post_until(|ep| unsafe {
-            ep.recv_with(args.buf, args.len, NO_ADDRESS, 0, 0, ctx, ofi::FI_CLAIM)
+            ep.recv_with(lane, args.buf, args.len, src, t, ignore, ctx, ofi::FI_CLAIM)
         });
         match posted {
             Ok(()) => Ok(message),
@@ -872,5 +944,36 @@ impl Requests for Ofi {
                 &format!("finalize with {live} request(s) not completed; they are dropped"),
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_grouping_opens_between_2_and_the_providers_allowance_of_context_pairs() {
+        assert_eq!(
+            context_pairs(false, 8, 16),
+            1,
+            "no grouping: a plain endpoint"
+        );
+        assert_eq!(context_pairs(true, 4, 16), 4);
+        assert_eq!(
+            context_pairs(true, 64, 16),
+            16,
+            "capped at what the provider allows"
+        );
+        assert_eq!(context_pairs(true, 1, 16), 2, "at least 2");
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        assert_eq!(context_pairs(true, 0, 4096), cpus.max(2), "0: one per CPU");
+    }
+
+    #[test]
+    fn declining_thread_grouping_names_the_provider_and_what_to_do() {
+        let why = no_scalable_endpoints("tcp;ofi_rxm");
+        assert!(why.contains("provider tcp;ofi_rxm offers none"), "{why}");
+        assert!(why.contains("unset mtl_ofi_thread_grouping"), "{why}");
+        assert!(why.contains("mtl_ofi_provider_include"), "{why}");
     }
 }

@@ -1,7 +1,9 @@
 //! libfabric, safely: the provider list `fi_getinfo` answers
 //! ([`InfoList`]), and one opened endpoint ([`Endpoint`]: fabric, domain,
-//! address vector, completion queue and the endpoint itself, closed in
-//! reverse order on drop) with the tagged data path the MTL uses.
+//! address vector, the endpoint itself and its lanes, each a transmit and
+//! receive context with a completion queue, closed in reverse order on
+//! drop) with the tagged data path the MTL uses. A plain endpoint has one
+//! lane, itself; a scalable endpoint has one per context pair.
 //!
 //! Every call into libfabric is in this file. Operation contexts are
 //! `fi_context2` blocks the caller keeps at a stable address until the
@@ -74,6 +76,9 @@ pub struct Hints {
     /// Also ask for `FI_REMOTE_CQ_DATA` and `FI_DIRECTED_RECV` (the
     /// `ofi_tag_full` layout's needs).
     pub full_tag_caps: bool,
+    /// Also ask for `FI_NAMED_RX_CTX` (a sender names a scalable
+    /// endpoint's receive context).
+    pub scalable: bool,
     /// Only this provider (its full name), or any.
     pub provider: Option<String>,
 }
@@ -118,6 +123,9 @@ impl InfoList {
             (*h).caps = BASE_CAPS;
             if hints.full_tag_caps {
                 (*h).caps |= ofi::FI_REMOTE_CQ_DATA | ofi::FI_DIRECTED_RECV;
+            }
+            if hints.scalable {
+                (*h).caps |= ofi::FI_NAMED_RX_CTX;
             }
             (*h).mode = ofi::FI_CONTEXT | ofi::FI_CONTEXT2;
             (*(*h).ep_attr).type_ = ofi::FI_EP_RDM;
@@ -227,6 +235,19 @@ impl Info<'_> {
         unsafe { (*self.raw.ep_attr).max_msg_size }
     }
 
+    /// The transmit and receive context pairs a scalable endpoint of this
+    /// entry may have (1: the provider offers no scalable endpoints).
+    pub fn max_contexts(&self) -> usize {
+        // SAFETY: an answered entry has its domain attributes.
+        let (tx, rx) = unsafe {
+            (
+                (*self.raw.domain_attr).max_ep_tx_ctx,
+                (*self.raw.domain_attr).max_ep_rx_ctx,
+            )
+        };
+        tx.min(rx).max(1)
+    }
+
     /// The largest message `fi_tinject` takes.
     pub fn inject_size(&self) -> usize {
         // SAFETY: an answered entry has its transmit attributes.
@@ -268,13 +289,26 @@ pub struct Completion {
 // dereferenced by the MTL under its exclusive entry.
 unsafe impl Send for Completion {}
 
+/// One transmit and receive context with the completion queue both
+/// report to: a plain endpoint itself, or a context pair of a scalable
+/// endpoint.
+struct Lane {
+    tx: *mut ofi::fid_ep,
+    rx: *mut ofi::fid_ep,
+    cq: *mut ofi::fid_cq,
+}
+
 /// An opened endpoint and the objects it uses.
 pub struct Endpoint {
     fabric: *mut ofi::fid_fabric,
     domain: *mut ofi::fid_domain,
     av: *mut ofi::fid_av,
-    cq: *mut ofi::fid_cq,
+    /// The endpoint, plain or scalable.
     ep: *mut ofi::fid_ep,
+    /// Its lanes: the endpoint itself, or its context pairs.
+    lanes: Vec<Lane>,
+    /// The address bits that name a peer's receive context (0: plain).
+    rx_ctx_bits: i32,
     entries: Vec<ofi::fi_cq_tagged_entry>,
 }
 
@@ -287,22 +321,59 @@ fn failed(what: &str, rc: i64) -> String {
     format!("{what} failed: {}", error_text(rc))
 }
 
+/// Answers `rc` as the outcome of libfabric call `what`.
+fn check(what: &str, rc: i32) -> Result<(), String> {
+    match rc {
+        0 => Ok(()),
+        rc => Err(failed(what, rc.into())),
+    }
+}
+
+/// A completion queue of tagged entries, polled (no wait object).
+///
+/// # Safety
+///
+/// `domain` is open.
+unsafe fn open_cq(domain: *mut ofi::fid_domain) -> Result<*mut ofi::fid_cq, String> {
+    // SAFETY: zeroed attributes are the defaults; the attribute structure
+    // lives for the call.
+    unsafe {
+        let mut cq_attr: ofi::fi_cq_attr = std::mem::zeroed();
+        cq_attr.format = ofi::FI_CQ_FORMAT_TAGGED;
+        cq_attr.wait_obj = ofi::FI_WAIT_NONE;
+        let mut cq = ptr::null_mut();
+        check(
+            "fi_cq_open",
+            ofi::fi_cq_open(domain, &mut cq_attr, &mut cq, ptr::null_mut()),
+        )?;
+        Ok(cq)
+    }
+}
+
 impl Endpoint {
-    /// Opens an endpoint of provider entry `info`, its completion queue
-    /// read `batch` entries at a time.
+    /// Opens an endpoint of provider entry `info`, its completion queues
+    /// read `batch` entries at a time: a plain one for `contexts` 1, else
+    /// a scalable endpoint with `contexts` transmit and receive context
+    /// pairs (at most [`Info::max_contexts`]).
     ///
     /// # Errors
     ///
     /// The libfabric call that failed, with its sentence; what was opened
     /// before it is closed.
-    pub fn open(info: Info<'_>, batch: usize) -> Result<Endpoint, String> {
+    pub fn open(info: Info<'_>, batch: usize, contexts: usize) -> Result<Endpoint, String> {
         let raw = info.raw as *const ofi::fi_info as *mut ofi::fi_info;
+        let contexts = contexts.max(1);
         let mut e = Endpoint {
             fabric: ptr::null_mut(),
             domain: ptr::null_mut(),
             av: ptr::null_mut(),
-            cq: ptr::null_mut(),
             ep: ptr::null_mut(),
+            lanes: Vec::with_capacity(contexts),
+            rx_ctx_bits: if contexts > 1 {
+                (usize::BITS - (contexts - 1).leading_zeros()) as i32
+            } else {
+                0
+            },
             entries: vec![
                 ofi::fi_cq_tagged_entry {
                     op_context: ptr::null_mut(),
@@ -316,49 +387,109 @@ impl Endpoint {
             ],
         };
         // SAFETY: `raw` is an entry of a live list, which fi_fabric,
-        // fi_domain and fi_endpoint only read; each object is opened from
-        // the one before and stored at once, so `Drop` closes what exists;
-        // the attribute structures live for their call.
+        // fi_domain and fi_endpoint only read (a scalable endpoint's
+        // context counts are written into the list's own entry first);
+        // each object is opened from the one before and stored at once, so
+        // `Drop` closes what exists; the attribute structures live for
+        // their call.
         unsafe {
-            let rc = ofi::fi_fabric((*raw).fabric_attr, &mut e.fabric, ptr::null_mut());
-            if rc != 0 {
-                return Err(failed("fi_fabric", rc.into()));
-            }
-            let rc = ofi::fi_domain(e.fabric, raw, &mut e.domain, ptr::null_mut());
-            if rc != 0 {
-                return Err(failed("fi_domain", rc.into()));
-            }
+            check(
+                "fi_fabric",
+                ofi::fi_fabric((*raw).fabric_attr, &mut e.fabric, ptr::null_mut()),
+            )?;
+            check(
+                "fi_domain",
+                ofi::fi_domain(e.fabric, raw, &mut e.domain, ptr::null_mut()),
+            )?;
             let mut av_attr: ofi::fi_av_attr = std::mem::zeroed();
             av_attr.type_ = ofi::FI_AV_TABLE;
-            let rc = ofi::fi_av_open(e.domain, &mut av_attr, &mut e.av, ptr::null_mut());
-            if rc != 0 {
-                return Err(failed("fi_av_open", rc.into()));
+            av_attr.rx_ctx_bits = e.rx_ctx_bits;
+            check(
+                "fi_av_open",
+                ofi::fi_av_open(e.domain, &mut av_attr, &mut e.av, ptr::null_mut()),
+            )?;
+            if contexts == 1 {
+                let cq = open_cq(e.domain)?;
+                e.lanes.push(Lane {
+                    tx: ptr::null_mut(),
+                    rx: ptr::null_mut(),
+                    cq,
+                });
+                check(
+                    "fi_endpoint",
+                    ofi::fi_endpoint(e.domain, raw, &mut e.ep, ptr::null_mut()),
+                )?;
+                e.lanes[0] = Lane {
+                    tx: e.ep,
+                    rx: e.ep,
+                    cq,
+                };
+                check(
+                    "fi_ep_bind (address vector)",
+                    ofi::fi_ep_bind(e.ep, &mut (*e.av).fid, 0),
+                )?;
+                check(
+                    "fi_ep_bind (completion queue)",
+                    ofi::fi_ep_bind(e.ep, &mut (*cq).fid, ofi::FI_TRANSMIT | ofi::FI_RECV),
+                )?;
+                check("fi_enable", ofi::fi_enable(e.ep))?;
+                return Ok(e);
             }
-            let mut cq_attr: ofi::fi_cq_attr = std::mem::zeroed();
-            cq_attr.format = ofi::FI_CQ_FORMAT_TAGGED;
-            cq_attr.wait_obj = ofi::FI_WAIT_NONE;
-            let rc = ofi::fi_cq_open(e.domain, &mut cq_attr, &mut e.cq, ptr::null_mut());
-            if rc != 0 {
-                return Err(failed("fi_cq_open", rc.into()));
-            }
-            let rc = ofi::fi_endpoint(e.domain, raw, &mut e.ep, ptr::null_mut());
-            if rc != 0 {
-                return Err(failed("fi_endpoint", rc.into()));
-            }
-            let rc = ofi::fi_ep_bind(e.ep, &mut (*e.av).fid, 0);
-            if rc != 0 {
-                return Err(failed("fi_ep_bind (address vector)", rc.into()));
-            }
-            let rc = ofi::fi_ep_bind(e.ep, &mut (*e.cq).fid, ofi::FI_TRANSMIT | ofi::FI_RECV);
-            if rc != 0 {
-                return Err(failed("fi_ep_bind (completion queue)", rc.into()));
-            }
-            let rc = ofi::fi_enable(e.ep);
-            if rc != 0 {
-                return Err(failed("fi_enable", rc.into()));
+            (*(*raw).ep_attr).tx_ctx_cnt = contexts;
+            (*(*raw).ep_attr).rx_ctx_cnt = contexts;
+            check(
+                "fi_scalable_ep",
+                ofi::fi_scalable_ep(e.domain, raw, &mut e.ep, ptr::null_mut()),
+            )?;
+            check(
+                "fi_scalable_ep_bind (address vector)",
+                ofi::fi_scalable_ep_bind(e.ep, &mut (*e.av).fid, 0),
+            )?;
+            check("fi_enable (scalable endpoint)", ofi::fi_enable(e.ep))?;
+            for index in 0..contexts {
+                let cq = open_cq(e.domain)?;
+                e.lanes.push(Lane {
+                    tx: ptr::null_mut(),
+                    rx: ptr::null_mut(),
+                    cq,
+                });
+                let lane = e.lanes.last_mut().expect("just pushed");
+                let i = index as i32;
+                check(
+                    "fi_tx_context",
+                    ofi::fi_tx_context(e.ep, i, ptr::null_mut(), &mut lane.tx, ptr::null_mut()),
+                )?;
+                check(
+                    "fi_rx_context",
+                    ofi::fi_rx_context(e.ep, i, ptr::null_mut(), &mut lane.rx, ptr::null_mut()),
+                )?;
+                check(
+                    "fi_ep_bind (transmit context)",
+                    ofi::fi_ep_bind(lane.tx, &mut (*cq).fid, ofi::FI_TRANSMIT),
+                )?;
+                check(
+                    "fi_ep_bind (receive context)",
+                    ofi::fi_ep_bind(lane.rx, &mut (*cq).fid, ofi::FI_RECV),
+                )?;
+                check("fi_enable (transmit context)", ofi::fi_enable(lane.tx))?;
+                check("fi_enable (receive context)", ofi::fi_enable(lane.rx))?;
             }
         }
         Ok(e)
+    }
+
+    /// The endpoint's lanes (1 for a plain endpoint).
+    pub fn lanes(&self) -> usize {
+        self.lanes.len()
+    }
+
+    /// Peer address `addr` as lane `lane` sends to it: the peer's receive
+    /// context of that index on a scalable endpoint.
+    fn target(&self, addr: FiAddr, lane: usize) -> FiAddr {
+        if self.rx_ctx_bits == 0 || addr == NO_ADDRESS {
+            return addr;
+        }
+        ((lane as u64) << (64 - self.rx_ctx_bits)) | addr
     }
 
     /// The endpoint's address, for peers' address vectors.
@@ -428,20 +559,23 @@ impl Endpoint {
     /// # Safety
     ///
     /// `buf` is readable for `len` bytes (≤ the inject size).
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn inject(
         &mut self,
+        lane: usize,
         buf: *const u8,
         len: usize,
         dest: FiAddr,
         tag: u64,
         data: Option<u64>,
     ) -> Result<bool, String> {
-        // SAFETY: an open endpoint; the buffer is the caller's promise and
+        let (tx, dest) = (self.lanes[lane].tx, self.target(dest, lane));
+        // SAFETY: an open context; the buffer is the caller's promise and
         // is copied before the call returns (inject semantics).
         let rc = unsafe {
             match data {
-                None => ofi::fi_tinject(self.ep, buf.cast(), len, dest, tag),
-                Some(d) => ofi::fi_tinjectdata(self.ep, buf.cast(), len, d, dest, tag),
+                None => ofi::fi_tinject(tx, buf.cast(), len, dest, tag),
+                Some(d) => ofi::fi_tinjectdata(tx, buf.cast(), len, d, dest, tag),
             }
         };
         posted("fi_tinject", rc)
@@ -459,8 +593,10 @@ impl Endpoint {
     ///
     /// `buf` stays readable for `len` bytes and `context` valid and in
     /// place until the completion is read.
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn send(
         &mut self,
+        lane: usize,
         buf: *const u8,
         len: usize,
         dest: FiAddr,
@@ -468,12 +604,13 @@ impl Endpoint {
         data: Option<u64>,
         context: *mut OpContext,
     ) -> Result<bool, String> {
-        // SAFETY: an open endpoint; buffer and context are the caller's
+        let (tx, dest) = (self.lanes[lane].tx, self.target(dest, lane));
+        // SAFETY: an open context; buffer and context are the caller's
         // promise.
         let rc = unsafe {
             match data {
                 None => ofi::fi_tsend(
-                    self.ep,
+                    tx,
                     buf.cast(),
                     len,
                     ptr::null_mut(),
@@ -482,7 +619,7 @@ impl Endpoint {
                     context.cast(),
                 ),
                 Some(d) => ofi::fi_tsenddata(
-                    self.ep,
+                    tx,
                     buf.cast(),
                     len,
                     ptr::null_mut(),
@@ -508,8 +645,10 @@ impl Endpoint {
     ///
     /// `buf` stays writable for `len` bytes, untouched by anyone else, and
     /// `context` valid and in place until the completion is read.
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn recv(
         &mut self,
+        lane: usize,
         buf: *mut u8,
         len: usize,
         source: FiAddr,
@@ -517,11 +656,12 @@ impl Endpoint {
         ignore: u64,
         context: *mut OpContext,
     ) -> Result<bool, String> {
-        // SAFETY: an open endpoint; buffer and context are the caller's
+        let (rx, source) = (self.lanes[lane].rx, self.target(source, lane));
+        // SAFETY: an open context; buffer and context are the caller's
         // promise.
         let rc = unsafe {
             ofi::fi_trecv(
-                self.ep,
+                rx,
                 buf.cast(),
                 len,
                 ptr::null_mut(),
@@ -551,6 +691,7 @@ impl Endpoint {
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn recv_with(
         &mut self,
+        lane: usize,
         buf: *mut u8,
         len: usize,
         source: FiAddr,
@@ -559,6 +700,7 @@ impl Endpoint {
         context: *mut OpContext,
         flags: u64,
     ) -> Result<bool, String> {
+        let (rx, source) = (self.lanes[lane].rx, self.target(source, lane));
         let iov = libc_iovec {
             iov_base: buf.cast(),
             iov_len: len,
@@ -580,37 +722,45 @@ impl Endpoint {
         // SAFETY: an open endpoint; `msg` and `iov` live for the call
         // (libfabric copies what it keeps); buffer and context are the
         // caller's promise.
-        let rc = unsafe { ofi::fi_trecvmsg(self.ep, &msg, flags) };
+        let rc = unsafe { ofi::fi_trecvmsg(rx, &msg, flags) };
         posted("fi_trecvmsg", rc)
     }
 
     /// Asks libfabric to cancel the operation of `context`; its
     /// completion (an error `FI_ECANCELED`, or its normal end if it was
     /// too late) is read as any other.
-    pub fn cancel(&mut self, context: *mut OpContext) {
-        // SAFETY: an open endpoint; `context` is the caller's running
-        // operation (libfabric answers an error for one it does not know).
-        let _ = unsafe { ofi::fi_cancel(&mut (*self.ep).fid, context.cast()) };
+    pub fn cancel(&mut self, lane: usize, context: *mut OpContext) {
+        let rx = self.lanes[lane].rx;
+        // SAFETY: an open context; `context` is the caller's running
+        // receive on it (libfabric answers an error for one it does not
+        // know).
+        let _ = unsafe { ofi::fi_cancel(&mut (*rx).fid, context.cast()) };
     }
 
-    /// Reads up to the batch size of completions into `out` (cleared
-    /// first); answers how many were read (0: none now).
+    /// Reads up to the batch size of completions of each lane into `out`
+    /// (cleared first); answers how many were read (0: none now).
     ///
     /// # Errors
     ///
-    /// The queue failed (not an operation: that is a completion with an
+    /// A queue failed (not an operation: that is a completion with an
     /// error).
     pub fn read_completions(&mut self, out: &mut Vec<Completion>) -> Result<usize, String> {
         out.clear();
+        let mut total = 0;
+        for lane in 0..self.lanes.len() {
+            total += self.read_lane(lane, out)?;
+        }
+        Ok(total)
+    }
+
+    /// Reads up to the batch size of lane `lane`'s completions, appended
+    /// to `out`; answers how many.
+    fn read_lane(&mut self, lane: usize, out: &mut Vec<Completion>) -> Result<usize, String> {
+        let cq = self.lanes[lane].cq;
         // SAFETY: an open queue of the tagged format; `entries` has room
         // for `len()` of them.
-        let n = unsafe {
-            ofi::fi_cq_read(
-                self.cq,
-                self.entries.as_mut_ptr().cast(),
-                self.entries.len(),
-            )
-        };
+        let n =
+            unsafe { ofi::fi_cq_read(cq, self.entries.as_mut_ptr().cast(), self.entries.len()) };
         if n > 0 {
             for e in &self.entries[..n as usize] {
                 out.push(Completion {
@@ -630,7 +780,7 @@ impl Endpoint {
             // SAFETY: a zeroed error entry is valid (no error data asked).
             let mut err: ofi::fi_cq_err_entry = unsafe { std::mem::zeroed() };
             // SAFETY: an open queue; one entry written.
-            let rc = unsafe { ofi::fi_cq_readerr(self.cq, &mut err, 0) };
+            let rc = unsafe { ofi::fi_cq_readerr(cq, &mut err, 0) };
             if rc == 1 {
                 out.push(Completion {
                     context: err.op_context.cast(),
@@ -672,15 +822,24 @@ fn posted(what: &str, rc: isize) -> Result<bool, String> {
 impl Drop for Endpoint {
     fn drop(&mut self) {
         // SAFETY: each object was opened by `open` and is closed once, the
-        // endpoint before what it is bound to.
+        // contexts and endpoint before what they are bound to (a plain
+        // endpoint is its own lane's contexts: closed as the endpoint).
         unsafe {
-            for fid in [
-                self.ep.cast::<ofi::fid>(),
-                self.cq.cast(),
-                self.av.cast(),
+            let mut fids: Vec<*mut ofi::fid> = Vec::new();
+            for lane in &self.lanes {
+                if lane.tx != self.ep {
+                    fids.push(lane.tx.cast());
+                    fids.push(lane.rx.cast());
+                }
+            }
+            fids.push(self.ep.cast());
+            fids.extend(self.lanes.iter().map(|l| l.cq.cast::<ofi::fid>()));
+            fids.extend([
+                self.av.cast::<ofi::fid>(),
                 self.domain.cast(),
                 self.fabric.cast(),
-            ] {
+            ]);
+            for fid in fids {
                 if !fid.is_null() {
                     ofi::fi_close(fid);
                 }
@@ -693,16 +852,19 @@ impl Drop for Endpoint {
 mod tests {
     use super::*;
 
-    /// Two endpoints of `provider` in this process.
-    fn pair(provider: &str) -> (Endpoint, Endpoint, FiAddr, FiAddr) {
+    /// Two endpoints of `provider` in this process, each with `contexts`
+    /// context pairs (1: plain endpoints).
+    fn pair(provider: &str, contexts: usize) -> (Endpoint, Endpoint, FiAddr, FiAddr) {
         let list = InfoList::query(&Hints {
             provider: Some(provider.to_string()),
+            scalable: contexts > 1,
             ..Hints::default()
         })
         .unwrap();
         let info = list.find(provider).expect("provider answers");
-        let mut a = Endpoint::open(info, 8).unwrap();
-        let mut b = Endpoint::open(info, 8).unwrap();
+        let mut a = Endpoint::open(info, 8, contexts).unwrap();
+        let mut b = Endpoint::open(info, 8, contexts).unwrap();
+        assert_eq!((a.lanes(), b.lanes()), (contexts, contexts));
         let (na, nb) = (a.name().unwrap(), b.name().unwrap());
         let b_at_a = a.insert(&nb).unwrap();
         let a_at_b = b.insert(&na).unwrap();
@@ -730,12 +892,13 @@ mod tests {
     #[test]
     fn a_message_that_arrived_first_matches_a_receive_through_its_ignore_bits() {
         let provider = "tcp;ofi_rxm";
-        let (mut a, mut b, b_at_a, _) = pair(provider);
+        let (mut a, mut b, b_at_a, _) = pair(provider, 1);
         let msg = *b"early!!!";
         let mut ctx = new_context();
         // The sync bit (32) set in the message, ignored by the receive.
         // SAFETY: `msg` and `ctx` outlive the completion read below.
-        while !unsafe { a.send(msg.as_ptr(), 8, b_at_a, 0x1_0000_0005, None, &mut ctx) }.unwrap() {
+        while !unsafe { a.send(0, msg.as_ptr(), 8, b_at_a, 0x1_0000_0005, None, &mut ctx) }.unwrap()
+        {
             poll_both(&mut a, &mut b);
         }
         for _ in 0..1000 {
@@ -744,12 +907,51 @@ mod tests {
         let mut got = [0u8; 8];
         let mut rctx = new_context();
         // SAFETY: `got` and `rctx` outlive the completion read below.
-        while !unsafe { b.recv(got.as_mut_ptr(), 8, NO_ADDRESS, 5, 1 << 32, &mut rctx) }.unwrap() {
+        while !unsafe { b.recv(0, got.as_mut_ptr(), 8, NO_ADDRESS, 5, 1 << 32, &mut rctx) }.unwrap()
+        {
             poll_both(&mut a, &mut b);
         }
         let c = wait_one(&mut b, &mut a);
         assert_eq!(c.error, None);
         assert_eq!(c.tag, 0x1_0000_0005);
         assert_eq!(&got, &msg);
+    }
+
+    #[test]
+    fn a_scalable_endpoint_delivers_each_lane_to_the_same_lane_of_its_peer() {
+        let provider = "sockets";
+        let (mut a, mut b, b_at_a, a_at_b) = pair(provider, 4);
+        // A receive on lane 1 that the message to lane 2 must not reach,
+        // and the directed one on lane 2 that it must.
+        let mut wrong = [0u8; 8];
+        let mut right = [0u8; 8];
+        let (mut wctx, mut rctx, mut sctx) = (new_context(), new_context(), new_context());
+        // SAFETY: the buffers and contexts outlive the completions read
+        // below (the lane-1 receive is cancelled and its completion read).
+        unsafe {
+            assert!(b
+                .recv(1, wrong.as_mut_ptr(), 8, NO_ADDRESS, 7, 0, &mut wctx)
+                .unwrap());
+            assert!(b
+                .recv(2, right.as_mut_ptr(), 8, a_at_b, 7, 0, &mut rctx)
+                .unwrap());
+        }
+        let msg = *b"lane two";
+        // SAFETY: as above.
+        while !unsafe { a.send(2, msg.as_ptr(), 8, b_at_a, 7, None, &mut sctx) }.unwrap() {
+            poll_both(&mut a, &mut b);
+        }
+        let c = wait_one(&mut b, &mut a);
+        assert_eq!(
+            c.context, &mut rctx as *mut OpContext,
+            "lane 2's receive completed"
+        );
+        assert_eq!((c.error, c.len, c.tag), (None, 8, 7));
+        assert_eq!(&right, &msg);
+        assert_eq!(wrong, [0u8; 8], "lane 1's receive saw nothing");
+        b.cancel(1, &mut wctx);
+        let c = wait_one(&mut b, &mut a);
+        assert_eq!(c.context, &mut wctx as *mut OpContext);
+        assert_eq!(c.error.map(|(e, _)| e), Some(ofi::FI_ECANCELED));
     }
 }

@@ -107,6 +107,28 @@ pub struct OfiParams {
                 queue is empty."
     )]
     pub progress_event_cnt: u32,
+    /// Whether communicators use the context pairs of a scalable endpoint
+    /// (default false).
+    #[param(
+        default = "false",
+        level = User(Detailed),
+        help = "Open a scalable endpoint and give each communicator one of its transmit and \
+                receive context pairs (its context id modulo the pairs, the same on every rank), \
+                so that threads driving different communicators use different contexts. Needs a \
+                provider with scalable endpoints and named receive contexts; the ofi MTL \
+                declines with the reason otherwise."
+    )]
+    pub thread_grouping: bool,
+    /// Context pairs of the scalable endpoint (default 0: one per CPU).
+    #[param(
+        default = "0",
+        level = Tuner(Detailed),
+        range = 0..=4096,
+        help = "Transmit and receive context pairs of the scalable endpoint \
+                mtl_ofi_thread_grouping opens: 0 for one per CPU of the host; at least 2, and at \
+                most what the provider allows (communicators share pairs beyond that)."
+    )]
+    pub num_ctxts: u32,
 }
 
 /// The component's lifecycle: usable when a provider may be used and its

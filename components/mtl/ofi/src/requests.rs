@@ -4,7 +4,7 @@
 //! generation so a stale handle is refused instead of reaching a reused
 //! slot.
 
-use crate::fabric::{new_context, OpContext};
+use crate::fabric::{new_context, FiAddr, OpContext, NO_ADDRESS};
 use oxmpi_framework_requests::{Completion, RequestStatus};
 
 /// What a slot is doing.
@@ -71,6 +71,11 @@ pub struct Slot {
     pub buf: *mut u8,
     /// Its capacity.
     pub len: usize,
+    /// The endpoint lane its operation runs on (its communicator's).
+    pub lane: usize,
+    /// A claimed message's match (source, tag, ignore bits), which some
+    /// providers (sockets) check again when it is received.
+    pub claim: (FiAddr, u64, u64),
 }
 
 // SAFETY: a slot's pointers (its buffer, its completion slot, libfabric's
@@ -121,6 +126,8 @@ impl Slots {
                     error: None,
                     buf: std::ptr::null_mut(),
                     len: 0,
+                    lane: 0,
+                    claim: (NO_ADDRESS, 0, 0),
                 }));
                 i
             }
