@@ -8,7 +8,10 @@
 # and cma,tcp (cma alone carries no small messages). Rounds are
 # interleaved (each round starts at a different program) and each row
 # reports every program's best round and median, and oxmpi's ratio to the
-# floor (the targets: latency within 10%, bandwidth within 5%).
+# floor (the targets: latency within 10%, bandwidth within 5%), with two
+# verdicts from scripts/bench_stats.py: whether the target is met (oxmpi's
+# rounds against the floor's scaled to it) and how oxmpi stands against
+# Open MPI and MPICH (as bench-osu.sh says it).
 #
 # The OSU builds are bench-osu.sh's (--builds DIR, made there first).
 #
@@ -155,8 +158,12 @@ for ((r = 1; r <= rounds; r++)); do
     done
 done
 
-python3 - "$out/results" <<'EOF'
+python3 - "$out/results" "$rounds" <<'EOF'
 import sys, statistics, collections
+
+sys.path.insert(0, "scripts")
+from bench_stats import ALPHA, target, verdict
+
 data = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     row, lib, test, size, value = line.split()
@@ -166,10 +173,12 @@ for line in open(sys.argv[1]):
         pass
 libs = ["ox", "openmpi", "mpich", "floor"]
 names = {"ox": "oxmpi", "openmpi": "Open MPI", "mpich": "MPICH", "floor": "floor"}
-for test, unit, better in [("osu_latency", "us", min), ("osu_bw", "MB/s", max)]:
+missed, slower = [], []
+for test, unit, better, factor in [("osu_latency", "us", min, 1.10), ("osu_bw", "MB/s", max, 0.95)]:
     print(f"\n{test} ({unit}; best round [median]); ratio = oxmpi / floor (" +
           ("time over time" if test == "osu_latency" else "floor's bandwidth over oxmpi's") + ")")
-    print(f"{'row':<10} {'size':>8} " + " ".join(f"{names[l]:>20}" for l in libs) + f" {'ratio':>14}")
+    print(f"{'row':<10} {'size':>8} " + " ".join(f"{names[l]:>20}" for l in libs) +
+          f" {'ratio':>14} {'target':>8} {'peers':>7}")
     for row in ["ofi_tcp", "ucx_tcp", "ucx_posix", "ucx_cma"]:
         for size in sorted({k[2] for k in data if k[0] == row and k[1] == test}):
             cells, best = [], {}
@@ -187,5 +196,23 @@ for test, unit, better in [("osu_latency", "us", min), ("osu_bw", "MB/s", max)]:
                     ratio = f"{ob / fb:.2f} [{om / fm:.2f}]"
                 else:
                     ratio = f"{fb / ob:.2f} [{fm / om:.2f}]"
-            print(f"{row:<10} {size:>8} " + " ".join(cells) + f" {ratio:>14}")
+            rounds_of = lambda lib: data.get((row, test, size, lib), [])
+            worse_is_greater = test == "osu_latency"
+            t = target(rounds_of("ox"), rounds_of("floor"), factor, worse_is_greater)
+            peers = [rounds_of(l) for l in ("openmpi", "mpich") if rounds_of(l)]
+            v = verdict(rounds_of("ox"), peers, worse_is_greater)
+            if t == "missed":
+                missed.append(f"{row} {test} {size}")
+            if v == "slower":
+                slower.append(f"{row} {test} {size}")
+            print(f"{row:<10} {size:>8} " + " ".join(cells) + f" {ratio:>14} {t:>8} {v:>7}")
+print(
+    f"\ntarget: a Mann-Whitney U test (one-sided, p < {ALPHA}) of oxmpi's {sys.argv[2]} rounds "
+    "against the floor's rounds scaled to the target (latency within 10%: x 1.10; bandwidth "
+    "within 5%: x 0.95): 'met', 'missed', or 'unclear' when neither is significant.\n"
+    "peers: the same test against Open MPI's and MPICH's rounds: 'slower' than either, "
+    "'faster' than both, else 'level'."
+)
+print("target missed: " + (", ".join(missed) if missed else "nowhere"))
+print("significantly slower than a peer: " + (", ".join(slower) if slower else "nowhere"))
 EOF
