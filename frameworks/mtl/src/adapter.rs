@@ -12,7 +12,7 @@
 use crate::module::{Limits, MpiServices, MtlModule};
 use abi_stable::std_types::RString;
 use oxmpi_framework_btl::module::JobIdentity;
-use oxmpi_framework_requests::serve::refused;
+use oxmpi_framework_requests::serve::install;
 pub use oxmpi_framework_requests::serve::{request_table, Requests, Served};
 pub use oxmpi_framework_requests::services::Core;
 use oxmpi_plugin_api::ComponentContext;
@@ -50,23 +50,9 @@ unsafe extern "C" fn init<M: Exported>(
     limits: &mut Limits,
     error: &mut RString,
 ) -> bool {
-    M::signals().reset();
-    let installed = M::instance().install(context, || {
-        let m = M::init(context, identity, Core::new(core))?;
-        *limits = m.limits();
-        Ok::<M, String>(m)
-    });
-    match installed {
-        Ok(Ok(())) => true,
-        Ok(Err(why)) => {
-            *error = why.into();
-            false
-        }
-        Err(entry) => {
-            *error = refused::<M>("init", entry).into();
-            false
-        }
-    }
+    install::<M>(context, limits, error, || {
+        M::init(context, identity, Core::new(core))
+    })
 }
 
 /// Exports an mtl component: the [`Mtl`] implementation's instance and

@@ -54,7 +54,7 @@ use abi_stable::std_types::{ROption, RSlice, RStr, RString};
 use oxmpi_framework_btl::handle::{BtlHandle, BtlStart};
 use oxmpi_framework_btl::module::{BtlReceiver, FragmentRef, JobIdentity, RdmaStatus};
 pub use oxmpi_framework_mtl::handle::MtlHandle;
-use oxmpi_framework_requests::serve::{record, refused};
+use oxmpi_framework_requests::serve::{install, record};
 pub use oxmpi_framework_requests::serve::{request_table, Requests, Served, BROKEN};
 use oxmpi_plugin_api::ComponentContext;
 use std::ffi::c_void;
@@ -327,24 +327,10 @@ unsafe extern "C" fn init<P: Exported>(
             receiver: receiver::<P>(index),
         })
         .collect();
-    P::signals().reset();
     let mtl = mtl.as_ref().map(MtlHandle::new).into_option();
-    let installed = P::instance().install(context, || {
-        let p = P::init(context, identity, Core::new(core), &candidates, mtl)?;
-        *limits = p.limits();
-        Ok::<P, String>(p)
-    });
-    match installed {
-        Ok(Ok(())) => true,
-        Ok(Err(why)) => {
-            *error = why.into();
-            false
-        }
-        Err(entry) => {
-            *error = refused::<P>("init", entry).into();
-            false
-        }
-    }
+    install::<P>(context, limits, error, || {
+        P::init(context, identity, Core::new(core), &candidates, mtl)
+    })
 }
 
 /// Exports a pml component: the [`Pml`] implementation's instance and

@@ -18,7 +18,7 @@ use crate::{
     Limits, Pieces, RecvArgs, RequestError, RequestStatus, SendArgs, Signals, ANY_SOURCE, ANY_TAG,
 };
 use abi_stable::std_types::RString;
-use oxmpi_plugin_api::{EntryError, Instance};
+use oxmpi_plugin_api::{ComponentContext, EntryError, Instance};
 use std::mem::MaybeUninit;
 
 /// The requests a component serves (one value per process). Every method
@@ -236,6 +236,36 @@ pub fn record<P: Served>(p: &mut P) {
 #[inline]
 fn released_at_start<P: Requests>(p: &mut P, handle: u64) -> Option<RequestStatus> {
     p.take(handle).filter(|st| st.error == RequestError::None)
+}
+
+/// The body of a framework's generated `init` entry: forgets `P`'s
+/// signals, installs the value `make` builds as `P`'s one instance, and
+/// answers its [`Limits`] in `limits`; false with `error` written when
+/// `make` fails or the instance cannot be installed (already initialized,
+/// a panic).
+pub fn install<P: Served>(
+    context: &ComponentContext,
+    limits: &mut Limits,
+    error: &mut RString,
+    make: impl FnOnce() -> Result<P, String>,
+) -> bool {
+    P::signals().reset();
+    let installed = P::instance().install(context, || {
+        let p = make()?;
+        *limits = p.limits();
+        Ok::<P, String>(p)
+    });
+    match installed {
+        Ok(Ok(())) => true,
+        Ok(Err(why)) => {
+            *error = why.into();
+            false
+        }
+        Err(entry) => {
+            *error = refused::<P>("init", entry).into();
+            false
+        }
+    }
 }
 
 /// The sentence of a refused entry.

@@ -600,7 +600,11 @@ impl Ofi {
     /// one lane of a plain endpoint.
     #[inline]
     fn lane_of(&self, context: u32) -> usize {
-        context as usize % self.ep.lanes()
+        match self.ep.lanes() {
+            // No division on the path of a plain endpoint's every message.
+            1 => 0,
+            lanes => context as usize % lanes,
+        }
     }
 
     /// Checks a receive's or probe's arguments; answers the source's

@@ -79,7 +79,9 @@ pub struct Slot {
     /// The receive buffer's capacity (for truncation), or a send's length.
     pub capacity: usize,
     /// The elements a request of the slot datatype moves, when they lie
-    /// in pieces (else `buf` holds the bytes).
+    /// in pieces (else `buf` holds the bytes). Written by every request
+    /// that uses the slot datatype, before UCP sees it; read by nothing
+    /// else, so `alloc` leaves it as it was.
     pub pieces: Option<Pieces>,
     /// The length UCP is told a request of the slot datatype moves: the
     /// capacity, or [`UNBOUNDED`] for a receive that keeps the first bytes
@@ -192,7 +194,6 @@ impl Slab {
             (*slot).peer_lost = false;
             (*slot).buf = ptr::null_mut();
             (*slot).capacity = 0;
-            (*slot).pieces = None;
             (*slot).outcome = sys::UCS_INPROGRESS;
             (*slot).status = RequestStatus::default();
             (*slot).error.clear();
